@@ -1,0 +1,41 @@
+# The two commands of the README:
+#   make run   - set up the environment, then run the project's main job
+#   make test  - set up the environment, then run lint, type checks and the whole test suite
+# Set-up: a virtual environment in .venv (python3 -m venv) with dafka installed editable and
+# its dev tools (pytest, hypothesis, mypy, ruff) from PyPI. Nothing is installed system-wide.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test unit integration lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/dafka demo
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests bench scripts examples
+	$(PY) -m ruff format --check src tests bench scripts examples
+	$(PY) -m mypy
+
+test: lint
+	$(PY) -m pytest
+
+unit: $(STAMP)
+	$(PY) -m pytest -m unit
+
+integration: $(STAMP)
+	$(PY) -m pytest -m integration
+
+bench: $(STAMP)
+	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

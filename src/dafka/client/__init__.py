@@ -1,0 +1,1 @@
+"""dafka.client (see docs/architecture.md)."""

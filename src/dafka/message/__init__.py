@@ -1,0 +1,1 @@
+"""dafka.message (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""dafka.node (see docs/architecture.md)."""

@@ -1,0 +1,174 @@
+"""Typed, immutable Dafka wire messages.
+
+One frozen dataclass per command (see ``../shared/PROTOCOL.md`` section 1 for the bytes) and
+for the discovery messages of towers and beacons (section 3). Field names say what a field
+*means* rather than echo the C codec's generic ``address``/``subject``:
+
+========================  =====================  ===================================
+command (ID)              ZeroMQ prefix field     other fields
+========================  =====================  ===================================
+Record (``M``)            ``topic``               producer, sequence, content
+DirectRecord (``D``)      ``recipient``           topic, producer, sequence, content
+Fetch (``F``)             ``producer``            requester, topic, sequence, count
+Ack (``K``)               ``producer``            topic, sequence
+Head (``H``)              ``topic``               producer, sequence
+DirectHead (``E``)        ``recipient``           topic, producer, sequence
+GetHeads (``G``)          ``topic``               requester
+ConsumerHello (``W``)     ``store``               consumer, topics
+StoreHello (``L``)        ``consumer``            store
+========================  =====================  ===================================
+
+For RECORD and HEAD the wire carries the topic twice (prefix and subject); a C peer always
+sends them equal, and so do we.
+
+Strings are ``str``: wire bytes are decoded as UTF-8 with ``surrogateescape`` so that any
+byte string a C peer sends round-trips exactly and decoding never fails on encoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """RECORD: a producer publishes one record of its partition to stores and consumers."""
+
+    topic: str
+    producer: str
+    sequence: int
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DirectRecord:
+    """DIRECT-RECORD: a record sent to one node, in answer to its FETCH."""
+
+    recipient: str
+    topic: str
+    producer: str
+    sequence: int
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """FETCH: ask the producer (and stores) of a partition for ``count`` records from ``sequence``."""
+
+    producer: str
+    requester: str
+    topic: str
+    sequence: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """ACK: a store tells a producer it stored everything up to ``sequence`` (cumulative)."""
+
+    producer: str
+    topic: str
+    sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """HEAD: a producer announces the last sequence it published."""
+
+    topic: str
+    producer: str
+    sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class DirectHead:
+    """DIRECT-HEAD: a store tells one consumer the last sequence it holds of a partition."""
+
+    recipient: str
+    topic: str
+    producer: str
+    sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetHeads:
+    """GET-HEADS: a consumer asks stores for the heads of every partition of a topic."""
+
+    topic: str
+    requester: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHello:
+    """CONSUMER-HELLO: a consumer tells a store (by its reader id) which topics it reads."""
+
+    store: str
+    consumer: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreHello:
+    """STORE-HELLO: a store greets a consumer it saw subscribe to ``L`` + consumer id."""
+
+    consumer: str
+    store: str
+
+
+@dataclass(frozen=True, slots=True)
+class Beacon:
+    """A node's beacon to a tower: frames ``B | node id | advertised host | port``."""
+
+    node_id: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class PeerEndpoint:
+    """A beacon as a tower forwards it: frames ``B | node id | tcp://host:port``."""
+
+    node_id: str
+    endpoint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome:
+    """The tower XPUB's welcome: a single frame ``W`` sent to every new subscriber."""
+
+
+DataMessage = (
+    Record
+    | DirectRecord
+    | Fetch
+    | Ack
+    | Head
+    | DirectHead
+    | GetHeads
+    | ConsumerHello
+    | StoreHello
+)
+"""Everything that travels on the data sockets."""
+
+DiscoveryMessage = Beacon | PeerEndpoint | Welcome
+"""Everything that travels on the beacon sockets."""
+
+Message = DataMessage | DiscoveryMessage
+
+__all__ = [
+    "Ack",
+    "Beacon",
+    "ConsumerHello",
+    "DataMessage",
+    "DirectHead",
+    "DirectRecord",
+    "DiscoveryMessage",
+    "Fetch",
+    "GetHeads",
+    "Head",
+    "Message",
+    "PeerEndpoint",
+    "Record",
+    "StoreHello",
+    "Welcome",
+]

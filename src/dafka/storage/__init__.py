@@ -1,0 +1,1 @@
+"""dafka.storage (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""dafka.testing (see docs/architecture.md)."""

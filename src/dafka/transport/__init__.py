@@ -1,0 +1,1 @@
+"""dafka.transport (see docs/architecture.md)."""
