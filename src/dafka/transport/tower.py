@@ -1,0 +1,174 @@
+"""The tower: a beacon forwarder that lets nodes find each other.
+
+A tower is an XSUB (beacons in, default ``tcp://*:5556``) and an XPUB (beacons out, default
+``tcp://*:5557``) with the XPUB welcome message ``W``, bytes as the C reference
+(``../shared/PROTOCOL.md`` section 3):
+
+* a node's beacon arrives as 4 frames ``B | node id | host | port`` and leaves as 3 frames
+  ``B | node id | tcp://host:port``; an empty host is replaced by the peer address of the
+  connection the beacon came in on (unlike C we never swap 127.0.0.1 for another interface:
+  that made the C tower crash on machines without one);
+* subscriptions flow from the XPUB to the XSUB, except those starting with ``W`` (the
+  welcome prefix is the tower's own business);
+* anything else is dropped and counted, never forwarded and never fatal.
+
+Several towers may serve one cluster; nodes connect to all of them and keep working while at
+least one is alive.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import zmq
+
+from dafka.transport.sockets import bound_endpoint, make_socket
+
+log = logging.getLogger(__name__)
+
+WELCOME = b"W"
+
+
+@dataclass
+class TowerStats:
+    """Counters of a running tower (``Tower.statistics()``)."""
+
+    beacons_forwarded: int = 0
+    subscriptions_forwarded: int = 0
+    dropped_malformed: int = 0
+
+
+def rewrite_beacon(frames: list[bytes], peer_address: str | None) -> list[bytes] | None:
+    """The 3 frames a tower forwards for a 4-frame node beacon, or None if it is malformed."""
+    if len(frames) != 4 or frames[0] != b"B" or not frames[1]:
+        return None
+    host, port = frames[2], frames[3]
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    if not host:
+        if not peer_address:
+            return None
+        host = peer_address.encode()
+    return [b"B", frames[1], b"tcp://" + host + b":" + port]
+
+
+class Tower:
+    """A tower running in a background thread; ``start()`` binds, ``stop()`` joins."""
+
+    def __init__(
+        self,
+        sub_address: str = "tcp://*:5556",
+        pub_address: str = "tcp://*:5557",
+        *,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self._context = context or zmq.Context.instance()
+        self._sub_address = sub_address
+        self._pub_address = pub_address
+        self._stats = TowerStats()
+        self._thread: threading.Thread | None = None
+        self._stop_endpoint = f"inproc://dafka-tower-stop-{id(self)}"
+        self._stopper: zmq.Socket[bytes] | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.sub_endpoint = ""
+        self.pub_endpoint = ""
+
+    def statistics(self) -> TowerStats:
+        return TowerStats(**vars(self._stats))
+
+    def start(self) -> None:
+        """Bind both sockets and start forwarding; raises if a bind fails."""
+        self._thread = threading.Thread(target=self._run, name="dafka-tower", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """Stop forwarding, close the sockets and join the thread."""
+        if self._thread is None:
+            return
+        stopper = make_socket(self._context, zmq.PAIR, linger_ms=0)
+        stopper.connect(self._stop_endpoint)
+        stopper.send(b"STOP")
+        self._thread.join()
+        stopper.close()
+        self._thread = None
+
+    def _run(self) -> None:
+        xsub = make_socket(self._context, zmq.XSUB, linger_ms=0)
+        xpub = make_socket(self._context, zmq.XPUB, linger_ms=0)
+        control = make_socket(self._context, zmq.PAIR, linger_ms=0)
+        try:
+            xpub.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME)
+            xsub.bind(self._sub_address)
+            xpub.bind(self._pub_address)
+            control.bind(self._stop_endpoint)
+            self.sub_endpoint = bound_endpoint(xsub)
+            self.pub_endpoint = bound_endpoint(xpub)
+        except zmq.ZMQError as exc:
+            self._error = exc
+            for sock in (xsub, xpub, control):
+                sock.close()
+            self._ready.set()
+            return
+        log.info("tower ready: beacons in on %s, out on %s", self.sub_endpoint, self.pub_endpoint)
+        self._ready.set()
+        poller = zmq.Poller()
+        poller.register(xsub, zmq.POLLIN)
+        poller.register(xpub, zmq.POLLIN)
+        poller.register(control, zmq.POLLIN)
+        try:
+            while True:
+                events = dict(poller.poll())
+                if control in events:
+                    return
+                if xsub in events:
+                    self._forward_beacons(xsub, xpub)
+                if xpub in events:
+                    self._forward_subscriptions(xpub, xsub)
+        finally:
+            for sock in (xsub, xpub, control):
+                sock.close()
+
+    def _forward_beacons(self, xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> None:
+        while True:
+            try:
+                parts = xsub.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            peer = _peer_address(parts[0])
+            out = rewrite_beacon([p.bytes for p in parts], peer)
+            if out is None:
+                self._stats.dropped_malformed += 1
+                continue
+            xpub.send_multipart(out)
+            self._stats.beacons_forwarded += 1
+
+    def _forward_subscriptions(self, xpub: zmq.Socket[bytes], xsub: zmq.Socket[bytes]) -> None:
+        while True:
+            try:
+                frame = xpub.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if frame[:1] not in (b"\x00", b"\x01"):
+                self._stats.dropped_malformed += 1
+                continue
+            if frame[1:2] == WELCOME:
+                continue
+            xsub.send(frame)
+            self._stats.subscriptions_forwarded += 1
+
+
+def _peer_address(frame: zmq.Frame) -> str | None:
+    try:
+        value = frame.get("Peer-Address")
+    except zmq.ZMQError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+__all__ = ["Tower", "TowerStats", "rewrite_beacon"]
