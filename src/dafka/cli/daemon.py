@@ -14,6 +14,10 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
+import click
+
+from dafka.errors import DafkaError
+
 
 def wait_for_signal() -> None:
     """Block the main thread until SIGINT or SIGTERM."""
@@ -38,8 +42,11 @@ def wait_for_signal() -> None:
 
 
 def run_until_signal(start: Callable[[], None], stop: Callable[[], None]) -> None:
-    """Start, wait for a stop signal, stop."""
-    start()
+    """Start, wait for a stop signal, stop; a DafkaError at start is a clean CLI error."""
+    try:
+        start()
+    except DafkaError as exc:
+        raise click.ClickException(str(exc)) from exc
     try:
         wait_for_signal()
     finally:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import zmq
 
+from dafka.errors import DafkaError
 from dafka.transport.sockets import bound_endpoint, make_socket
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,9 @@ class Tower:
             self.sub_endpoint = bound_endpoint(xsub)
             self.pub_endpoint = bound_endpoint(xpub)
         except zmq.ZMQError as exc:
-            self._error = exc
+            self._error = DafkaError(
+                f"tower cannot bind {self._sub_address} / {self._pub_address}: {exc}"
+            )
             for sock in (xsub, xpub, control):
                 sock.close()
             self._ready.set()
