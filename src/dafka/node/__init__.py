@@ -1,1 +1,67 @@
-"""dafka.node (see docs/architecture.md)."""
+"""dafka.node: the pure node state machines (see docs/nodes.md).
+
+No sockets, no files, no clock: messages, timer ticks and driver events in, actions
+(:mod:`dafka.node.actions`) out, drained once per batch with ``take_actions()``.
+"""
+
+from dafka.node._config import (
+    BackpressurePolicy,
+    ConsumerConfig,
+    DiscoveryConfig,
+    FetchPolicy,
+    OffsetReset,
+    ProducerConfig,
+    StoreConfig,
+)
+from dafka.node._consumer import ConsumerMachine, ConsumerStatistics, PartitionPosition
+from dafka.node._discovery import Discovery, DiscoveryStatistics
+from dafka.node._errors import BackpressureError
+from dafka.node._producer import ProducerMachine, ProducerStatistics
+from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
+from dafka.node.actions import (
+    STORE_WRITER_PREFIXES,
+    STORE_WRITER_SENDS,
+    Action,
+    Connect,
+    Deliver,
+    Disconnect,
+    NodeMachine,
+    Persist,
+    Send,
+    SendBeacon,
+    Subscribe,
+    Unsubscribe,
+)
+
+__all__ = [
+    "STORE_WRITER_PREFIXES",
+    "STORE_WRITER_SENDS",
+    "Action",
+    "BackpressureError",
+    "BackpressurePolicy",
+    "Connect",
+    "ConsumerConfig",
+    "ConsumerMachine",
+    "ConsumerStatistics",
+    "Deliver",
+    "Disconnect",
+    "Discovery",
+    "DiscoveryConfig",
+    "DiscoveryStatistics",
+    "FetchPolicy",
+    "NodeMachine",
+    "OffsetReset",
+    "PartitionPosition",
+    "Persist",
+    "ProducerConfig",
+    "ProducerMachine",
+    "ProducerStatistics",
+    "RecordReader",
+    "Send",
+    "SendBeacon",
+    "StoreConfig",
+    "StoreMachine",
+    "StoreStatistics",
+    "Subscribe",
+    "Unsubscribe",
+]

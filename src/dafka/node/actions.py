@@ -9,11 +9,24 @@ each *batch* of inputs: this is what lets a store turn a burst of RECORDs into o
 
 The driver (:mod:`dafka.transport`) executes the actions in order:
 
-* :class:`Send` - encode and publish on the node's data PUB socket;
-* :class:`Subscribe` / :class:`Unsubscribe` - change the data SUB socket's prefixes;
-* :class:`Deliver` - hand a record to the application (consumers);
+* :class:`Send` - encode and publish on the node's data PUB socket. A store has two PUB sockets
+  (writer and reader); the message type says which: FETCH and ACK leave from the writer,
+  DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO from the reader (``STORE_WRITER_SENDS``);
+* :class:`Subscribe` / :class:`Unsubscribe` - change the data SUB socket's prefixes. For a
+  store the command ID (first byte) says which SUB: ``D``, ``M``, ``H`` are the writer's,
+  ``F``, ``G``, ``W`` the reader's (see ``STORE_WRITER_PREFIXES``);
+* :class:`Deliver` - hand a *run* of consecutive records of one partition to the application
+  (consumers). It is a batch, like :class:`Persist`, so that the consumer's hot path does not
+  build one action object per record;
 * :class:`Persist` - append to the store's log; the driver later reports what became durable
-  through the store machine's ``on_durable`` so that ACKs cover only durable records.
+  through the store machine's ``on_durable`` so that ACKs cover only durable records;
+* :class:`Connect` / :class:`Disconnect` / :class:`SendBeacon` - discovery
+  (:class:`dafka.node.Discovery`): connect the data SUB to a peer's endpoint, drop it, and
+  publish our own beacon now.
+
+Besides :class:`NodeMachine`, machines have a few driver events of their own, each documented
+on the machine: ``ProducerMachine.on_ack`` (an ACK with its sender, when the driver knows it),
+``StoreMachine.on_durable`` and ``StoreMachine.on_subscription`` (an XPUB notice).
 """
 
 from __future__ import annotations
@@ -21,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from dafka.protocol import DataMessage
+from dafka.protocol import Ack, DataMessage, Fetch
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +60,17 @@ class Unsubscribe:
 
 @dataclass(frozen=True, slots=True)
 class Deliver:
-    """Hand one record, in order and exactly once per consumer, to the application."""
+    """Hand records to the application, in order and exactly once per consumer.
+
+    ``contents[i]`` is the record at sequence ``first_sequence + i`` of partition ``producer``
+    of ``topic``. One action covers a run of consecutive records received in one batch of
+    inputs; runs of one partition never overlap and follow each other in sequence order.
+    """
 
     topic: str
     producer: str
-    sequence: int
-    content: bytes
+    first_sequence: int
+    contents: tuple[bytes, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +83,34 @@ class Persist:
     contents: tuple[bytes, ...]
 
 
-Action = Send | Subscribe | Unsubscribe | Deliver | Persist
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """Connect the data SUB socket to a newly discovered peer's ``endpoint``."""
+
+    node_id: str
+    endpoint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """Disconnect the data SUB socket from ``endpoint`` (the peer expired or moved)."""
+
+    node_id: str
+    endpoint: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendBeacon:
+    """Publish our beacon (``B | id | host | port``) to the towers now."""
+
+
+Action = Send | Subscribe | Unsubscribe | Deliver | Persist | Connect | Disconnect | SendBeacon
+
+STORE_WRITER_PREFIXES = frozenset(b"DMH")
+"""Command IDs subscribed on a store's writer SUB; the rest (F, G, W) are the reader's."""
+
+STORE_WRITER_SENDS: tuple[type[DataMessage], ...] = (Fetch, Ack)
+"""Message types a store sends from its writer PUB; the others leave from its reader PUB."""
 
 
 class NodeMachine(Protocol):
@@ -85,11 +130,16 @@ class NodeMachine(Protocol):
 
 
 __all__ = [
+    "STORE_WRITER_PREFIXES",
+    "STORE_WRITER_SENDS",
     "Action",
+    "Connect",
     "Deliver",
+    "Disconnect",
     "NodeMachine",
     "Persist",
     "Send",
+    "SendBeacon",
     "Subscribe",
     "Unsubscribe",
 ]

@@ -1,0 +1,133 @@
+"""Per-partition cursor with gap detection and FETCH retry, shared by consumers and store writers.
+
+Theory. A reader of a partition (a consumer, or a store's writer) remembers ``last``, the
+highest sequence it has taken in order, and ``known_head``, the highest sequence it knows to
+exist (from a HEAD, a DIRECT-HEAD or a record that arrived ahead). Whenever
+``known_head > last`` there is a gap, and the cursor has a FETCH outstanding for the window
+``[last + 1, fetch_end)``; it is the only FETCH in flight for that partition, so a burst of
+out-of-order records does not become a burst of FETCHes (a TODO of the C consumer).
+
+* Progress (a record taken in order) pushes the retry deadline back to ``retry_initial`` and
+  resets the backoff. When ``last`` reaches ``fetch_end - 1`` the next window is asked for at
+  once; when it reaches ``known_head`` the cursor is caught up and stops fetching.
+* No progress by the deadline: the FETCH is sent again from ``last + 1`` and the wait doubles
+  up to ``retry_max``. So a lost FETCH, a lost reply, or a producer that went away while a
+  store still has the records never stalls the partition (two C bugs, PROTOCOL.md section 5).
+
+The hot path (a record in order) is inlined by the machines; this module holds the slow paths.
+"""
+
+from __future__ import annotations
+
+from dafka.node._config import FetchPolicy
+from dafka.node.actions import Action, Send
+from dafka.protocol import Fetch
+
+
+class Cursor:
+    """The state of one partition (topic, producer) as seen by one reader."""
+
+    __slots__ = (
+        "deadline",
+        "delay",
+        "durable",
+        "fetch_end",
+        "fetching",
+        "known_head",
+        "last",
+        "pending",
+        "pending_first",
+        "producer",
+        "topic",
+    )
+
+    def __init__(self, topic: str, producer: str, last: int) -> None:
+        self.topic = topic
+        self.producer = producer
+        self.last = last
+        """Highest sequence taken in order; -1 when nothing yet."""
+        self.known_head = last
+        """Highest sequence known to exist (never below ``last`` when it matters)."""
+        self.pending: list[bytes] = []
+        """Contents taken in order since the outbox was last drained (Deliver/Persist)."""
+        self.pending_first = 0
+        self.fetching = False
+        self.fetch_end = 0
+        self.deadline = 0.0
+        self.delay = 0.0
+        self.durable = last
+        """Store writers only: highest sequence the driver reported durable."""
+
+
+class FetchScheduler:
+    """Issues the FETCHes of many cursors and runs their retry timers."""
+
+    __slots__ = ("_active", "_policy", "_requester", "fetch_retries", "fetches_sent")
+
+    def __init__(self, requester: str, policy: FetchPolicy) -> None:
+        self._requester = requester
+        self._policy = policy
+        self._active: set[Cursor] = set()
+        self.fetches_sent = 0
+        self.fetch_retries = 0
+
+    def gap(self, cursor: Cursor, head: int, now: float, out: list[Action]) -> None:
+        """``head`` is known to exist: fetch up to it unless a FETCH already covers ``last + 1``."""
+        cursor.known_head = max(cursor.known_head, head)
+        if head <= cursor.last:
+            return
+        if cursor.fetching and cursor.last + 1 < cursor.fetch_end:
+            return
+        cursor.delay = self._policy.retry_initial
+        self._send(cursor, now, out)
+
+    def progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
+        """Called after a record was taken in order by a cursor that is fetching."""
+        last = cursor.last
+        if last >= cursor.known_head:
+            cursor.fetching = False
+            self._active.discard(cursor)
+            return
+        cursor.delay = self._policy.retry_initial
+        if last + 1 >= cursor.fetch_end:
+            self._send(cursor, now, out)
+        else:
+            cursor.deadline = now + cursor.delay
+
+    def forget(self, cursor: Cursor) -> None:
+        """Stop fetching for ``cursor`` (its partition is dropped or repositioned)."""
+        cursor.fetching = False
+        self._active.discard(cursor)
+
+    def on_timer(self, now: float, out: list[Action]) -> None:
+        """Send again every FETCH whose partition made no progress by its deadline."""
+        retry_max = self._policy.retry_max
+        for cursor in [c for c in self._active if c.deadline <= now]:
+            if cursor.last >= cursor.known_head:
+                self.forget(cursor)
+                continue
+            cursor.delay = min(cursor.delay * 2.0, retry_max)
+            self.fetch_retries += 1
+            self._send(cursor, now, out)
+
+    def next_deadline(self) -> float | None:
+        if not self._active:
+            return None
+        return min(c.deadline for c in self._active)
+
+    def in_flight(self) -> int:
+        """How many partitions have a FETCH outstanding."""
+        return len(self._active)
+
+    def _send(self, cursor: Cursor, now: float, out: list[Action]) -> None:
+        start = cursor.last + 1
+        count = min(self._policy.window, cursor.known_head - cursor.last)
+        cursor.fetch_end = start + count
+        cursor.fetching = True
+        cursor.deadline = now + cursor.delay
+        self._active.add(cursor)
+        self.fetches_sent += 1
+        out.append(Send(Fetch(cursor.producer, self._requester, cursor.topic, start, count)))
+
+
+__all__ = ["Cursor", "FetchScheduler"]

@@ -1,0 +1,135 @@
+"""Settings of the node machines: small frozen dataclasses, times in seconds.
+
+The C reference keeps its settings in a zconfig tree with millisecond values; each field notes
+the C key it stands for (``../shared/PROTOCOL.md`` section 6) so that a loader can map a C
+configuration file onto these classes (divide milliseconds by 1000). Fields without a C key are
+ours: they bound memory and make catch-up robust where the C nodes stall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dafka.errors import ConfigError
+
+OffsetReset = Literal["earliest", "latest"]
+BackpressurePolicy = Literal["block", "error"]
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ConfigError(f"{name} must be > 0, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPolicy:
+    """How a consumer or a store writer fetches what it missed (no C keys: C never retries).
+
+    ``window``: records asked for per FETCH; the next window is asked for as soon as the
+    previous one has arrived, until the known head is reached. ``retry_initial``: how long a
+    FETCH may go without progress before it is sent again; each retry without progress doubles
+    the wait up to ``retry_max``, and any progress resets it.
+    """
+
+    window: int = 10_000
+    retry_initial: float = 0.5
+    retry_max: float = 5.0
+
+    def __post_init__(self) -> None:
+        _positive("fetch window", self.window)
+        _positive("fetch retry_initial", self.retry_initial)
+        if self.retry_max < self.retry_initial:
+            raise ConfigError("fetch retry_max must be >= retry_initial")
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConfig:
+    """Producer settings.
+
+    * ``head_interval`` - ``producer/head_interval`` (C: 1000 ms): HEAD period once there is a
+      last sequence.
+    * ``min_stores`` - the README's "minimum number of stores" (never implemented in C): a
+      record is released once this many *distinct* stores have ACKed it. See docs/nodes.md:
+      above 1 the driver must tell ACK senders apart (``ProducerMachine.on_ack``).
+    * ``max_unacked_records`` / ``max_unacked_bytes`` - bound on the records held until ACKed
+      (C holds them without limit). ``backpressure`` says what the *driver* does when
+      ``publish`` raises :class:`BackpressureError`: ``"block"`` waits until
+      ``can_publish()`` (ACKs arrive), ``"error"`` lets the error through to the caller.
+    """
+
+    head_interval: float = 1.0
+    min_stores: int = 1
+    max_unacked_records: int = 1_000_000
+    max_unacked_bytes: int = 512 * 1024 * 1024
+    backpressure: BackpressurePolicy = "block"
+
+    def __post_init__(self) -> None:
+        _positive("producer head_interval", self.head_interval)
+        _positive("producer min_stores", self.min_stores)
+        _positive("producer max_unacked_records", self.max_unacked_records)
+        _positive("producer max_unacked_bytes", self.max_unacked_bytes)
+        if self.backpressure not in ("block", "error"):
+            raise ConfigError(
+                f"producer backpressure must be 'block' or 'error', got {self.backpressure!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    """Consumer settings.
+
+    * ``offset_reset`` - ``consumer/offset/reset`` (C default ``latest``): where a partition
+      with no explicit start position begins. ``latest`` starts after the first head or record
+      seen, ``earliest`` at sequence 0.
+    * ``fetch`` - gap filling and catch-up (:class:`FetchPolicy`).
+    """
+
+    offset_reset: OffsetReset = "latest"
+    fetch: FetchPolicy = FetchPolicy()
+
+    def __post_init__(self) -> None:
+        if self.offset_reset not in ("earliest", "latest"):
+            raise ConfigError(
+                f"consumer/offset/reset must be 'earliest' or 'latest', got {self.offset_reset!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """Store settings (the C ``store/db`` path belongs to the storage engine, not here).
+
+    * ``fetch`` - how the writer fills gaps and replicates from producers and other stores.
+    * ``max_fetch_reply`` - most DIRECT-RECORDs the reader sends for one FETCH (bounds the
+      memory of one answer; our consumers and writers fetch again for the rest). The default
+      matches the largest window a C consumer asks for.
+    """
+
+    fetch: FetchPolicy = FetchPolicy()
+    max_fetch_reply: int = 100_000
+
+    def __post_init__(self) -> None:
+        _positive("store max_fetch_reply", self.max_fetch_reply)
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryConfig:
+    """Beacon settings: ``beacon/interval`` (C: 1000 ms) and ``beacon/timeout`` (C: 4000 ms)."""
+
+    interval: float = 1.0
+    timeout: float = 4.0
+
+    def __post_init__(self) -> None:
+        _positive("beacon/interval", self.interval)
+        _positive("beacon/timeout", self.timeout)
+
+
+__all__ = [
+    "BackpressurePolicy",
+    "ConsumerConfig",
+    "DiscoveryConfig",
+    "FetchPolicy",
+    "OffsetReset",
+    "ProducerConfig",
+    "StoreConfig",
+]

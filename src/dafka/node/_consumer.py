@@ -1,0 +1,290 @@
+"""The consumer: reads every partition of its topics, in order, each record once.
+
+Theory. Per (topic, partition) a :class:`~dafka.node._catchup.Cursor` remembers the last
+sequence delivered. A record with the next sequence is delivered; one ahead is dropped and
+the gap is fetched (from the producer and every store, which answer with DIRECT-RECORDs);
+one behind is a duplicate and dropped. HEAD and DIRECT-HEAD above the last delivered sequence
+start a fetch too. Fetches run in windows and are retried with backoff until the partition
+has caught up with the highest sequence known to exist (see ``_catchup``).
+
+Where a partition starts: an explicit position (:meth:`ConsumerMachine.seek`), else
+``offset_reset``: ``earliest`` from sequence 0, ``latest`` after the first HEAD seen (or at
+the first record seen). Subscribing sends GET-HEADS so that stores tell us the heads of
+partitions whose producers are gone; a STORE-HELLO (a store saw us subscribe) is answered with
+CONSUMER-HELLO listing our topics, which the store answers with DIRECT-HEADs too.
+
+ZeroMQ matches subscriptions by prefix, so ``M`` + ``hello`` also receives ``hello2`` and
+``D`` + our id receives DIRECT-RECORDs for any id that starts with ours: every message is
+checked for an exact topic / recipient after receipt (the C consumer leaks).
+
+Delivered records accumulate per partition and leave as one :class:`Deliver` per partition per
+drained batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dafka.node._catchup import Cursor, FetchScheduler
+from dafka.node._config import ConsumerConfig
+from dafka.node.actions import Action, Deliver, Send, Subscribe, Unsubscribe
+from dafka.protocol import (
+    ConsumerHello,
+    DataMessage,
+    DirectHead,
+    DirectRecord,
+    GetHeads,
+    Head,
+    Record,
+    StoreHello,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPosition:
+    """Where a consumer stands in one partition.
+
+    ``last_delivered`` is -1 before the first record; ``next_sequence`` is the sequence it
+    waits for; ``known_head`` the highest sequence it knows to exist; ``fetching`` whether a
+    FETCH is outstanding.
+    """
+
+    last_delivered: int
+    next_sequence: int
+    known_head: int
+    fetching: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerStatistics:
+    """Counters of a :class:`ConsumerMachine` (a snapshot)."""
+
+    delivered: int
+    partitions: int
+    fetches_sent: int
+    fetch_retries: int
+    fetches_in_flight: int
+    dropped_ahead: int
+    dropped_duplicates: int
+    dropped_foreign: int
+    dropped_unexpected: int
+
+
+def _wire(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+class ConsumerMachine:
+    """Pure state machine of a consumer; see the module docstring and docs/nodes.md."""
+
+    def __init__(self, consumer_id: str, config: ConsumerConfig | None = None) -> None:
+        self.consumer_id = consumer_id
+        self.config = config or ConsumerConfig()
+        self._earliest = self.config.offset_reset == "earliest"
+        self._out: list[Action] = []
+        self._topics: dict[str, None] = {}
+        self._cursors: dict[tuple[str, str], Cursor] = {}
+        self._starts: dict[tuple[str, str], int] = {}
+        self._dirty: list[Cursor] = []
+        self._fetcher = FetchScheduler(consumer_id, self.config.fetch)
+        self._delivered = 0
+        self._ahead = 0
+        self._duplicates = 0
+        self._foreign = 0
+        self._unexpected = 0
+        cid = _wire(consumer_id)
+        self._out += [Subscribe(b"D" + cid), Subscribe(b"E" + cid), Subscribe(b"L" + cid)]
+
+    # -- application side ------------------------------------------------------------------
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(self._topics)
+
+    def subscribe(self, topic: str, now: float) -> None:
+        """Start reading ``topic``: subscribe to its RECORDs and HEADs, ask stores for heads."""
+        del now
+        if topic in self._topics:
+            return
+        self._topics[topic] = None
+        raw = _wire(topic)
+        self._out += [
+            Subscribe(b"M" + raw),
+            Subscribe(b"H" + raw),
+            Send(GetHeads(topic, self.consumer_id)),
+        ]
+
+    def unsubscribe(self, topic: str, now: float) -> None:
+        """Stop reading ``topic`` and forget its positions.
+
+        Records already taken are still delivered at the next drain.
+        """
+        del now
+        if topic not in self._topics:
+            return
+        del self._topics[topic]
+        raw = _wire(topic)
+        self._out += [Unsubscribe(b"M" + raw), Unsubscribe(b"H" + raw)]
+        for key in [k for k in self._cursors if k[0] == topic]:
+            self._fetcher.forget(self._cursors.pop(key))
+
+    def seek(self, topic: str, producer: str, next_sequence: int, now: float) -> None:
+        """Read partition ``producer`` of ``topic`` from ``next_sequence`` on (explicit start).
+
+        Works before the partition is known (the position is used when it first shows up)
+        and on a known partition (re-reads or skips; records already taken are still
+        delivered).
+        """
+        if next_sequence < 0:
+            raise ValueError("next_sequence must be >= 0")
+        key = (topic, producer)
+        cursor = self._cursors.get(key)
+        if cursor is None:
+            self._starts[key] = next_sequence
+            return
+        self._fetcher.forget(cursor)
+        self._flush(cursor, self._out)  # pending runs must not straddle the jump
+        cursor.last = next_sequence - 1
+        if cursor.known_head > cursor.last and topic in self._topics:
+            self._fetcher.gap(cursor, cursor.known_head, now, self._out)
+
+    def positions(self) -> dict[tuple[str, str], PartitionPosition]:
+        """The position of every known partition, keyed by (topic, producer)."""
+        return {
+            key: PartitionPosition(c.last, c.last + 1, max(c.known_head, c.last), c.fetching)
+            for key, c in self._cursors.items()
+        }
+
+    # -- NodeMachine -----------------------------------------------------------------------
+
+    def on_message(self, message: DataMessage, now: float) -> None:
+        if type(message) is Record:
+            topic = message.topic
+            producer = message.producer
+            sequence = message.sequence
+            cursor = self._cursors.get((topic, producer))
+            if cursor is not None and sequence == cursor.last + 1:  # the hot path
+                cursor.last = sequence
+                pending = cursor.pending
+                if not pending:
+                    cursor.pending_first = sequence
+                    self._dirty.append(cursor)
+                pending.append(message.content)
+                if cursor.fetching:
+                    self._fetcher.progress(cursor, now, self._out)
+                return
+            self._on_record(cursor, message, now)
+        elif type(message) is DirectRecord:
+            if message.recipient != self.consumer_id:
+                self._foreign += 1
+                return
+            cursor = self._cursors.get((message.topic, message.producer))
+            self._on_record(cursor, message, now)
+        elif type(message) is Head:
+            self._on_head(message.topic, message.producer, message.sequence, now)
+        elif type(message) is DirectHead:
+            if message.recipient != self.consumer_id:
+                self._foreign += 1
+                return
+            self._on_head(message.topic, message.producer, message.sequence, now)
+        elif type(message) is StoreHello:
+            if message.consumer != self.consumer_id:
+                self._foreign += 1
+                return
+            if self._topics:
+                self._out.append(
+                    Send(ConsumerHello(message.store, self.consumer_id, tuple(self._topics)))
+                )
+        else:
+            self._unexpected += 1
+
+    def on_timer(self, now: float) -> None:
+        self._fetcher.on_timer(now, self._out)
+
+    def next_deadline(self) -> float | None:
+        return self._fetcher.next_deadline()
+
+    def take_actions(self) -> list[Action]:
+        out = self._out
+        if self._dirty:
+            for cursor in self._dirty:
+                self._flush(cursor, out)
+            self._dirty = []
+        self._out = []
+        return out
+
+    def statistics(self) -> ConsumerStatistics:
+        pending = sum(len(c.pending) for c in self._dirty)
+        return ConsumerStatistics(
+            delivered=self._delivered + pending,
+            partitions=len(self._cursors),
+            fetches_sent=self._fetcher.fetches_sent,
+            fetch_retries=self._fetcher.fetch_retries,
+            fetches_in_flight=self._fetcher.in_flight(),
+            dropped_ahead=self._ahead,
+            dropped_duplicates=self._duplicates,
+            dropped_foreign=self._foreign,
+            dropped_unexpected=self._unexpected,
+        )
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _flush(self, cursor: Cursor, out: list[Action]) -> None:
+        contents = cursor.pending
+        if contents:
+            self._delivered += len(contents)
+            out.append(
+                Deliver(cursor.topic, cursor.producer, cursor.pending_first, tuple(contents))
+            )
+            cursor.pending = []
+
+    def _new_cursor(self, topic: str, producer: str, latest_last: int) -> Cursor:
+        """A partition seen for the first time; ``latest_last`` is where ``latest`` starts."""
+        key = (topic, producer)
+        start = self._starts.pop(key, None)
+        if start is not None:
+            last = start - 1
+        elif self._earliest:
+            last = -1
+        else:
+            last = latest_last
+        cursor = Cursor(topic, producer, last)
+        self._cursors[key] = cursor
+        return cursor
+
+    def _on_record(self, cursor: Cursor | None, record: Record | DirectRecord, now: float) -> None:
+        sequence = record.sequence
+        if cursor is None:
+            if record.topic not in self._topics:
+                self._foreign += 1  # prefix leak ('hello2' while reading 'hello') or stale
+                return
+            cursor = self._new_cursor(record.topic, record.producer, sequence - 1)
+        last = cursor.last
+        if sequence == last + 1:
+            cursor.last = sequence
+            if not cursor.pending:
+                cursor.pending_first = sequence
+                self._dirty.append(cursor)
+            cursor.pending.append(record.content)
+            if cursor.fetching:
+                self._fetcher.progress(cursor, now, self._out)
+        elif sequence > last:
+            self._ahead += 1
+            self._fetcher.gap(cursor, sequence, now, self._out)
+        else:
+            self._duplicates += 1
+
+    def _on_head(self, topic: str, producer: str, sequence: int, now: float) -> None:
+        cursor = self._cursors.get((topic, producer))
+        if cursor is None:
+            if topic not in self._topics:
+                self._foreign += 1
+                return
+            cursor = self._new_cursor(topic, producer, sequence)
+        if sequence > cursor.last:
+            self._fetcher.gap(cursor, sequence, now, self._out)
+        elif sequence > cursor.known_head:
+            cursor.known_head = sequence
+
+
+__all__ = ["ConsumerConfig", "ConsumerMachine", "ConsumerStatistics", "PartitionPosition"]

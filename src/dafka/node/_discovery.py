@@ -1,0 +1,141 @@
+"""Discovery: the table of peers heard through the towers, as a pure machine.
+
+Theory (PROTOCOL.md section 3). A node beacons once it got the tower's welcome, then every
+``beacon/interval``, and again at once when it discovers a new peer (so the newcomer learns
+about us without waiting a whole interval). The tower forwards every beacon as
+``B | node id | tcp://host:port``; a new endpoint means: connect the data SUB to it. Each
+beacon refreshes the peer's expiry (``beacon/timeout``); an expired peer is disconnected. A
+node that comes back on another port (a restart) is disconnected from the old endpoint and
+connected to the new one. Our own ids (a store has two) are ignored. Two ids sharing an
+endpoint share one connection (ZeroMQ would deliver twice over two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dafka.node._config import DiscoveryConfig
+from dafka.node.actions import Action, Connect, Disconnect, SendBeacon
+from dafka.protocol import Beacon, DiscoveryMessage, PeerEndpoint, Welcome
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryStatistics:
+    """Counters of a :class:`Discovery` (a snapshot)."""
+
+    peers: int
+    discovered: int
+    expired: int
+    beacons_sent: int
+    ignored: int
+
+
+class Discovery:
+    """Pure peer table: beacons and the welcome in, Connect/Disconnect/SendBeacon out."""
+
+    def __init__(self, own_ids: Iterable[str], config: DiscoveryConfig | None = None) -> None:
+        self.config = config or DiscoveryConfig()
+        self._own = frozenset(own_ids)
+        self._out: list[Action] = []
+        self._peers: dict[str, tuple[str, float]] = {}
+        self._users: dict[str, int] = {}
+        self._beacon_due: float | None = None
+        self._beacon_queued = False
+        self._discovered = 0
+        self._expired = 0
+        self._beacons = 0
+        self._ignored = 0
+
+    @property
+    def started(self) -> bool:
+        """Whether the tower's welcome arrived (or :meth:`start` was called)."""
+        return self._beacon_due is not None
+
+    def start(self, now: float) -> None:
+        """Begin beaconing: once now, then every interval. Idempotent."""
+        if self._beacon_due is None:
+            self._beacon()
+            self._beacon_due = now + self.config.interval
+
+    def peers(self) -> dict[str, str]:
+        """Known peers: node id -> endpoint."""
+        return {node_id: endpoint for node_id, (endpoint, _) in self._peers.items()}
+
+    def on_message(self, message: DiscoveryMessage, now: float) -> None:
+        """A message from the beacon SUB (the tower's XPUB)."""
+        if isinstance(message, Welcome):
+            self.start(now)
+        elif isinstance(message, PeerEndpoint):
+            self._seen(message.node_id, message.endpoint, now)
+        else:  # a raw Beacon is what nodes send, not what towers forward
+            assert isinstance(message, Beacon)
+            self._ignored += 1
+
+    def on_timer(self, now: float) -> None:
+        expired = [nid for nid, (_, expiry) in self._peers.items() if expiry <= now]
+        for node_id in expired:
+            endpoint, _ = self._peers.pop(node_id)
+            self._expired += 1
+            self._release(node_id, endpoint)
+        due = self._beacon_due
+        if due is not None and due <= now:
+            self._beacon()
+            due += self.config.interval
+            self._beacon_due = due if due > now else now + self.config.interval
+
+    def next_deadline(self) -> float | None:
+        deadlines = [expiry for _, expiry in self._peers.values()]
+        if self._beacon_due is not None:
+            deadlines.append(self._beacon_due)
+        return min(deadlines, default=None)
+
+    def take_actions(self) -> list[Action]:
+        out = self._out
+        self._out = []
+        self._beacon_queued = False
+        return out
+
+    def statistics(self) -> DiscoveryStatistics:
+        return DiscoveryStatistics(
+            peers=len(self._peers),
+            discovered=self._discovered,
+            expired=self._expired,
+            beacons_sent=self._beacons,
+            ignored=self._ignored,
+        )
+
+    def _seen(self, node_id: str, endpoint: str, now: float) -> None:
+        if node_id in self._own:
+            return
+        expiry = now + self.config.timeout
+        known = self._peers.get(node_id)
+        self._peers[node_id] = (endpoint, expiry)
+        if known is not None and known[0] == endpoint:
+            return
+        if known is not None:
+            self._release(node_id, known[0])
+        self._discovered += 1
+        users = self._users.get(endpoint, 0)
+        self._users[endpoint] = users + 1
+        if users == 0:
+            self._out.append(Connect(node_id, endpoint))
+        if self._beacon_due is not None:
+            self._beacon()
+
+    def _release(self, node_id: str, endpoint: str) -> None:
+        users = self._users[endpoint] - 1
+        if users:
+            self._users[endpoint] = users
+        else:
+            del self._users[endpoint]
+            self._out.append(Disconnect(node_id, endpoint))
+
+    def _beacon(self) -> None:
+        if not self._beacon_queued:  # one beacon per drained batch is enough
+            self._beacon_queued = True
+            self._beacons += 1
+            self._out.append(SendBeacon())
+
+
+__all__ = ["Discovery", "DiscoveryStatistics"]

@@ -1,0 +1,271 @@
+"""The producer: owns one partition (named by its id) of one topic.
+
+Theory. Every published record gets the next sequence (from 0, or from where a restarted
+producer left off) and goes out as a RECORD to stores and consumers. The producer keeps each
+record until enough stores have ACKed it, so that it can answer FETCHes from consumers and
+stores that missed it; ACKs are cumulative. HEAD (the last sequence) goes out every
+``head_interval`` so that readers who missed the tail notice.
+
+Held records are a list with a dead prefix (``_skip``) compacted now and then, so that
+releasing is O(1) amortised and a FETCH reads an exact slice: the record sent for sequence
+``s`` is always the one published as ``s`` (the C producer sent wrong content after a
+partial ACK).
+
+ACKs carry no store identity on the wire (PROTOCOL.md section 1). ``min_stores`` counts
+distinct stores through :meth:`ProducerMachine.on_ack`, whose ``store`` argument the driver
+fills when it can tell senders apart (one SUB connection per discovered store: ZeroMQ
+delivers on the socket the peer is connected to). ACKs without a sender count as one store,
+so ``min_stores=1`` works with any driver and a larger value never releases records early.
+See docs/nodes.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dafka.node._config import ProducerConfig
+from dafka.node._errors import BackpressureError
+from dafka.node.actions import Action, Send, Subscribe
+from dafka.protocol import Ack, DataMessage, DirectHead, DirectRecord, Fetch, GetHeads, Head, Record
+
+_COMPACT_AT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerStatistics:
+    """Counters of a :class:`ProducerMachine` (a snapshot)."""
+
+    published: int
+    published_bytes: int
+    unacked_records: int
+    unacked_bytes: int
+    acked_through: int
+    acks_received: int
+    heads_sent: int
+    fetches_answered: int
+    records_resent: int
+    get_heads_answered: int
+    dropped_messages: int
+
+
+class ProducerMachine:
+    """Pure state machine of a producer; see the module docstring and docs/nodes.md."""
+
+    def __init__(
+        self,
+        topic: str,
+        producer_id: str,
+        config: ProducerConfig | None = None,
+        *,
+        next_sequence: int = 0,
+        now: float | None = None,
+    ) -> None:
+        """``next_sequence``: where a restarted producer (same id) continues. Its earlier
+        records are not held here: stores answer FETCHes for them. A restarted producer
+        announces its HEAD at once; ``now`` (the construction time) lets it schedule the
+        following HEADs before its first publish.
+        """
+        if next_sequence < 0:
+            raise ValueError("next_sequence must be >= 0")
+        self.topic = topic
+        self.producer_id = producer_id
+        self.config = config or ProducerConfig()
+        self._out: list[Action] = []
+        self._next = next_sequence
+        self._records: list[bytes] = []
+        self._skip = 0
+        self._first_held = next_sequence
+        self._held_bytes = 0
+        self._acked_by: dict[str | None, int] = {}
+        self._head_due: float | None = None
+        self._published = 0
+        self._published_bytes = 0
+        self._acks = 0
+        self._heads = 0
+        self._fetches = 0
+        self._resent = 0
+        self._get_heads = 0
+        self._dropped = 0
+        pid = producer_id.encode("utf-8", "surrogateescape")
+        out = self._out
+        out.append(Subscribe(b"K" + pid))
+        out.append(Subscribe(b"F" + pid))
+        # C producers ignore GET-HEADS; we answer them (PROTOCOL.md section 5).
+        out.append(Subscribe(b"G" + topic.encode("utf-8", "surrogateescape")))
+        if next_sequence > 0:
+            self._send_head()
+            if now is not None:
+                self._head_due = now + self.config.head_interval
+
+    # -- application side ------------------------------------------------------------------
+
+    @property
+    def next_sequence(self) -> int:
+        """The sequence the next published record gets."""
+        return self._next
+
+    @property
+    def unacked(self) -> int:
+        """How many records are held until stores ACK them."""
+        return len(self._records) - self._skip
+
+    def can_publish(self, size: int = 0) -> bool:
+        """Whether a record of ``size`` bytes would be accepted now (see BackpressureError)."""
+        held = len(self._records) - self._skip
+        if held == 0:
+            return True
+        config = self.config
+        return (
+            held < config.max_unacked_records
+            and self._held_bytes + size <= config.max_unacked_bytes
+        )
+
+    def publish(self, content: bytes, now: float) -> int:
+        """Publish one record; returns its sequence. Raises :class:`BackpressureError` when full."""
+        held = len(self._records) - self._skip
+        size = len(content)
+        if held and (
+            held >= self.config.max_unacked_records
+            or self._held_bytes + size > self.config.max_unacked_bytes
+        ):
+            raise BackpressureError(held, self._held_bytes)
+        sequence = self._next
+        self._next = sequence + 1
+        self._records.append(content)
+        self._held_bytes += size
+        self._published += 1
+        self._published_bytes += size
+        self._out.append(Send(Record(self.topic, self.producer_id, sequence, content)))
+        if self._head_due is None:
+            self._head_due = now + self.config.head_interval
+        return sequence
+
+    # -- NodeMachine -----------------------------------------------------------------------
+
+    def on_message(self, message: DataMessage, now: float) -> None:
+        if type(message) is Ack:
+            self.on_ack(message, now)
+        elif type(message) is Fetch:
+            self._on_fetch(message)
+        elif type(message) is GetHeads:
+            self._on_get_heads(message)
+        else:
+            self._dropped += 1
+        if self._head_due is None and self._next > 0:
+            self._head_due = now + self.config.head_interval
+
+    def on_ack(self, ack: Ack, now: float, store: str | None = None) -> None:
+        """An ACK, with the store that sent it when the driver can tell (see module doc)."""
+        del now
+        if ack.producer != self.producer_id or ack.topic != self.topic:
+            self._dropped += 1  # prefix leak or a stray ACK
+            return
+        self._acks += 1
+        sequence = min(ack.sequence, self._next - 1)
+        acked_by = self._acked_by
+        if sequence <= acked_by.get(store, -1):
+            return
+        acked_by[store] = sequence
+        needed = self.config.min_stores
+        if needed == 1:
+            through = max(acked_by.values())
+        elif len(acked_by) < needed:
+            return
+        else:
+            through = sorted(acked_by.values(), reverse=True)[needed - 1]
+        self._release_through(through)
+
+    def on_timer(self, now: float) -> None:
+        due = self._head_due
+        if due is None:
+            if self._next > 0:
+                self._head_due = now + self.config.head_interval
+            return
+        if due <= now:
+            self._send_head()
+            interval = self.config.head_interval
+            due += interval
+            if due <= now:  # the driver was late: do not send a burst of HEADs
+                due = now + interval
+            self._head_due = due
+
+    def next_deadline(self) -> float | None:
+        return self._head_due
+
+    def take_actions(self) -> list[Action]:
+        out = self._out
+        self._out = []
+        return out
+
+    def statistics(self) -> ProducerStatistics:
+        return ProducerStatistics(
+            published=self._published,
+            published_bytes=self._published_bytes,
+            unacked_records=self.unacked,
+            unacked_bytes=self._held_bytes,
+            acked_through=self._first_held - 1,
+            acks_received=self._acks,
+            heads_sent=self._heads,
+            fetches_answered=self._fetches,
+            records_resent=self._resent,
+            get_heads_answered=self._get_heads,
+            dropped_messages=self._dropped,
+        )
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _send_head(self) -> None:
+        self._heads += 1
+        self._out.append(Send(Head(self.topic, self.producer_id, self._next - 1)))
+
+    def _release_through(self, sequence: int) -> None:
+        first = self._first_held
+        if sequence < first:
+            return
+        records = self._records
+        start = self._skip
+        stop = start + (sequence - first + 1)
+        self._held_bytes -= sum(len(r) for r in records[start:stop])
+        self._first_held = sequence + 1
+        if stop >= len(records):
+            self._records = []
+            self._skip = 0
+        elif stop >= _COMPACT_AT and stop * 2 >= len(records):
+            del records[:stop]
+            self._skip = 0
+        else:
+            for i in range(start, stop):  # let the contents go now, compact later
+                records[i] = b""
+            self._skip = stop
+
+    def _on_fetch(self, fetch: Fetch) -> None:
+        if fetch.producer != self.producer_id or fetch.topic != self.topic:
+            self._dropped += 1
+            return
+        self._fetches += 1
+        first = max(fetch.sequence, self._first_held)
+        stop = min(fetch.sequence + fetch.count, self._next)
+        if first >= stop:
+            return
+        base = self._skip - self._first_held
+        records = self._records
+        out = self._out
+        requester, topic, pid = fetch.requester, self.topic, self.producer_id
+        for sequence in range(first, stop):
+            out.append(
+                Send(DirectRecord(requester, topic, pid, sequence, records[base + sequence]))
+            )
+        self._resent += stop - first
+
+    def _on_get_heads(self, request: GetHeads) -> None:
+        if request.topic != self.topic or self._next == 0:
+            if request.topic != self.topic:
+                self._dropped += 1
+            return
+        self._get_heads += 1
+        self._out.append(
+            Send(DirectHead(request.requester, self.topic, self.producer_id, self._next - 1))
+        )
+
+
+__all__ = ["ProducerMachine", "ProducerStatistics"]

@@ -1,0 +1,306 @@
+"""The store: a writer that persists every partition and a reader that serves it.
+
+Theory. A C store is two nodes with two ids. The *writer* takes RECORDs (and the
+DIRECT-RECORDs answering its own FETCHes) in order per partition, exactly like a consumer with
+``earliest`` (same :class:`~dafka.node._catchup.Cursor`, same windowed FETCH with retry), and
+instead of delivering it buffers them: at :meth:`StoreMachine.take_actions` each partition's
+run becomes one :class:`Persist`. The driver appends, syncs as its policy says, and reports
+with :meth:`StoreMachine.on_durable`; the next drain carries one ACK per partition with the
+highest *durable* sequence, so a producer never drops a record that a crash could lose. A HEAD
+at or below the durable head is answered with the ACK again: ACKs travel over PUB/SUB and can
+be lost, and a producer whose last ACK was lost would otherwise hold its tail forever.
+
+The writer's FETCHes reach producers *and the other stores' readers*: that is how stores
+replicate each other, and how a store that starts late (or lost messages) catches up after
+the producer is gone.
+
+The *reader* answers from what is durable, read through the injected :class:`RecordReader`
+(``dafka.storage.Storage`` in production): FETCH -> exactly the records held in
+``[sequence, sequence + count)`` (at most ``max_fetch_reply``; the C store sent count + 1, and
+nothing unless the first existed), GET-HEADS and CONSUMER-HELLO -> one DIRECT-HEAD per stored
+partition of each topic, and a consumer's ``L`` + id subscription seen on the reader's XPUB
+(:meth:`StoreMachine.on_subscription`) -> STORE-HELLO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from dafka.node._catchup import Cursor, FetchScheduler
+from dafka.node._config import StoreConfig
+from dafka.node.actions import Action, Persist, Send, Subscribe
+from dafka.protocol import (
+    Ack,
+    ConsumerHello,
+    DataMessage,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    Record,
+    StoreHello,
+)
+
+
+class RecordReader(Protocol):
+    """The read-only view of the store's log that the machine needs (``dafka.storage.Storage``)."""
+
+    def read(
+        self, topic: str, partition: str, first: int, count: int, /
+    ) -> Sequence[tuple[int, bytes]]:
+        """Up to ``count`` records of a partition from ``first`` on, as (sequence, content)."""
+        ...
+
+    def heads(self, topic: str, /) -> Mapping[str, int]:
+        """The last stored sequence of every partition of ``topic``."""
+        ...
+
+    def topics(self) -> Iterable[str]:
+        """Every topic with stored records."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStatistics:
+    """Counters of a :class:`StoreMachine` (a snapshot)."""
+
+    stored: int
+    partitions: int
+    acks_sent: int
+    fetches_sent: int
+    fetch_retries: int
+    fetches_in_flight: int
+    fetches_answered: int
+    records_served: int
+    heads_answered: int
+    store_hellos_sent: int
+    dropped_ahead: int
+    dropped_duplicates: int
+    dropped_foreign: int
+    dropped_unexpected: int
+
+
+class StoreMachine:
+    """Pure state machine of a store (writer + reader); see the module docstring."""
+
+    def __init__(
+        self,
+        writer_id: str,
+        reader_id: str,
+        reader: RecordReader,
+        config: StoreConfig | None = None,
+    ) -> None:
+        """Recovers the heads of every partition from ``reader`` (a restarted store)."""
+        self.writer_id = writer_id
+        self.reader_id = reader_id
+        self.config = config or StoreConfig()
+        self._reader = reader
+        self._out: list[Action] = []
+        self._cursors: dict[tuple[str, str], Cursor] = {}
+        self._by_topic: dict[str, dict[str, Cursor]] = {}
+        self._dirty: list[Cursor] = []
+        self._ack_due: dict[Cursor, None] = {}
+        self._fetcher = FetchScheduler(writer_id, self.config.fetch)
+        self._stored = 0
+        self._acks = 0
+        self._fetches_answered = 0
+        self._served = 0
+        self._heads_answered = 0
+        self._hellos = 0
+        self._ahead = 0
+        self._duplicates = 0
+        self._foreign = 0
+        self._unexpected = 0
+        for topic in reader.topics():
+            for producer, last in reader.heads(topic).items():
+                cursor = self._cursor(topic, producer)
+                cursor.last = cursor.known_head = cursor.durable = last
+        wid = writer_id.encode("utf-8", "surrogateescape")
+        rid = reader_id.encode("utf-8", "surrogateescape")
+        self._out += [
+            Subscribe(b"D" + wid),
+            Subscribe(b"M"),
+            Subscribe(b"H"),
+            Subscribe(b"F"),
+            Subscribe(b"G"),
+            Subscribe(b"W" + rid),
+        ]
+
+    # -- driver events ---------------------------------------------------------------------
+
+    def on_durable(self, topic: str, producer: str, sequence: int, now: float) -> None:
+        """The driver made everything up to ``sequence`` of a partition durable: ACK it."""
+        del now
+        cursor = self._cursors.get((topic, producer))
+        if cursor is None or sequence <= cursor.durable:
+            return
+        cursor.durable = min(sequence, cursor.last)
+        self._ack_due[cursor] = None
+
+    def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
+        """An XPUB notice on the reader's socket; ``prefix`` without the 0x01/0x00 byte."""
+        del now
+        if subscribed and len(prefix) > 1 and prefix[0] == 0x4C:  # 'L' + consumer id
+            self._hellos += 1
+            consumer = prefix[1:].decode("utf-8", "surrogateescape")
+            self._out.append(Send(StoreHello(consumer, self.reader_id)))
+
+    def durable_heads(self) -> dict[tuple[str, str], int]:
+        """The durable head of every partition, keyed by (topic, producer)."""
+        return {key: c.durable for key, c in self._cursors.items() if c.durable >= 0}
+
+    # -- NodeMachine -----------------------------------------------------------------------
+
+    def on_message(self, message: DataMessage, now: float) -> None:
+        if type(message) is Record:
+            topic = message.topic
+            producer = message.producer
+            sequence = message.sequence
+            cursor = self._cursors.get((topic, producer))
+            if cursor is not None and sequence == cursor.last + 1:  # the hot path
+                cursor.last = sequence
+                pending = cursor.pending
+                if not pending:
+                    cursor.pending_first = sequence
+                    self._dirty.append(cursor)
+                pending.append(message.content)
+                if cursor.fetching:
+                    self._fetcher.progress(cursor, now, self._out)
+                return
+            self._on_record(cursor, message, now)
+        elif type(message) is DirectRecord:
+            if message.recipient != self.writer_id:
+                self._foreign += 1
+                return
+            cursor = self._cursors.get((message.topic, message.producer))
+            self._on_record(cursor, message, now)
+        elif type(message) is Head:
+            self._on_head(message, now)
+        elif type(message) is Fetch:
+            self._on_fetch(message)
+        elif type(message) is GetHeads:
+            self._send_heads(message.requester, (message.topic,))
+        elif type(message) is ConsumerHello:
+            if message.store != self.reader_id:
+                self._foreign += 1
+                return
+            self._send_heads(message.consumer, message.topics)
+        else:
+            self._unexpected += 1
+
+    def on_timer(self, now: float) -> None:
+        self._fetcher.on_timer(now, self._out)
+
+    def next_deadline(self) -> float | None:
+        return self._fetcher.next_deadline()
+
+    def take_actions(self) -> list[Action]:
+        out = self._out
+        if self._ack_due:
+            for cursor in self._ack_due:
+                self._acks += 1
+                out.append(Send(Ack(cursor.producer, cursor.topic, cursor.durable)))
+            self._ack_due = {}
+        if self._dirty:
+            for cursor in self._dirty:
+                contents = cursor.pending
+                if contents:
+                    self._stored += len(contents)
+                    out.append(
+                        Persist(
+                            cursor.topic, cursor.producer, cursor.pending_first, tuple(contents)
+                        )
+                    )
+                    cursor.pending = []
+            self._dirty = []
+        self._out = []
+        return out
+
+    def statistics(self) -> StoreStatistics:
+        return StoreStatistics(
+            stored=self._stored,
+            partitions=len(self._cursors),
+            acks_sent=self._acks,
+            fetches_sent=self._fetcher.fetches_sent,
+            fetch_retries=self._fetcher.fetch_retries,
+            fetches_in_flight=self._fetcher.in_flight(),
+            fetches_answered=self._fetches_answered,
+            records_served=self._served,
+            heads_answered=self._heads_answered,
+            store_hellos_sent=self._hellos,
+            dropped_ahead=self._ahead,
+            dropped_duplicates=self._duplicates,
+            dropped_foreign=self._foreign,
+            dropped_unexpected=self._unexpected,
+        )
+
+    # -- writer ----------------------------------------------------------------------------
+
+    def _cursor(self, topic: str, producer: str) -> Cursor:
+        cursor = Cursor(topic, producer, -1)
+        self._cursors[topic, producer] = cursor
+        self._by_topic.setdefault(topic, {})[producer] = cursor
+        return cursor
+
+    def _on_record(self, cursor: Cursor | None, record: Record | DirectRecord, now: float) -> None:
+        sequence = record.sequence
+        if cursor is None:
+            cursor = self._cursor(record.topic, record.producer)
+        last = cursor.last
+        if sequence == last + 1:
+            cursor.last = sequence
+            if not cursor.pending:
+                cursor.pending_first = sequence
+                self._dirty.append(cursor)
+            cursor.pending.append(record.content)
+            if cursor.fetching:
+                self._fetcher.progress(cursor, now, self._out)
+        elif sequence > last:
+            self._ahead += 1
+            self._fetcher.gap(cursor, sequence, now, self._out)
+        else:
+            self._duplicates += 1
+
+    def _on_head(self, head: Head, now: float) -> None:
+        cursor = self._cursors.get((head.topic, head.producer))
+        if cursor is None:
+            cursor = self._cursor(head.topic, head.producer)
+        if head.sequence > cursor.last:
+            self._fetcher.gap(cursor, head.sequence, now, self._out)
+        elif cursor.durable >= 0 and head.sequence <= cursor.durable:
+            self._ack_due[cursor] = None  # the producer may have lost our last ACK
+
+    # -- reader ----------------------------------------------------------------------------
+
+    def _on_fetch(self, fetch: Fetch) -> None:
+        if fetch.requester == self.writer_id:
+            return  # our own writer's FETCH reached our reader: we hold nothing it lacks
+        cursor = self._cursors.get((fetch.topic, fetch.producer))
+        if cursor is None or fetch.sequence > cursor.durable or fetch.count == 0:
+            return
+        self._fetches_answered += 1
+        count = min(fetch.count, cursor.durable - fetch.sequence + 1, self.config.max_fetch_reply)
+        records = self._reader.read(fetch.topic, fetch.producer, fetch.sequence, count)
+        out = self._out
+        requester, topic, producer = fetch.requester, fetch.topic, fetch.producer
+        stop = fetch.sequence + count
+        served = 0
+        for sequence, content in records:
+            if fetch.sequence <= sequence < stop:
+                out.append(Send(DirectRecord(requester, topic, producer, sequence, content)))
+                served += 1
+        self._served += served
+
+    def _send_heads(self, recipient: str, topics: Sequence[str]) -> None:
+        out = self._out
+        for topic in topics:
+            for producer, cursor in self._by_topic.get(topic, {}).items():
+                if cursor.durable >= 0:
+                    self._heads_answered += 1
+                    out.append(Send(DirectHead(recipient, topic, producer, cursor.durable)))
+
+
+__all__ = ["RecordReader", "StoreMachine", "StoreStatistics"]
