@@ -1,8 +1,52 @@
 """The Dafka wire codec: ZeroMQ frames <-> typed messages. Pure: no zmq import.
 
-Byte-exact with the C reference implementation as described in ``../shared/PROTOCOL.md``.
+Byte-exact with the C reference implementation as described in ``../shared/PROTOCOL.md``::
+
+    frames = encode(Record("hello", producer_id, 5, b"CONTENT"))   # [frame 0, content]
+    message = decode_data(frames)                                  # Record(...)
+
+* :func:`encode` - any message to its frames; :class:`EncodeError` if a field cannot go on
+  the wire (a name longer than 255 bytes, an empty node id, a sequence outside uint64...).
+* :func:`decode_data` (data sockets), :func:`decode_discovery` (beacon sockets) and
+  :func:`decode` (either) - frames to a message; :class:`DecodeError`, and nothing else, for
+  bad input.
+* Subscription prefixes per node and XPUB notices: :func:`subscription_prefix`,
+  :func:`producer_subscriptions`..., :func:`parse_subscription_notice`.
 """
 
+from dafka.protocol._decode import decode, decode_data
+from dafka.protocol._discovery import decode_discovery
+from dafka.protocol._encode import encode
+from dafka.protocol._errors import DecodeError, EncodeError
+from dafka.protocol._ids import (
+    ACK_ID,
+    BEACON_ID,
+    COMMAND_IDS,
+    COMMAND_NAMES,
+    CONSUMER_HELLO_ID,
+    DIRECT_HEAD_ID,
+    DIRECT_RECORD_ID,
+    FETCH_ID,
+    GET_HEADS_ID,
+    HEAD_ID,
+    RECORD_ID,
+    STORE_HELLO_ID,
+    VERSION,
+    WELCOME_ID,
+)
+from dafka.protocol._names import MAX_NAME
+from dafka.protocol._subscriptions import (
+    consumer_subscriptions,
+    consumer_topic_subscriptions,
+    parse_prefix,
+    parse_subscription_notice,
+    producer_subscriptions,
+    store_hello_subscriber,
+    store_reader_subscriptions,
+    store_writer_subscriptions,
+    subscription_notice,
+    subscription_prefix,
+)
 from dafka.protocol.messages import (
     Ack,
     Beacon,
@@ -22,13 +66,30 @@ from dafka.protocol.messages import (
 )
 
 __all__ = [
+    "ACK_ID",
+    "BEACON_ID",
+    "COMMAND_IDS",
+    "COMMAND_NAMES",
+    "CONSUMER_HELLO_ID",
+    "DIRECT_HEAD_ID",
+    "DIRECT_RECORD_ID",
+    "FETCH_ID",
+    "GET_HEADS_ID",
+    "HEAD_ID",
+    "MAX_NAME",
+    "RECORD_ID",
+    "STORE_HELLO_ID",
+    "VERSION",
+    "WELCOME_ID",
     "Ack",
     "Beacon",
     "ConsumerHello",
     "DataMessage",
+    "DecodeError",
     "DirectHead",
     "DirectRecord",
     "DiscoveryMessage",
+    "EncodeError",
     "Fetch",
     "GetHeads",
     "Head",
@@ -37,4 +98,18 @@ __all__ = [
     "Record",
     "StoreHello",
     "Welcome",
+    "consumer_subscriptions",
+    "consumer_topic_subscriptions",
+    "decode",
+    "decode_data",
+    "decode_discovery",
+    "encode",
+    "parse_prefix",
+    "parse_subscription_notice",
+    "producer_subscriptions",
+    "store_hello_subscriber",
+    "store_reader_subscriptions",
+    "store_writer_subscriptions",
+    "subscription_notice",
+    "subscription_prefix",
 ]

@@ -53,7 +53,7 @@ class DirectRecord:
 
 @dataclass(frozen=True, slots=True)
 class Fetch:
-    """FETCH: ask the producer (and stores) of a partition for ``count`` records from ``sequence``."""
+    """FETCH: ask a partition's producer and stores for ``count`` records from ``sequence``."""
 
     producer: str
     requester: str
@@ -138,15 +138,7 @@ class Welcome:
 
 
 DataMessage = (
-    Record
-    | DirectRecord
-    | Fetch
-    | Ack
-    | Head
-    | DirectHead
-    | GetHeads
-    | ConsumerHello
-    | StoreHello
+    Record | DirectRecord | Fetch | Ack | Head | DirectHead | GetHeads | ConsumerHello | StoreHello
 )
 """Everything that travels on the data sockets."""
 
