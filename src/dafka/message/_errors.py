@@ -1,0 +1,77 @@
+"""Errors of the message layer, one subclass per thing a caller can do about it.
+
+All derive from :class:`dafka.errors.DafkaError` so that one ``except`` clause catches
+everything dafka raises on purpose.
+"""
+
+from __future__ import annotations
+
+from dafka.errors import DafkaError
+
+
+class MessageError(DafkaError):
+    """Base class of the errors of :mod:`dafka.message`."""
+
+
+class UUIDError(MessageError, ValueError):
+    """A UUID, producer ID or flags value is malformed or out of range."""
+
+
+class MappingError(MessageError):
+    """A message could not be mapped to a partition."""
+
+
+class EmptyPartitionsError(MappingError):
+    """The partitions function returned no partitions (Gazette's ErrEmptyListResponse).
+
+    The caller may retry later: partitions of a topic come and go.
+    """
+
+
+class FramingError(MessageError):
+    """A frame could not be encoded or decoded.
+
+    Raised by a read iterator for one frame only: the next read continues with the next
+    frame. ``begin`` and ``end`` are the byte offsets of the offending bytes when known.
+    """
+
+    def __init__(self, message: str, *, begin: int = -1, end: int = -1) -> None:
+        super().__init__(message)
+        self.begin = begin
+        self.end = end
+
+
+class DesyncError(FramingError):
+    """Bytes that are not a frame were skipped to re-synchronise on the next magic word."""
+
+    def __init__(self, skipped: bytes, *, begin: int = -1, end: int = -1) -> None:
+        super().__init__(
+            f"detected de-synchronization: skipped {len(skipped)} bytes", begin=begin, end=end
+        )
+        self.skipped = skipped
+
+
+class UnknownContentTypeError(FramingError, LookupError):
+    """No framing is registered for a content type."""
+
+
+class SequencerError(MessageError):
+    """The sequencer was used out of order, or a replay did not match its range."""
+
+
+class MustStartReplay(SequencerError):  # noqa: N818 - Gazette's name (ErrMustStartReplay)
+    """The committed span is no longer in the ring: replay ``[begin, end)`` of ``partition``.
+
+    The sequencer does no I/O: the caller reads the range from the log (read-uncommitted)
+    and hands the envelopes to :meth:`Sequencer.start_replay`, then steps again.
+    """
+
+    def __init__(self, partition: str, begin: int, end: int) -> None:
+        super().__init__(f"must start replay of {partition!r} [{begin}, {end})")
+        self.partition = partition
+        self.begin = begin
+        self.end = end
+
+
+class ReplayError(SequencerError):
+    """A replay iterator returned an envelope outside the requested range, or failed."""

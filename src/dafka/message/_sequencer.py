@@ -1,0 +1,561 @@
+"""The read-committed sequencer: at-least-once log in, exactly-once delivery out.
+
+Gazette's ``Sequencer``, rule for rule (see ``shared/EXACTLY-ONCE.md``). State is kept per
+(partition, producer) in a :class:`_Partial`:
+
+* ``min_clock`` - the *last ACK*: everything of this producer at or below it is done;
+* ``max_clock`` - the highest CONTINUE clock accepted into the open span;
+* ``begin``     - offset of the open span's first message, or -1;
+* ``ring_start``/``ring_stop`` - the span's entries still in the ring buffer.
+
+Messages are queued one at a time with :meth:`Sequencer.queue_uncommitted`, which decides
+an outcome (:class:`QueueOutcome`). If the outcome commits something, the caller drains it
+with :meth:`Sequencer.step` until it returns ``None``: the span's messages whose clock is in
+``(last_ack, ACK]``, in log order, then the ACK (or the OUTSIDE message) itself.
+
+The ring is a fixed array of the last ``buffer`` queued envelopes with a per-producer
+linked list (``_next``) through it, so a commit walks only its own producer's entries. When
+a span has partly fallen out of the ring, :meth:`step` raises :class:`MustStartReplay`
+naming ``[begin, first buffered)``; the caller reads that range read-uncommitted and hands
+it to :meth:`start_replay`. The sequencer itself does no I/O.
+
+A checkpoint (:meth:`checkpoint`) is the read-through offsets and a
+:class:`ProducerState` per producer. It may be taken between two :meth:`step` calls: state
+is tightened as each delivered message is *done* (the next ``step``), and the offset of a
+partition only passes a committing ACK once its whole span is delivered, so a sequencer
+restored from the checkpoint re-reads the ACK and delivers exactly the rest.
+
+The per-message path is deliberately plain: UUID fields come from shifts of ``uuid.int``,
+state lives in ``__slots__`` objects and preallocated lists, and nothing is allocated for a
+message except its producer's state the first time it is seen.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import IntEnum
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from dafka.errors import DafkaError
+from dafka.message._errors import MustStartReplay, ReplayError, SequencerError
+from dafka.message._types import Envelope, Message
+from dafka.message._uuid import Flags, ProducerID
+
+__all__ = [
+    "Anomaly",
+    "ProducerState",
+    "QueueOutcome",
+    "ReplayRange",
+    "Sequencer",
+    "SequencerCheckpoint",
+]
+
+_log = logging.getLogger("dafka.message.sequencer")
+
+M = TypeVar("M", bound=Message)
+
+_OUTSIDE = int(Flags.OUTSIDE_TXN)
+_CONTINUE = int(Flags.CONTINUE_TXN)
+_ACK = int(Flags.ACK_TXN)
+
+
+class QueueOutcome(IntEnum):
+    """What :meth:`Sequencer.queue_uncommitted` decided (Gazette's ``QueueOutcome``)."""
+
+    OUTSIDE_ALREADY_ACKED = 0
+    """An OUTSIDE message at or below the last ACK: a duplicate, dropped."""
+    OUTSIDE_COMMIT = 1
+    """An OUTSIDE message committed on its own: drain it with ``step``."""
+    CONTINUE_ALREADY_ACKED = 2
+    """A CONTINUE message at or below the last ACK: a duplicate, dropped."""
+    CONTINUE_TXN_CLOCK_LARGER = 3
+    """A CONTINUE message not above the open span's largest clock: dropped."""
+    CONTINUE_BEGIN_SPAN = 4
+    """A CONTINUE message opened a span (held until its ACK)."""
+    CONTINUE_EXTEND_SPAN = 5
+    """A CONTINUE message extended the open span."""
+    ACK_ROLLBACK = 6
+    """An ACK at or below the last ACK rolled the open span back."""
+    ACK_EMPTY = 7
+    """An ACK with no open span: drain it (alone) with ``step``."""
+    ACK_COMMIT_RING = 8
+    """An ACK committed a span held entirely in the ring: drain with ``step``."""
+    ACK_COMMIT_REPLAY = 9
+    """An ACK committed a span partly evicted from the ring: replay, then ``step``."""
+
+
+# Plain ints for the hot path: returning a module constant is cheaper than an enum lookup.
+_O_OUTSIDE_ACKED = QueueOutcome.OUTSIDE_ALREADY_ACKED
+_O_OUTSIDE_COMMIT = QueueOutcome.OUTSIDE_COMMIT
+_O_CONTINUE_ACKED = QueueOutcome.CONTINUE_ALREADY_ACKED
+_O_CONTINUE_LARGER = QueueOutcome.CONTINUE_TXN_CLOCK_LARGER
+_O_BEGIN = QueueOutcome.CONTINUE_BEGIN_SPAN
+_O_EXTEND = QueueOutcome.CONTINUE_EXTEND_SPAN
+_O_ROLLBACK = QueueOutcome.ACK_ROLLBACK
+_O_ACK_EMPTY = QueueOutcome.ACK_EMPTY
+_O_COMMIT_RING = QueueOutcome.ACK_COMMIT_RING
+_O_COMMIT_REPLAY = QueueOutcome.ACK_COMMIT_REPLAY
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    """A producer's state within a partition, as saved in a checkpoint.
+
+    ``last_ack`` is the clock of its last ACK or OUTSIDE message (everything at or below it
+    is done); ``begin`` is the offset of the first message of its open span, or -1.
+    """
+
+    partition: str
+    producer: ProducerID
+    last_ack: int
+    begin: int
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able form (producer as 12 hex digits)."""
+        return {
+            "partition": self.partition,
+            "producer": self.producer.hex(),
+            "last_ack": self.last_ack,
+            "begin": self.begin,
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> ProducerState:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            str(document["partition"]),
+            ProducerID.fromhex(str(document["producer"])),
+            int(document["last_ack"]),
+            int(document["begin"]),
+        )
+
+
+class SequencerCheckpoint(NamedTuple):
+    """Read-through offsets per partition and producer states: restores a Sequencer."""
+
+    offsets: dict[str, int]
+    states: list[ProducerState]
+
+
+class ReplayRange(NamedTuple):
+    """The ``[begin, end)`` byte range of ``partition`` that must be replayed."""
+
+    partition: str
+    begin: int
+    end: int
+
+
+class Anomaly(NamedTuple):
+    """Something the sequencer tolerated but that a person should know about.
+
+    ``kind`` is one of:
+
+    * ``"ack_regression"`` - an ACK below the last ACK: the producer's checkpoint went
+      back in time, ``last_ack`` moved backwards and exactly-once weakened to at-least-once;
+    * ``"outside_with_open_span"`` - an OUTSIDE message discarded an open span (mixed use
+      of committed and uncommitted publishing by one producer);
+    * ``"unexpected_flags"`` - flags other than 0, 1, 2; handled as OUTSIDE.
+    """
+
+    kind: str
+    partition: str
+    producer: ProducerID
+    clock: int
+    flags: int
+    begin: int
+    end: int
+    last_ack: int
+
+
+class _Partial:
+    """Sequencing state of one producer in one partition (Gazette's ``partialSeq``)."""
+
+    __slots__ = (
+        "begin",
+        "max_clock",
+        "min_clock",
+        "partition",
+        "producer",
+        "ring_start",
+        "ring_stop",
+    )
+
+    def __init__(self, partition: str, producer: int, min_clock: int, begin: int) -> None:
+        self.partition = partition
+        self.producer = producer
+        self.min_clock = min_clock
+        self.max_clock = min_clock
+        self.begin = begin
+        self.ring_start = -1
+        self.ring_stop = -1
+
+
+def _horizon_units(horizon: float | timedelta) -> int:
+    """A duration as a clock difference: 100 ns units shifted past the 4-bit counter."""
+    if isinstance(horizon, timedelta):
+        ns = (horizon.days * 86_400 + horizon.seconds) * 1_000_000_000 + horizon.microseconds * 1000
+    else:
+        ns = round(horizon * 1_000_000_000)
+    return (ns // 100) << 4
+
+
+class Sequencer(Generic[M]):
+    """Turns read-uncommitted envelopes into read-committed ones (see the module docstring).
+
+    ``offsets`` and ``states`` restore a checkpoint; ``buffer`` is the ring size (at least
+    1); ``on_anomaly`` receives every :class:`Anomaly` (the default logs a warning).
+    Not thread-safe: one sequencer per reading loop.
+    """
+
+    def __init__(
+        self,
+        offsets: Mapping[str, int] | None = None,
+        states: Iterable[ProducerState] = (),
+        buffer: int = 8192,
+        on_anomaly: Callable[[Anomaly], None] | None = None,
+    ) -> None:
+        size = max(1, int(buffer))
+        self._offsets: dict[str, int] = dict(offsets or {})
+        self._last_offsets: dict[str, int] = dict(self._offsets)
+        self._partials: dict[str, dict[int, _Partial]] = {}
+        for state in states:
+            self._partials.setdefault(state.partition, {})[int(state.producer)] = _Partial(
+                state.partition, int(state.producer), state.last_ack, state.begin
+            )
+        self._emit: _Partial | None = None
+        self._dequeued: Envelope[M] | None = None
+        self._dequeued_clock = 0
+        self._replay_it: Iterator[Envelope[M]] | None = None
+        self._size = size
+        self._head = 0
+        self._ring_env: list[Envelope[M] | None] = [None] * size
+        self._ring_clock: list[int] = [0] * size
+        self._ring_owner: list[_Partial | None] = [None] * size
+        self._next: list[int] = [-1] * size
+        self._on_anomaly = on_anomaly if on_anomaly is not None else _log_anomaly
+        self.anomalies = 0
+        """How many anomalies were reported."""
+
+    # -- queueing -----------------------------------------------------------------------
+
+    def queue_uncommitted(self, env: Envelope[M]) -> QueueOutcome:
+        """Apply the next read-uncommitted envelope; drain commits with :meth:`step`.
+
+        Raises :class:`SequencerError` if committed messages remain to be stepped through.
+        """
+        if self._emit is not None:
+            raise SequencerError("committed messages remain to dequeue: step() until None")
+        head = self._head
+        ring_owner = self._ring_owner
+        nxt = self._next
+        # Evict the entry at the head; fix up the span still starting there, if any.
+        old = ring_owner[head]
+        if old is not None:
+            if old.ring_start == head:
+                if old.ring_start == old.ring_stop:
+                    old.ring_start = old.ring_stop = -1
+                else:
+                    old.ring_start = nxt[head]
+            ring_owner[head] = None
+            self._ring_env[head] = None
+
+        partition, begin, end, message = env
+        i = message.uuid.int
+        clock = (
+            ((i >> 92) & 0xFFFFFFFF0)
+            | ((i >> 44) & 0xFFFF000000000)
+            | ((i >> 12) & 0xFFF0000000000000)
+            | ((i >> 58) & 0xF)
+        )
+        flags = (i >> 48) & 0x3FF
+
+        if clock == 0:
+            # Opted out of exactly-once: committed at once, never indexed or de-duplicated.
+            partial = _Partial(partition, i & 0xFFFFFFFFFFFF, 0, -1)
+            flags = _OUTSIDE
+            effective = 1
+        else:
+            effective = clock
+            producers = self._partials.get(partition)
+            if producers is None:
+                producers = self._partials[partition] = {}
+            producer = i & 0xFFFFFFFFFFFF
+            found = producers.get(producer)
+            if found is None:
+                found = producers[producer] = _Partial(partition, producer, clock - 1, -1)
+            partial = found
+
+        if flags == _CONTINUE:
+            if clock <= partial.min_clock:
+                self._offsets[partition] = end
+                return _O_CONTINUE_ACKED
+            if clock <= partial.max_clock:
+                self._offsets[partition] = end
+                return _O_CONTINUE_LARGER
+            if partial.begin == -1:
+                partial.begin = begin
+                outcome = _O_BEGIN
+            else:
+                outcome = _O_EXTEND
+            self._add_at_head(env, partial, clock)
+            partial.max_clock = clock
+            self._offsets[partition] = end
+            return outcome
+
+        if flags == _ACK:
+            min_clock = partial.min_clock
+            if clock <= min_clock:
+                if clock < min_clock:
+                    self._report("ack_regression", env, partial, clock, flags)
+                partial.min_clock = partial.max_clock = clock
+                partial.begin = partial.ring_start = partial.ring_stop = -1
+                self._offsets[partition] = end
+                return _O_ROLLBACK
+            if partial.begin == -1:
+                outcome = _O_ACK_EMPTY
+            elif partial.ring_start == -1:
+                outcome = _O_COMMIT_REPLAY  # No part of the span is in the ring.
+            elif partial.begin != self._ring_env[partial.ring_start].begin:  # type: ignore[union-attr]
+                outcome = _O_COMMIT_REPLAY  # Only a trailing part is in the ring.
+            else:
+                outcome = _O_COMMIT_RING
+            self._add_at_head(env, partial, clock)
+            if outcome == _O_ACK_EMPTY:
+                partial.begin = begin
+            partial.max_clock = clock
+            self._emit = partial
+            return outcome
+
+        if flags != _OUTSIDE:
+            self._report("unexpected_flags", env, partial, clock, flags)
+        if effective <= partial.min_clock:
+            self._offsets[partition] = end
+            return _O_OUTSIDE_ACKED
+        if partial.begin != -1:
+            self._report("outside_with_open_span", env, partial, clock, flags)
+        self._add_at_head(env, partial, clock)
+        # Deliver this message alone: an open span is deliberately clobbered.
+        partial.begin = begin
+        partial.ring_start = partial.ring_stop
+        partial.max_clock = effective
+        self._emit = partial
+        return _O_OUTSIDE_COMMIT
+
+    def _add_at_head(self, env: Envelope[M], partial: _Partial, clock: int) -> None:
+        head = self._head
+        self._ring_env[head] = env
+        self._ring_clock[head] = clock
+        self._ring_owner[head] = partial
+        self._next[head] = -1
+        if partial.ring_stop == -1:
+            partial.ring_start = head
+        else:
+            self._next[partial.ring_stop] = head
+        partial.ring_stop = head
+        head += 1
+        self._head = 0 if head == self._size else head
+
+    def _report(
+        self, kind: str, env: Envelope[M], partial: _Partial, clock: int, flags: int
+    ) -> None:
+        self.anomalies += 1
+        self._on_anomaly(
+            Anomaly(
+                kind,
+                env.partition,
+                ProducerID.from_int(partial.producer),
+                clock,
+                flags,
+                env.begin,
+                env.end,
+                partial.min_clock,
+            )
+        )
+
+    # -- dequeueing ---------------------------------------------------------------------
+
+    @property
+    def dequeued(self) -> Envelope[M] | None:
+        """The envelope last returned by :meth:`step` (``None`` between commits)."""
+        return self._dequeued
+
+    @property
+    def committing(self) -> bool:
+        """True while committed messages remain to be stepped through."""
+        return self._emit is not None
+
+    def step(self) -> Envelope[M] | None:
+        """The next committed envelope, or ``None`` once the commit is fully delivered.
+
+        Calling ``step`` again marks the previous envelope *done* (a checkpoint taken after
+        that will not deliver it again). Raises :class:`MustStartReplay` if the span must be
+        replayed first, and :class:`ReplayError` if the replay misbehaves.
+        """
+        emit = self._emit
+        if emit is None:
+            return None
+        ring_env = self._ring_env
+        if self._dequeued is None and self._replay_it is None:
+            first = ring_env[emit.ring_start]
+            if first is None or emit.begin != first.begin:
+                raise MustStartReplay(*self.replay_range())
+        if self._dequeued is not None:
+            emit.min_clock = self._dequeued_clock
+
+        while emit.ring_start != -1:
+            if self._replay_it is None:
+                idx = emit.ring_start
+                env = ring_env[idx]
+                clock = self._ring_clock[idx]
+                emit.ring_start = self._next[idx]
+                if clock != 0 and clock <= emit.min_clock:
+                    raise SequencerError("invariant violated: ring clock <= last ACK")
+            else:
+                try:
+                    env = next(self._replay_it)
+                except StopIteration:
+                    self._replay_it = None  # Replay done: continue from the ring.
+                    continue
+                except DafkaError as exc:
+                    raise ReplayError(f"replay reader: {exc}") from exc
+                clock = self._check_replayed(env, emit)
+                if clock < 0:
+                    continue  # Another producer's message, or one already done.
+            if clock > emit.max_clock:
+                continue  # Above the ACK: not committed by it.
+            assert env is not None
+            emit.begin = env.begin
+            self._dequeued = env
+            self._dequeued_clock = clock
+            return env
+
+        # The whole span is delivered: only now does the read-through offset pass the ACK,
+        # so that a sequencer restored from an earlier checkpoint reads the ACK again.
+        assert self._dequeued is not None
+        self._offsets[emit.partition] = self._dequeued.end
+        emit.max_clock = emit.min_clock
+        emit.begin = emit.ring_start = emit.ring_stop = -1
+        self._dequeued = None
+        self._dequeued_clock = 0
+        self._emit = None
+        return None
+
+    def _check_replayed(self, env: Envelope[M], emit: _Partial) -> int:
+        """Validate a replayed envelope; its clock, or -1 if it is to be skipped."""
+        if env.partition != emit.partition:
+            raise ReplayError(
+                f"replay of wrong partition ({env.partition}; expected {emit.partition})"
+            )
+        if env.begin < emit.begin:
+            raise ReplayError(f"replay has wrong begin ({env.begin}; expected >= {emit.begin})")
+        limit = self._ring_env[emit.ring_start]
+        assert limit is not None
+        if env.end > limit.begin:
+            raise ReplayError(f"replay has wrong end ({env.end}; expected <= {limit.begin})")
+        i = env.message.uuid.int
+        if i & 0xFFFFFFFFFFFF != emit.producer:
+            return -1
+        clock = (
+            ((i >> 92) & 0xFFFFFFFF0)
+            | ((i >> 44) & 0xFFFF000000000)
+            | ((i >> 12) & 0xFFF0000000000000)
+            | ((i >> 58) & 0xF)
+        )
+        if clock != 0 and clock <= emit.min_clock:
+            return -1
+        return clock
+
+    def drain(self) -> list[Envelope[M]]:
+        """Step through the whole commit at once; the envelopes in delivery order."""
+        out: list[Envelope[M]] = []
+        step = self.step
+        env = step()
+        while env is not None:
+            out.append(env)
+            env = step()
+        return out
+
+    # -- replays ------------------------------------------------------------------------
+
+    def replay_range(self) -> ReplayRange:
+        """The partition and ``[begin, end)`` to replay before the commit can be drained."""
+        emit = self._emit
+        if emit is None:
+            raise SequencerError("no commit is pending: nothing to replay")
+        first = self._ring_env[emit.ring_start]
+        assert first is not None  # The committing message is always the last one added.
+        return ReplayRange(emit.partition, emit.begin, first.begin)
+
+    def start_replay(self, envelopes: Iterable[Envelope[M]]) -> None:
+        """Hand over the read-uncommitted envelopes of :meth:`replay_range`."""
+        if self._emit is None:
+            raise SequencerError("no commit is pending: nothing to replay")
+        self._replay_it = iter(envelopes)
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def has_pending(self, since: Mapping[str, int] | None = None) -> bool:
+        """True if a span began at or after ``since`` (default: the last checkpoint).
+
+        Assuming producers are alive, it hints that their ACKs are coming, so a consumer
+        transaction may want to wait for them before it commits.
+        """
+        offsets = self._last_offsets if since is None else since
+        for partition, producers in self._partials.items():
+            floor = offsets.get(partition, 0)
+            for partial in producers.values():
+                if partial.begin != -1 and partial.begin >= floor:
+                    return True
+        return False
+
+    def checkpoint(self, prune_horizon: float | timedelta = 0) -> SequencerCheckpoint:
+        """Read-through offsets and producer states; prunes producers gone quiet.
+
+        A producer is pruned when its ``max_clock`` is below the newest ``last_ack`` of its
+        partition minus ``prune_horizon`` (seconds, or a timedelta): the horizon is relative
+        to the partition's newest producer, not to wall time. Zero disables pruning.
+        """
+        units = _horizon_units(prune_horizon)
+        states: list[ProducerState] = []
+        for partition in sorted(self._partials):
+            producers = self._partials[partition]
+            floor = 0
+            if units > 0 and producers:
+                floor = max(p.min_clock for p in producers.values()) - units
+            for producer in sorted(producers):
+                partial = producers[producer]
+                if partial.max_clock >= floor:
+                    states.append(
+                        ProducerState(
+                            partition,
+                            ProducerID.from_int(producer),
+                            partial.min_clock,
+                            partial.begin,
+                        )
+                    )
+                else:
+                    del producers[producer]
+        self._last_offsets = dict(self._offsets)
+        return SequencerCheckpoint(dict(self._offsets), states)
+
+    @property
+    def offsets(self) -> dict[str, int]:
+        """A copy of the read-through offsets."""
+        return dict(self._offsets)
+
+
+def _log_anomaly(anomaly: Anomaly) -> None:
+    _log.warning(
+        "%s: partition %s producer %s clock %#x flags %#x at [%d, %d) (last ACK %#x)",
+        anomaly.kind,
+        anomaly.partition,
+        anomaly.producer.hex(),
+        anomaly.clock,
+        anomaly.flags,
+        anomaly.begin,
+        anomaly.end,
+        anomaly.last_ack,
+    )
