@@ -1,1 +1,77 @@
-"""dafka.storage (see docs/architecture.md)."""
+"""dafka.storage: the store's Flume-style segmented, checksummed log (files only).
+
+One log per (topic, partition) - a partition is a producer's id - under one data directory,
+split into segments named by their 20-digit base offset, each with a sparse offset index.
+Records carry their offset (the Dafka sequence), length and CRC-32C; the bytes are described
+in :mod:`dafka.storage._format`, the directory names in :mod:`dafka.storage._naming`.
+
+How the store node uses it::
+
+    storage = Storage.open(path, StorageConfig(fsync=FsyncPolicy.interval(5)))
+    storage.recovery_report               # what recovery cut, rebuilt or removed
+    storage.heads(topic)                  # {partition: last offset}, no log scan
+    last = storage.append(topic, partition, first_offset, payloads)   # one write
+    storage.durable_offset(topic, partition)          # ACK up to here
+    storage.sync_due(now)                 # on the loop's timer: {(topic, partition): durable}
+    storage.next_sync_deadline()          # when to call sync_due next (None: nothing pending)
+    storage.take_durable_advances()       # advances made by batch/records fsyncs
+    storage.read(topic, partition, from_offset, count)  # [(offset, payload), ...]
+    storage.head(topic, partition); storage.topics(); storage.next_offset(topic, partition)
+    storage.apply_retention(time.time())  # whole old segments, never the active one
+    storage.take_truncations()            # logs cut by reads that met corruption
+    storage.flush(); storage.close()      # or: with Storage.open(...) as storage:
+
+Decisions (details in docs/storage.md):
+
+* A log always holds one contiguous range ``[start_offset, next_offset)``. Appends must
+  start at ``next_offset``: a later start raises :class:`GapAppendError`, an earlier one
+  (duplicates) :class:`OverlapAppendError`; both are :class:`NonContiguousAppendError` with
+  ``expected`` and write nothing, so the store trims overlaps or fetches what is missing.
+* A new partition must start at ``StorageConfig.first_offset`` (0, where Dafka stores fetch
+  from); ``first_offset=None`` lets it start anywhere, for a store joining mid-stream.
+* A torn or corrupt record cuts the log there: earlier records stay readable, it and all
+  later ones are dropped (never served past a gap) and the store refetches them.
+* Durable means fsynced, except under the "os" policy, where it means written (survives a
+  crash of the process, not of the machine).
+* Reads serve every record written, durable or not.
+"""
+
+from dafka.storage._config import FsyncPolicy, RetentionPolicy, StorageConfig
+from dafka.storage._errors import (
+    GapAppendError,
+    InvalidArgumentError,
+    InvalidNameError,
+    NonContiguousAppendError,
+    OverlapAppendError,
+    StorageClosedError,
+    StorageError,
+    StorageIOError,
+    StorageLockedError,
+)
+from dafka.storage._naming import directory_name, name_from_directory
+from dafka.storage._partition_log import PartitionLog
+from dafka.storage._report import RecoveryReport, Truncation
+from dafka.storage._segment import Segment
+from dafka.storage._storage import Storage
+
+__all__ = [
+    "FsyncPolicy",
+    "GapAppendError",
+    "InvalidArgumentError",
+    "InvalidNameError",
+    "NonContiguousAppendError",
+    "OverlapAppendError",
+    "PartitionLog",
+    "RecoveryReport",
+    "RetentionPolicy",
+    "Segment",
+    "Storage",
+    "StorageClosedError",
+    "StorageConfig",
+    "StorageError",
+    "StorageIOError",
+    "StorageLockedError",
+    "Truncation",
+    "directory_name",
+    "name_from_directory",
+]

@@ -1,0 +1,234 @@
+"""The on-disk format of a partition log, and the one routine that reads it back.
+
+Layout of a data directory::
+
+    <root>/.lock                         flock'ed by the open Storage (one process at a time)
+    <root>/<topic dir>/<partition dir>/  one log per (topic, partition); names: see _naming
+        00000000000000000000.log         segment: records from base offset 0
+        00000000000000000000.idx         its sparse offset index
+        00000000000000004096.log         next segment, base offset 4096 ...
+
+A segment is named by the 20-digit, zero-padded offset of its first record (its *base*), so
+that names sort like offsets. Segment file (``.log``), all integers big-endian::
+
+    header   24 bytes   magic b"DAFKALOG" | version u32 (=1) | reserved u32 (=0) | base u64
+    record   16 bytes   offset u64 | length u32 | crc u32
+             + length bytes of payload
+    record   ...
+
+* ``offset`` is the record's Dafka sequence. It is redundant (base + position in the file)
+  but lets every record be checked on its own: a record whose offset is not the one expected
+  there is corrupt, and a log can never silently shift offsets.
+* ``crc`` is CRC-32C (Castagnoli) of the first 12 header bytes (offset and length) followed by
+  the payload, so a flipped bit anywhere in a record, header included, is detected. CRC-32C
+  rather than zlib's CRC-32: the ``crc32c`` package computes it with the SSE4.2 / ARMv8 CRC
+  instructions (several GB/s, so checksums never limit append or read throughput), and
+  Castagnoli's polynomial detects more error patterns than IEEE's at these lengths (it is
+  what iSCSI, ext4, Btrfs and Kafka use).
+* ``length`` is bounded by the configured ``max_record_bytes``: a larger value is corruption.
+
+Index file (``.idx``), no header, big-endian entries of 8 bytes::
+
+    relative offset u32 (offset - base) | position u32 (byte position of that record)
+
+An entry is added for a record when it starts at least ``index_interval_bytes`` after the
+previous entry (the segment header counts as an implicit entry ``(0, 24)``), so the index is
+a deterministic function of the log and can always be rebuilt from it. It is written lazily
+(batched, after the log) and never fsynced: after a crash it may lag the log or point past
+it, and recovery validates its entries before trusting them.
+
+Segments are capped at 2 GiB and records at 1 GiB so that positions fit the index's u32.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol
+
+from crc32c import crc32c
+
+MAGIC: Final = b"DAFKALOG"
+VERSION: Final = 1
+SEGMENT_HEADER: Final = struct.Struct(">8sIIQ")
+SEGMENT_HEADER_SIZE: Final = SEGMENT_HEADER.size  # 24
+RECORD_HEADER: Final = struct.Struct(">QII")
+RECORD_HEADER_SIZE: Final = RECORD_HEADER.size  # 16
+OFFSET_LENGTH: Final = struct.Struct(">QI")
+CRC: Final = struct.Struct(">I")
+INDEX_ENTRY_SIZE: Final = 8
+MAX_OFFSET: Final = 2**64 - 1
+MAX_SEGMENT_BYTES: Final = 2**31
+MAX_RECORD_BYTES: Final = 2**30
+SCAN_CHUNK: Final = 1 << 20
+
+LOG_SUFFIX: Final = ".log"
+INDEX_SUFFIX: Final = ".idx"
+
+
+def segment_stem(base: int) -> str:
+    """``00000000000000004096`` for base 4096: 20 digits hold any u64."""
+    return f"{base:020d}"
+
+
+def parse_segment_stem(stem: str) -> int | None:
+    """The base offset of a segment file stem, or None if the stem is not one of ours."""
+    if len(stem) != 20 or not stem.isascii() or not stem.isdigit():
+        return None
+    base = int(stem)
+    return base if base <= MAX_OFFSET else None
+
+
+def encode_segment_header(base: int) -> bytes:
+    return SEGMENT_HEADER.pack(MAGIC, VERSION, 0, base)
+
+
+def segment_header_ok(data: bytes, base: int) -> bool:
+    """Whether ``data`` starts with the header of a version-1 segment based at ``base``."""
+    if len(data) < SEGMENT_HEADER_SIZE:
+        return False
+    magic, version, reserved, stored_base = SEGMENT_HEADER.unpack_from(data)
+    return bool(magic == MAGIC and version == VERSION and reserved == 0 and stored_base == base)
+
+
+Problem = Literal["torn", "corrupt"]
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """Where a scan stopped: the end of the last good record and the offset after it.
+
+    ``problem`` is None when the scan reached ``end`` (or the wanted offsets) cleanly;
+    ``"torn"`` when the last record runs past ``end`` (an interrupted write); ``"corrupt"``
+    when a complete record fails its CRC, its offset, or its length bound.
+    """
+
+    position: int
+    next_offset: int
+    problem: Problem | None = None
+    detail: str = ""
+
+
+def scan(
+    fd: int,
+    position: int,
+    end: int,
+    offset: int,
+    *,
+    max_length: int,
+    stop_offset: int = MAX_OFFSET + 1,
+    want_from: int = MAX_OFFSET + 1,
+    out: list[tuple[int, bytes]] | None = None,
+    index: IndexSink | None = None,
+    chunk: int = SCAN_CHUNK,
+) -> ScanResult:
+    """Walk records from ``position`` (which holds ``offset``) towards ``end``, checking each.
+
+    Stops before ``stop_offset``, at ``end``, or at the first bad record. Records with offset
+    ``>= want_from`` are appended to ``out``; ``index`` (if given) is offered every record's
+    position so that it can add its sparse entries. Reads in chunks of about ``chunk`` bytes
+    with ``pread`` (no shared file position, so readers never disturb the appender).
+    """
+    unpack = RECORD_HEADER.unpack_from
+    hsize = RECORD_HEADER_SIZE
+    buf = b""
+    buf_start = position
+    buf_end = position
+    while position < end and offset < stop_offset:
+        if position + hsize > buf_end:
+            if position + hsize > end:
+                return ScanResult(position, offset, "torn", "record header cut short")
+            buf = _pread(fd, min(chunk, end - position), position)
+            buf_start = position
+            buf_end = position + len(buf)
+            if position + hsize > buf_end:
+                return ScanResult(position, offset, "torn", "file shorter than expected")
+        rel = position - buf_start
+        got, length, crc = unpack(buf, rel)
+        if got != offset:
+            return ScanResult(position, offset, "corrupt", f"offset {got} where {offset} expected")
+        if length > max_length:
+            return ScanResult(position, offset, "corrupt", f"length {length} over the bound")
+        record_end = position + hsize + length
+        if record_end > end:
+            return ScanResult(position, offset, "torn", "payload cut short")
+        if record_end > buf_end:
+            buf = _pread(fd, max(chunk, hsize + length), position)
+            buf_start = position
+            buf_end = position + len(buf)
+            rel = 0
+            if record_end > buf_end:
+                return ScanResult(position, offset, "torn", "file shorter than expected")
+        payload = buf[rel + hsize : rel + hsize + length]
+        if crc32c(payload, crc32c(buf[rel : rel + 12])) != crc:
+            return ScanResult(position, offset, "corrupt", "CRC-32C mismatch")
+        if index is not None:
+            index.offer(offset, position)
+        if out is not None and offset >= want_from:
+            out.append((offset, payload))
+        position = record_end
+        offset += 1
+    return ScanResult(position, offset)
+
+
+class IndexSink(Protocol):
+    """What :func:`scan` feeds positions to (the sparse index implements it)."""
+
+    def offer(self, offset: int, position: int) -> None:
+        """See a record at ``position``; keep an entry for it if the interval says so."""
+
+
+def _pread(fd: int, size: int, position: int) -> bytes:
+    """``pread`` until ``size`` bytes or end of file (a pread may legally return less)."""
+    data = os.pread(fd, size, position)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.pread(fd, size - got, position + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def all_zero(fd: int, position: int, end: int) -> bool:
+    """Whether bytes [position, end) are all zero: the look of a tail lost in a power cut."""
+    while position < end:
+        data = _pread(fd, min(SCAN_CHUNK, end - position), position)
+        if not data:
+            return True
+        if data.count(0) != len(data):
+            return False
+        position += len(data)
+    return True
+
+
+__all__ = [
+    "CRC",
+    "INDEX_ENTRY_SIZE",
+    "INDEX_SUFFIX",
+    "LOG_SUFFIX",
+    "MAGIC",
+    "MAX_OFFSET",
+    "MAX_RECORD_BYTES",
+    "MAX_SEGMENT_BYTES",
+    "OFFSET_LENGTH",
+    "RECORD_HEADER",
+    "RECORD_HEADER_SIZE",
+    "SEGMENT_HEADER",
+    "SEGMENT_HEADER_SIZE",
+    "VERSION",
+    "IndexSink",
+    "Problem",
+    "ScanResult",
+    "all_zero",
+    "encode_segment_header",
+    "parse_segment_stem",
+    "scan",
+    "segment_header_ok",
+    "segment_stem",
+]

@@ -1,0 +1,66 @@
+"""What recovery (and later reads) found wrong and did about it, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+TruncationReason = Literal["torn", "corrupt", "gap"]
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """A partition log was cut at ``position`` of ``segment``: ``offset`` and later are gone.
+
+    * ``"torn"`` - the tail was an interrupted write (a record cut short, or zeros left by a
+      power cut): expected after a crash, nothing that was durable is lost;
+    * ``"corrupt"`` - a complete record failed its CRC-32C, its offset or its length bound
+      at ``position``; the records before it are kept, it and every later record are
+      dropped (never served past a gap), and the store refetches them from ``offset``;
+    * ``"gap"`` - the next segment does not start where the previous ends, so it and all
+      later segments are dropped (``position`` is 0 of the first dropped segment).
+
+    ``bytes_dropped`` counts every byte removed, later segments included.
+    """
+
+    topic: str
+    partition: str
+    segment: Path
+    position: int
+    offset: int
+    reason: TruncationReason
+    detail: str
+    bytes_dropped: int
+
+
+@dataclass(slots=True)
+class RecoveryReport:
+    """What :meth:`Storage.open` did. ``clean`` when it only had to read.
+
+    ``indexes_rebuilt`` lists index files that were missing or unreadable and were
+    regenerated from their segment; ``indexes_repaired`` those whose tail was dropped or
+    extended; ``removed`` files deleted because they could not belong to a valid log (an
+    index without its segment, segments after a truncation); ``skipped`` entries in the data
+    directory that are not ours and were left alone.
+    """
+
+    partitions: int = 0
+    segments: int = 0
+    records: int = 0
+    bytes_scanned: int = 0
+    truncations: list[Truncation] = field(default_factory=list)
+    indexes_rebuilt: list[Path] = field(default_factory=list)
+    indexes_repaired: list[Path] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        return not (
+            self.truncations or self.indexes_rebuilt or self.indexes_repaired or self.removed
+        )
+
+
+__all__ = ["RecoveryReport", "Truncation", "TruncationReason"]

@@ -1,0 +1,360 @@
+"""The store's view of its disk: every partition log under one data directory."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from dafka.storage._config import StorageConfig
+from dafka.storage._errors import (
+    GapAppendError,
+    InvalidArgumentError,
+    OverlapAppendError,
+    StorageClosedError,
+    StorageIOError,
+    StorageLockedError,
+)
+from dafka.storage._format import MAX_OFFSET
+from dafka.storage._naming import directory_name, name_from_directory
+from dafka.storage._partition_log import PartitionLog, fsync_directory
+from dafka.storage._report import RecoveryReport, Truncation
+
+Key = tuple[str, str]
+"""(topic, partition)"""
+
+LOCK_FILE = ".lock"
+
+
+class Storage:
+    """All partition logs of one store. Open with :meth:`open`; not thread-safe.
+
+    Durability follows ``config.fsync`` (see :class:`FsyncPolicy`): :meth:`durable_offset`
+    says what may be ACKed, and the advances of durable offsets since the last call are
+    returned by :meth:`take_durable_advances` (and by :meth:`sync_due`, which first runs a
+    due interval fsync).
+    """
+
+    def __init__(self, root: Path, config: StorageConfig, lock_fd: int) -> None:
+        self.root = root
+        self.config = config
+        self.recovery_report = RecoveryReport()
+        self._lock_fd = lock_fd
+        self._logs: dict[Key, PartitionLog] = {}
+        self._topics: dict[str, dict[str, PartitionLog]] = {}
+        self._advances: dict[Key, int] = {}
+        self._dirty: dict[Key, PartitionLog] = {}
+        self._deadline: float | None = None
+        self._truncations: list[Truncation] = []
+        self._closed = False
+        self._root_dirty = False
+
+    # ---------------------------------------------------------------- open / close
+
+    @classmethod
+    def open(cls, root: Path | str, config: StorageConfig | None = None) -> Storage:
+        """Lock ``root`` (created if missing), recover every log, and report in
+        :attr:`recovery_report`.
+
+        Recovery scans only each segment's tail after its last verified index entry (all
+        records with ``config.verify_on_open``), so opening is fast whatever the log sizes.
+        Every recovered log is then fsynced once (unless the policy is "os"), so all it holds
+        is durable from the start.
+        """
+        root = Path(root)
+        config = config or StorageConfig()
+        started = time.perf_counter()
+        root.mkdir(parents=True, exist_ok=True)
+        lock_fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            raise StorageLockedError(f"{root} is in use by another Storage") from None
+        storage = cls(root, config, lock_fd)
+        try:
+            storage._recover()
+        except BaseException:
+            storage.close()
+            raise
+        storage.recovery_report.seconds = time.perf_counter() - started
+        return storage
+
+    def _recover(self) -> None:
+        report = self.recovery_report
+        for topic_dir in sorted(self.root.iterdir()):
+            if topic_dir.name == LOCK_FILE:
+                continue
+            topic = name_from_directory(topic_dir) if topic_dir.is_dir() else None
+            if topic is None:
+                report.skipped.append(topic_dir)
+                continue
+            for part_dir in sorted(topic_dir.iterdir()):
+                if part_dir.name.startswith(".name"):
+                    continue
+                partition = name_from_directory(part_dir) if part_dir.is_dir() else None
+                if partition is None:
+                    report.skipped.append(part_dir)
+                    continue
+                log = PartitionLog.open(part_dir, topic, partition, self.config, report)
+                if log is None:
+                    continue
+                report.partitions += 1
+                self._register(log)
+                if self.config.fsync.is_os:
+                    log.mark_written_durable()
+                else:
+                    log.sync(force=True)
+
+    def _register(self, log: PartitionLog) -> None:
+        self._logs[log.topic, log.partition] = log
+        self._topics.setdefault(log.topic, {})[log.partition] = log
+
+    def close(self) -> None:
+        """fsync everything (whatever the policy) and release the directory."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for log in self._logs.values():
+                log.sync()
+                log.close()
+        finally:
+            os.close(self._lock_fd)
+
+    def __enter__(self) -> Storage:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageClosedError(f"storage at {self.root} is closed")
+
+    # ---------------------------------------------------------------- append
+
+    def append(
+        self, topic: str, partition: str, first_offset: int, payloads: Sequence[bytes]
+    ) -> int:
+        """Append ``payloads`` at ``first_offset, first_offset + 1, ...``; the last offset.
+
+        The batch goes to disk in one ``write`` (two if it crosses a segment boundary) and is
+        fsynced per the policy; whether it is durable yet is :meth:`durable_offset`'s to say.
+        Raises :class:`GapAppendError` or :class:`OverlapAppendError` (both
+        :class:`NonContiguousAppendError`, with ``expected``) unless ``first_offset`` is
+        :meth:`next_offset`; nothing is written then. A new partition starts at
+        ``config.first_offset`` (anywhere if that is None). An empty batch is a no-op.
+        """
+        self._check_open()
+        if type(first_offset) is not int or not 0 <= first_offset <= MAX_OFFSET:
+            raise InvalidArgumentError(f"offset must be a u64, got {first_offset!r}")
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is None:
+            start = self.config.first_offset
+            if start is not None and first_offset != start:
+                error = GapAppendError if first_offset > start else OverlapAppendError
+                raise error(topic, partition, start, first_offset)
+            if not payloads:
+                return first_offset - 1
+            log = self._create(topic, partition, first_offset)
+        before = log.durable
+        try:
+            last = log.append(first_offset, payloads)
+        finally:
+            self._after_write(key, log, before)
+        return last
+
+    def _create(self, topic: str, partition: str, base: int) -> PartitionLog:
+        directory = (
+            self.root / directory_name(topic, "topic") / directory_name(partition, "partition")
+        )
+        try:
+            log = PartitionLog.create(directory, topic, partition, self.config, base)
+        except OSError as exc:
+            raise StorageIOError(f"cannot create {directory}: {exc}") from exc
+        self._register(log)
+        return log
+
+    def _after_write(self, key: Key, log: PartitionLog, before: int | None) -> None:
+        policy = self.config.fsync
+        if log.unsynced:
+            if policy.is_os:
+                log.mark_written_durable()
+            elif policy.every_batch or (
+                policy.every_records is not None and log.unsynced >= policy.every_records
+            ):
+                log.sync()
+                self._dirty.pop(key, None)
+            elif policy.interval_ms is not None:
+                self._dirty[key] = log
+                if self._deadline is None:
+                    self._deadline = self.config.clock() + policy.interval_ms / 1000.0
+        if log.durable != before and log.durable is not None:
+            self._advances[key] = log.durable
+
+    # ---------------------------------------------------------------- durability
+
+    def durable_offset(self, topic: str, partition: str) -> int | None:
+        """The last offset on stable storage (may be ACKed), or None if none is."""
+        log = self._logs.get((topic, partition))
+        return None if log is None else log.durable
+
+    def next_sync_deadline(self) -> float | None:
+        """When :meth:`sync_due` next has work (clock seconds), or None (interval policy)."""
+        return self._deadline
+
+    def sync_due(self, now: float) -> dict[Key, int]:
+        """Run the interval fsync if ``now`` reached its deadline; return durable advances.
+
+        Meant for the store's event loop timer (``now`` from its injected clock). The result
+        also holds advances made by appends under the batch and records triggers since the
+        last call, so one call per loop iteration collects everything to ACK.
+        """
+        self._check_open()
+        if self._deadline is not None and now >= self._deadline:
+            self._deadline = None
+            self._sync_dirty()
+        return self.take_durable_advances()
+
+    def _sync_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, {}
+        for key, log in dirty.items():
+            before = log.durable
+            log.sync()
+            if log.durable != before and log.durable is not None:
+                self._advances[key] = log.durable
+
+    def take_durable_advances(self) -> dict[Key, int]:
+        """Durable offsets that advanced since the last call: (topic, partition) -> offset."""
+        advances, self._advances = self._advances, {}
+        return advances
+
+    def flush(self) -> dict[Key, int]:
+        """fsync every partition now, whatever the policy; returns the advances."""
+        self._check_open()
+        self._dirty.clear()
+        self._deadline = None
+        for key, log in self._logs.items():
+            before = log.durable
+            log.sync()
+            if log.durable != before and log.durable is not None:
+                self._advances[key] = log.durable
+        return self.take_durable_advances()
+
+    # ---------------------------------------------------------------- read
+
+    def read(
+        self, topic: str, partition: str, from_offset: int, count: int
+    ) -> list[tuple[int, bytes]]:
+        """The records held in ``[from_offset, from_offset + count)`` as (offset, payload).
+
+        Fewer at the ends (below the start after retention, above the head), none for an
+        unknown partition, and always contiguous. A record that fails its CRC ends the
+        result: the log is cut there (see :meth:`take_truncations`) and the store refetches.
+        """
+        self._check_open()
+        if type(from_offset) is not int or from_offset < 0 or type(count) is not int:
+            raise InvalidArgumentError(f"bad read range {from_offset!r}, {count!r}")
+        log = self._logs.get((topic, partition))
+        if log is None or count <= 0:
+            return []
+        try:
+            return log.read(from_offset, count)
+        finally:
+            self._collect_truncations(log)
+
+    def _collect_truncations(self, log: PartitionLog) -> None:
+        if log.truncations:
+            self._truncations.extend(log.truncations)
+            log.truncations.clear()
+            self._dirty.pop((log.topic, log.partition), None)
+
+    def take_truncations(self) -> list[Truncation]:
+        """Logs cut since open because a read or :meth:`verify` met a corrupt record.
+
+        After one, the partition's head (and maybe its durable offset) went back: the store
+        should announce the new head and fetch the rest again.
+        """
+        truncations, self._truncations = self._truncations, []
+        return truncations
+
+    def verify(self) -> list[Truncation]:
+        """CRC-check every record of every partition, cutting at corruption (slow)."""
+        self._check_open()
+        found: list[Truncation] = []
+        for log in self._logs.values():
+            cut = log.verify()
+            if cut is not None:
+                found.append(cut)
+        return found
+
+    # ---------------------------------------------------------------- heads
+
+    def head(self, topic: str, partition: str) -> int | None:
+        """The last offset held for the partition, or None when it holds nothing."""
+        log = self._logs.get((topic, partition))
+        return None if log is None else log.head
+
+    def next_offset(self, topic: str, partition: str) -> int | None:
+        """The offset the next append must start at, or None for an unknown partition."""
+        log = self._logs.get((topic, partition))
+        return None if log is None else log.next_offset
+
+    def start_offset(self, topic: str, partition: str) -> int | None:
+        """The first offset still held (retention moves it up), None for unknown partitions."""
+        log = self._logs.get((topic, partition))
+        return None if log is None else log.start_offset
+
+    def heads(self, topic: str) -> dict[str, int]:
+        """partition -> head for every non-empty partition of ``topic`` (no disk access)."""
+        logs = self._topics.get(topic, {})
+        return {p: h for p, log in logs.items() if (h := log.head) is not None}
+
+    def topics(self) -> list[str]:
+        """Every topic with at least one partition, sorted."""
+        return sorted(t for t, logs in self._topics.items() if logs)
+
+    def partitions(self, topic: str) -> list[str]:
+        return sorted(self._topics.get(topic, {}))
+
+    def log(self, topic: str, partition: str) -> PartitionLog | None:
+        """The lower-level log of a partition (for tools and tests)."""
+        return self._logs.get((topic, partition))
+
+    # ---------------------------------------------------------------- retention
+
+    def apply_retention(self, now_wall: float) -> dict[Key, int]:
+        """Apply each topic's retention (wall-clock ``now_wall``, compared with file mtimes).
+
+        Deletes whole closed segments, oldest first, never the active one; returns the new
+        start offset of every partition that lost segments.
+        """
+        self._check_open()
+        moved: dict[Key, int] = {}
+        for key, log in self._logs.items():
+            policy = self.config.retention_for(key[0])
+            if policy.max_bytes is None and policy.max_age_s is None:
+                continue
+            try:
+                removed = log.apply_retention(policy, now_wall)
+                if removed and not self.config.fsync.is_os:
+                    fsync_directory(log.directory)
+                    log.dir_dirty = False
+            except OSError as exc:
+                raise StorageIOError(f"retention of {log.directory} failed: {exc}") from exc
+            if removed:
+                moved[key] = log.start_offset
+        return moved
+
+
+__all__ = ["Storage"]
