@@ -1,0 +1,219 @@
+"""ProducerMachine: sequences, HEADs, ACKs, FETCH answers, GET-HEADS, bounded memory, restart."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dafka.errors import ConfigError, DafkaError
+from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, Send
+from dafka.protocol import Ack, DirectHead, DirectRecord, Fetch, GetHeads, Head, Record
+from dafka.testing import ScriptedPeer
+
+PID = "0123ABCD456789EF0123456789ABCDEF"
+
+
+def make(
+    config: ProducerConfig | None = None, next_sequence: int = 0, now: float | None = None
+) -> tuple[ProducerMachine, ScriptedPeer]:
+    producer = ProducerMachine("hello", PID, config, next_sequence=next_sequence, now=now)
+    return producer, ScriptedPeer(producer)
+
+
+def test_publish_numbers_records_from_zero() -> None:
+    producer, peer = make()
+    assert [producer.publish(c, 0.0) for c in (b"a", b"b", b"")] == [0, 1, 2]
+    peer.drain()
+    assert peer.recv_all() == [
+        Record("hello", PID, 0, b"a"),
+        Record("hello", PID, 1, b"b"),
+        Record("hello", PID, 2, b""),
+    ]
+    assert producer.unacked == 3
+
+
+def test_head_every_interval_after_first_record_without_bursts() -> None:
+    producer, peer = make(ProducerConfig(head_interval=1.0))
+    assert producer.next_deadline() is None
+    producer.publish(b"x", peer.clock.now)
+    peer.drain()
+    peer.recv()
+    assert producer.next_deadline() == 1.0
+    peer.tick()
+    assert peer.expect(Head) == Head("hello", PID, 0)
+    producer.publish(b"y", peer.clock.now)
+    peer.drain()
+    peer.recv()
+    peer.tick()
+    assert peer.clock.now == 2.0
+    assert peer.expect(Head).sequence == 1
+    peer.advance(10.5)  # a late driver gets one HEAD, not ten
+    assert peer.expect(Head).sequence == 1
+    peer.expect_nothing()
+    assert producer.next_deadline() == pytest.approx(13.5)
+
+
+def test_ack_is_cumulative_and_exact_about_producer_and_topic() -> None:
+    producer, peer = make()
+    for i in range(5):
+        producer.publish(bytes([i]), 0.0)
+    peer.drain()
+    peer.recv_all()
+    peer.send(Ack(PID + "X", "hello", 4))  # prefix leak: another producer's ACK
+    peer.send(Ack(PID, "hello2", 4))  # another topic
+    assert producer.unacked == 5
+    peer.send(Ack(PID, "hello", 2))
+    assert producer.unacked == 2
+    peer.send(Ack(PID, "hello", 1))  # older ACK changes nothing
+    assert producer.unacked == 2
+    peer.send(Ack(PID, "hello", 99))  # beyond the last record: clamped
+    assert producer.unacked == 0
+    stats = producer.statistics()
+    assert (stats.acked_through, stats.unacked_bytes, stats.dropped_messages) == (4, 0, 2)
+
+
+def test_fetch_after_partial_ack_returns_the_requested_records() -> None:
+    """The C producer sent wrong content after a partial ACK; ours sends what was asked."""
+    producer, peer = make()
+    for i in range(10):
+        producer.publish(f"record {i}".encode(), 0.0)
+    peer.drain()
+    peer.recv_all()
+    peer.send(Ack(PID, "hello", 4))
+    peer.send(Fetch(PID, "CONSUMER", "hello", 2, 6))  # [2, 8): 2..4 are gone
+    assert peer.recv_all() == [
+        DirectRecord("CONSUMER", "hello", PID, s, f"record {s}".encode()) for s in (5, 6, 7)
+    ]
+    peer.send(Fetch(PID, "CONSUMER", "hello", 8, 1000))  # beyond the last: what is held
+    assert [m.sequence for m in peer.recv_all() if isinstance(m, DirectRecord)] == [8, 9]
+    peer.send(Fetch(PID, "CONSUMER", "hello", 3, 0))
+    peer.send(Fetch(PID, "CONSUMER", "other", 5, 5))
+    peer.send(Fetch(PID + "0", "CONSUMER", "hello", 5, 5))
+    peer.expect_nothing()
+
+
+def test_get_heads_is_answered_unlike_the_c_producer() -> None:
+    producer, peer = make()
+    peer.send(GetHeads("hello", "CONSUMER"))
+    peer.expect_nothing()  # nothing published yet
+    producer.publish(b"x", 0.0)
+    producer.publish(b"y", 0.0)
+    peer.drain()
+    peer.recv_all()
+    peer.send(GetHeads("hello", "CONSUMER"))
+    assert peer.recv() == DirectHead("CONSUMER", "hello", PID, 1)
+    peer.send(GetHeads("hello2", "CONSUMER"))  # 'G' + 'hello' leaks 'hello2'
+    peer.expect_nothing()
+    assert producer.statistics().get_heads_answered == 1
+
+
+def test_backpressure_by_records() -> None:
+    producer, peer = make(ProducerConfig(max_unacked_records=3, backpressure="error"))
+    for _ in range(3):
+        producer.publish(b"x", 0.0)
+    assert not producer.can_publish()
+    with pytest.raises(BackpressureError) as raised:
+        producer.publish(b"x", 0.0)
+    assert isinstance(raised.value, DafkaError)
+    assert raised.value.unacked_records == 3
+    assert producer.next_sequence == 3  # the refused record used no sequence
+    peer.send(Ack(PID, "hello", 0))
+    assert producer.can_publish()
+    assert producer.publish(b"x", 0.0) == 3
+
+
+def test_backpressure_by_bytes_still_lets_one_large_record_through() -> None:
+    producer, peer = make(ProducerConfig(max_unacked_bytes=10))
+    producer.publish(b"12345678", 0.0)
+    assert producer.can_publish(2)
+    assert not producer.can_publish(3)
+    with pytest.raises(BackpressureError):
+        producer.publish(b"123", 0.0)
+    peer.send(Ack(PID, "hello", 0))
+    producer.publish(b"x" * 100, 0.0)  # alone it may exceed the limit, or it could never go
+    assert producer.statistics().unacked_bytes == 100
+
+
+def test_min_stores_counts_distinct_identified_stores() -> None:
+    producer, peer = make(ProducerConfig(min_stores=2))
+    for _ in range(10):
+        producer.publish(b"x", 0.0)
+    peer.drain()
+    peer.send(Ack(PID, "hello", 9))
+    peer.send(Ack(PID, "hello", 9))  # anonymous ACKs count as one store, however many
+    assert producer.unacked == 10
+    producer.on_ack(Ack(PID, "hello", 5), 0.0, store="STORE-A")
+    assert producer.unacked == 4  # the anonymous store (9) and A (5): both hold 0..5
+    producer.on_ack(Ack(PID, "hello", 7), 0.0, store="STORE-B")
+    assert producer.unacked == 2  # second best is now 7
+    producer.on_ack(Ack(PID, "hello", 9), 0.0, store="STORE-A")
+    assert producer.unacked == 0
+
+
+def test_restart_continues_the_sequence_and_announces_its_head() -> None:
+    producer, peer = make(next_sequence=10, now=100.0)
+    assert peer.recv() == Head("hello", PID, 9)
+    assert producer.next_deadline() == 101.0
+    peer.send(Fetch(PID, "CONSUMER", "hello", 0, 10))
+    peer.expect_nothing()  # the old records are the stores' business
+    assert producer.publish(b"x", 100.0) == 10
+    peer.send(Ack(PID, "hello", 5))  # an ACK of the earlier life
+    assert producer.unacked == 1
+    peer.send(Ack(PID, "hello", 10))
+    assert producer.unacked == 0
+
+
+def test_config_is_validated() -> None:
+    with pytest.raises(ConfigError):
+        ProducerConfig(min_stores=0)
+    with pytest.raises(ConfigError):
+        ProducerConfig(backpressure="drop")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        ProducerConfig(head_interval=0)
+
+
+def test_unexpected_messages_are_counted_drops() -> None:
+    producer, peer = make()
+    peer.send(Head("hello", "OTHER", 3), Record("hello", "OTHER", 0, b""))
+    peer.expect_nothing()
+    assert producer.statistics().dropped_messages == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("publish"), st.integers(1, 300), st.just(0)),
+            st.tuples(st.just("ack"), st.integers(-1, 5000), st.just(0)),
+            st.tuples(st.just("fetch"), st.integers(0, 5000), st.integers(0, 400)),
+        ),
+        max_size=60,
+    )
+)
+def test_held_records_always_match_a_simple_model(ops: list[tuple[str, int, int]]) -> None:
+    producer = ProducerMachine("t", PID, ProducerConfig())
+    producer.take_actions()
+    published: list[bytes] = []
+    acked = -1
+    for kind, a, b in ops:
+        if kind == "publish":
+            for _ in range(a):
+                content = str(len(published)).encode()
+                producer.publish(content, 0.0)
+                published.append(content)
+            producer.take_actions()
+        elif kind == "ack":
+            producer.on_message(Ack(PID, "t", max(a, 0)), 0.0)
+            acked = max(acked, min(max(a, 0), len(published) - 1))
+        else:
+            producer.on_message(Fetch(PID, "C", "t", a, b), 0.0)
+            got = [
+                (m.sequence, m.content)
+                for action in producer.take_actions()
+                if isinstance(action, Send) and isinstance(m := action.message, DirectRecord)
+            ]
+            held = range(max(a, acked + 1), min(a + b, len(published)))
+            assert got == [(s, published[s]) for s in held]
+        assert producer.unacked == len(published) - (acked + 1)
+        assert producer.statistics().unacked_bytes == sum(len(p) for p in published[acked + 1 :])
