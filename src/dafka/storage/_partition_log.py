@@ -69,7 +69,9 @@ class PartitionLog:
         self.segments: list[Segment] = []
         self.bases: list[int] = []
         self.durable: int | None = None
-        self.unsynced = 0  # records written since the last sync
+        self.unsynced = 0  # records written since the last sync (for the records trigger)
+        self.needs_fsync = False  # bytes written since the last fdatasync
+        self.unsynced_closed: list[Path] = []  # rolled under the "os" policy, not yet synced
         self.dir_dirty = False  # segment files created or removed since the last sync
         self.truncations: list[Truncation] = []  # found by reads, taken by the Storage
 
@@ -272,7 +274,6 @@ class PartitionLog:
         self._write(seg, parts, pos, offset)
         if index.pending() >= self.config.index_flush_entries:
             self._flush_index(seg)
-        self.unsynced += count
         return offset - 1
 
     def _write(self, seg: Segment, parts: list[bytes], end: int, next_offset: int) -> None:
@@ -285,6 +286,8 @@ class PartitionLog:
                 os.ftruncate(seg.fd, seg.size)
             seg.index.truncate_at(seg.size)
             raise StorageIOError(f"append to {seg.path} failed: {exc}") from exc
+        self.unsynced += next_offset - seg.next_offset
+        self.needs_fsync = True
         seg.size = end
         seg.next_offset = next_offset
 
@@ -298,10 +301,13 @@ class PartitionLog:
         """Close the active segment (synced, unless the policy is "os") and start the next."""
         old = self.segments[-1]
         try:
-            if not self.config.fsync.is_os and self.unsynced:
+            if not self.config.fsync.is_os and self.needs_fsync:
                 os.fdatasync(old.fd)
                 self.durable = old.next_offset - 1
                 self.unsynced = 0
+                self.needs_fsync = False
+            elif self.needs_fsync:
+                self.unsynced_closed.append(old.path)
             old.close_files()
             seg = Segment.create(self.directory, old.next_offset, self.config.index_interval_bytes)
         except OSError as exc:
@@ -330,7 +336,17 @@ class PartitionLog:
         """
         seg = self.segments[-1]
         try:
-            if self.unsynced or force:
+            for path in self.unsynced_closed:
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                except FileNotFoundError:  # removed by retention or a cut meanwhile
+                    continue
+                try:
+                    os.fdatasync(fd)
+                finally:
+                    os.close(fd)
+            self.unsynced_closed.clear()
+            if self.needs_fsync or force:
                 os.fdatasync(seg.fd)
             if self.dir_dirty:
                 fsync_directory(self.directory)
@@ -342,6 +358,7 @@ class PartitionLog:
         except OSError as exc:
             raise StorageIOError(f"fsync of {seg.path} failed: {exc}") from exc
         self.unsynced = 0
+        self.needs_fsync = False
         self.durable = self.head
 
     def mark_written_durable(self) -> None:

@@ -1,0 +1,168 @@
+"""fsync policies and the durable offsets a store ACKs from."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka.errors import ConfigError
+from dafka.storage import FsyncPolicy, Storage, StorageConfig
+from dafka.testing import ManualClock
+
+
+@pytest.fixture
+def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every fdatasync/fsync of a regular file (directory syncs are not counted)."""
+    calls: list[int] = []
+    real_fdatasync, real_fsync = os.fdatasync, os.fsync
+
+    def fdatasync(fd: int) -> None:
+        calls.append(fd)
+        real_fdatasync(fd)
+
+    def fsync(fd: int) -> None:
+        import stat
+
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    monkeypatch.setattr(os, "fsync", fsync)
+    yield calls
+
+
+def batch(n: int, size: int = 10) -> list[bytes]:
+    return [b"r" * size] * n
+
+
+def test_batch_policy_makes_every_append_durable(tmp_path: Path, syncs: list[int]) -> None:
+    with Storage.open(tmp_path, StorageConfig(fsync=FsyncPolicy.batch())) as storage:
+        assert storage.durable_offset("t", "p") is None
+        storage.append("t", "p", 0, batch(100))
+        assert storage.durable_offset("t", "p") == 99
+        assert len(syncs) == 1
+        storage.append("t", "p", 100, batch(5))
+        assert len(syncs) == 2
+        assert storage.take_durable_advances() == {("t", "p"): 104}
+        assert storage.take_durable_advances() == {}
+
+
+def test_records_policy_syncs_every_n_records_per_partition(tmp_path: Path, syncs: list[int]) -> None:
+    with Storage.open(tmp_path, StorageConfig(fsync=FsyncPolicy.records(10))) as storage:
+        storage.append("t", "p", 0, batch(4))
+        storage.append("t", "q", 0, batch(9))
+        assert storage.durable_offset("t", "p") is None
+        assert storage.durable_offset("t", "q") is None
+        assert syncs == []
+        storage.append("t", "p", 4, batch(6))
+        assert storage.durable_offset("t", "p") == 9
+        assert storage.durable_offset("t", "q") is None
+        assert storage.sync_due(0.0) == {("t", "p"): 9}
+        storage.append("t", "q", 9, batch(30))
+        assert storage.take_durable_advances() == {("t", "q"): 38}
+        assert len(syncs) == 2
+
+
+def test_interval_policy_is_driven_by_the_callers_clock(tmp_path: Path, syncs: list[int]) -> None:
+    clock = ManualClock(100.0)
+    config = StorageConfig(fsync=FsyncPolicy.interval(5), clock=clock)
+    with Storage.open(tmp_path, config) as storage:
+        assert storage.next_sync_deadline() is None
+        storage.append("t", "p", 0, batch(3))
+        storage.append("t", "q", 0, batch(2))
+        assert storage.next_sync_deadline() == pytest.approx(100.005)
+        clock.advance(0.004)
+        storage.append("t", "p", 3, batch(1))
+        assert storage.next_sync_deadline() == pytest.approx(100.005)  # first write arms it
+        assert storage.sync_due(clock.now) == {}
+        assert storage.durable_offset("t", "p") is None
+        assert syncs == []
+        clock.advance(0.001)
+        assert storage.sync_due(clock.now) == {("t", "p"): 3, ("t", "q"): 1}
+        assert len(syncs) == 2
+        assert storage.next_sync_deadline() is None
+        assert storage.sync_due(clock.advance(1.0)) == {}
+        assert len(syncs) == 2
+
+
+def test_records_and_interval_combine(tmp_path: Path) -> None:
+    clock = ManualClock()
+    policy = FsyncPolicy.parse("records:10+ms:20")
+    with Storage.open(tmp_path, StorageConfig(fsync=policy, clock=clock)) as storage:
+        storage.append("t", "p", 0, batch(3))
+        assert storage.durable_offset("t", "p") is None
+        storage.append("t", "p", 3, batch(7))
+        assert storage.durable_offset("t", "p") == 9
+        storage.append("t", "p", 10, batch(1))
+        assert storage.sync_due(clock.advance(0.02)) == {("t", "p"): 10}
+
+
+def test_os_policy_counts_written_as_durable(tmp_path: Path, syncs: list[int]) -> None:
+    with Storage.open(tmp_path, StorageConfig(fsync=FsyncPolicy.os())) as storage:
+        storage.append("t", "p", 0, batch(50))
+        assert storage.durable_offset("t", "p") == 49
+        assert storage.take_durable_advances() == {("t", "p"): 49}
+    assert syncs != []  # close still fsyncs everything
+
+
+def test_flush_syncs_everything_whatever_the_policy(tmp_path: Path, syncs: list[int]) -> None:
+    clock = ManualClock()
+    config = StorageConfig(fsync=FsyncPolicy.interval(1000), clock=clock)
+    with Storage.open(tmp_path, config) as storage:
+        storage.append("t", "p", 0, batch(5))
+        assert storage.flush() == {("t", "p"): 4}
+        assert storage.next_sync_deadline() is None
+
+
+def test_rolling_a_segment_syncs_it(tmp_path: Path) -> None:
+    config = StorageConfig(fsync=FsyncPolicy.records(10_000), segment_bytes=1000)
+    with Storage.open(tmp_path, config) as storage:
+        storage.append("t", "p", 0, batch(100, size=50))
+        durable = storage.durable_offset("t", "p")
+        log = storage.log("t", "p")
+        assert log is not None
+        assert durable == log.segments[-1].base - 1
+
+
+def test_reopen_makes_what_is_held_durable(tmp_path: Path) -> None:
+    config = StorageConfig(fsync=FsyncPolicy.records(1000))
+    with Storage.open(tmp_path, config) as storage:
+        storage.append("t", "p", 0, batch(5))
+    with Storage.open(tmp_path, config) as storage:
+        assert storage.durable_offset("t", "p") == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "policy"),
+    [
+        ("batch", FsyncPolicy.batch()),
+        ("records:7", FsyncPolicy.records(7)),
+        ("ms:2.5", FsyncPolicy.interval(2.5)),
+        ("os", FsyncPolicy.os()),
+        ("never", FsyncPolicy.os()),
+        ("batch+ms:3", FsyncPolicy(every_batch=True, interval_ms=3)),
+    ],
+)
+def test_policies_parse_and_print(text: str, policy: FsyncPolicy) -> None:
+    assert FsyncPolicy.parse(text) == policy
+    assert FsyncPolicy.parse(str(policy)) == policy
+
+
+@pytest.mark.parametrize("text", ["", "sometimes", "records:x", "records:0", "ms:-1", "batch:3"])
+def test_bad_policies_are_config_errors(text: str) -> None:
+    with pytest.raises(ConfigError):
+        FsyncPolicy.parse(text)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"segment_bytes": 10}, {"segment_bytes": 2**32}, {"index_interval_bytes": 0},
+     {"max_record_bytes": -1}, {"first_offset": -1}, {"index_flush_entries": 0}],
+)
+def test_bad_configs_are_config_errors(kwargs: dict[str, int]) -> None:
+    with pytest.raises(ConfigError):
+        StorageConfig(**kwargs)  # type: ignore[arg-type]
