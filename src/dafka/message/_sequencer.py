@@ -193,13 +193,13 @@ class _Partial:
         self.ring_stop = -1
 
 
-def _horizon_units(horizon: float | timedelta) -> int:
-    """A duration as a clock difference: 100 ns units shifted past the 4-bit counter."""
+def _horizon_ns(horizon: float | timedelta) -> int:
+    """A duration in whole nanoseconds (exact for timedeltas)."""
     if isinstance(horizon, timedelta):
-        ns = (horizon.days * 86_400 + horizon.seconds) * 1_000_000_000 + horizon.microseconds * 1000
-    else:
-        ns = round(horizon * 1_000_000_000)
-    return (ns // 100) << 4
+        return (
+            horizon.days * 86_400 + horizon.seconds
+        ) * 1_000_000_000 + horizon.microseconds * 1000
+    return round(horizon * 1_000_000_000)
 
 
 class Sequencer(Generic[M]):
@@ -518,12 +518,14 @@ class Sequencer(Generic[M]):
         partition minus ``prune_horizon`` (seconds, or a timedelta): the horizon is relative
         to the partition's newest producer, not to wall time. Zero disables pruning.
         """
-        units = _horizon_units(prune_horizon)
+        horizon_ns = _horizon_ns(prune_horizon)
+        # A clock difference: 100 ns units shifted past the 4-bit counter (as Gazette).
+        units = (horizon_ns // 100) << 4
         states: list[ProducerState] = []
         for partition in sorted(self._partials):
             producers = self._partials[partition]
             floor = 0
-            if units > 0 and producers:
+            if horizon_ns > 0 and producers:
                 floor = max(p.min_clock for p in producers.values()) - units
             for producer in sorted(producers):
                 partial = producers[producer]

@@ -516,7 +516,13 @@ def test_long_transaction_larger_than_the_default_ring() -> None:
 def test_checkpoint_round_trip_then_replays() -> None:
     seq1, _ = make(buffer=12)
     gen = Generator()
-    a1, a2, b1, b2, c1 = gen(A, 1, CONT), gen(A, 2, CONT), gen(B, 1, CONT), gen(B, 2, CONT), gen(C, 1, ACK)
+    a1, a2, b1, b2, c1 = (
+        gen(A, 1, CONT),
+        gen(A, 2, CONT),
+        gen(B, 1, CONT),
+        gen(B, 2, CONT),
+        gen(C, 1, ACK),
+    )
     assert queue(seq1, a1, a2, b1, b2, c1)[-1] == Q.ACK_EMPTY
     assert deque(seq1) == [c1]
     z1 = gen(bytes(6), 0, 0)
