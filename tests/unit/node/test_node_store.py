@@ -1,0 +1,188 @@
+"""StoreMachine: writer (ordering, gaps, Persist batches, durable ACKs) and reader (answers)."""
+
+from __future__ import annotations
+
+from dafka.node import Persist, StoreConfig, StoreMachine
+from dafka.protocol import (
+    Ack,
+    ConsumerHello,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Record,
+    StoreHello,
+)
+from dafka.testing import MemoryLog, ScriptedPeer
+
+WID = "57000000000000000000000000000001"
+RID = "52000000000000000000000000000002"
+
+
+def make(
+    log: MemoryLog | None = None, *, durable: bool = True, max_reply: int = 100_000
+) -> tuple[StoreMachine, ScriptedPeer, MemoryLog]:
+    log = log if log is not None else MemoryLog()
+    store = StoreMachine(WID, RID, log, StoreConfig(max_fetch_reply=max_reply))
+    peer = ScriptedPeer(store, log=log if durable else None)
+    return store, peer, log
+
+
+def filled_log(count: int, topic: str = "hello", producer: str = "P") -> MemoryLog:
+    log = MemoryLog()
+    log.append(topic, producer, 0, [f"{topic}-{s}".encode() for s in range(count)])
+    return log
+
+
+def test_in_order_records_become_one_persist_and_one_ack_per_partition() -> None:
+    store, peer, log = make()
+    peer.send(
+        Record("hello", "P", 0, b"a"),
+        Record("hello", "Q", 0, b"x"),
+        Record("hello", "P", 1, b"b"),
+        Record("hello", "P", 2, b"c"),
+    )
+    assert peer.persisted == [
+        Persist("hello", "P", 0, (b"a", b"b", b"c")),
+        Persist("hello", "Q", 0, (b"x",)),
+    ]
+    assert log.contents("hello", "P") == [b"a", b"b", b"c"]
+    assert sorted(peer.recv_all(), key=repr) == [Ack("P", "hello", 2), Ack("Q", "hello", 0)]
+    assert store.durable_heads() == {("hello", "P"): 2, ("hello", "Q"): 0}
+    assert store.statistics().stored == 4
+
+
+def test_ack_waits_for_durability() -> None:
+    store, peer, _ = make(durable=False)
+    peer.send_record("hello", 0)
+    assert len(peer.persisted) == 1
+    peer.expect_nothing()
+    store.on_durable("hello", peer.peer_id, 0, 0.0)
+    store.on_durable("hello", peer.peer_id, 0, 0.0)  # twice: one ACK
+    peer.drain()
+    assert peer.recv_all() == [Ack(peer.peer_id, "hello", 0)]
+    store.on_durable("hello", "UNKNOWN", 5, 0.0)
+    peer.drain()
+    peer.expect_nothing()
+
+
+def test_unknown_head_or_gap_fetches_and_retries_until_filled() -> None:
+    store, peer, log = make()
+    peer.send_record("hello", 3)
+    fetch = peer.expect(Fetch)
+    assert (fetch.producer, fetch.requester, fetch.sequence, fetch.count) == (
+        peer.peer_id,
+        WID,
+        0,
+        4,
+    )
+    assert peer.persisted == []
+    peer.tick()  # the reply was lost: ask again
+    assert peer.clock.now == 0.5
+    assert peer.expect(Fetch).sequence == 0
+    peer.tick()
+    assert peer.clock.now == 1.5
+    assert peer.expect(Fetch).sequence == 0
+    peer.send(*(DirectRecord(WID, "hello", peer.peer_id, s, bytes([s])) for s in range(4)))
+    assert log.contents("hello", peer.peer_id) == [bytes([s]) for s in range(4)]
+    assert peer.recv_all() == [Ack(peer.peer_id, "hello", 3)]
+    assert store.next_deadline() is None
+    peer.send_record("hello", 2)  # behind: dropped
+    peer.send_direct_record(WID + "0", "hello", 4)  # prefix leak: another writer's
+    assert len(log.contents("hello", peer.peer_id)) == 4
+    stats = store.statistics()
+    assert (stats.dropped_duplicates, stats.dropped_foreign, stats.fetch_retries) == (1, 1, 2)
+
+
+def test_head_above_fetches_and_head_at_durable_re_acks() -> None:
+    store, peer, _ = make()
+    peer.send_head("hello", 1)
+    assert (peer.expect(Fetch).sequence, store.statistics().fetches_sent) == (0, 1)
+    peer.send(Record("hello", peer.peer_id, 0, b""), Record("hello", peer.peer_id, 1, b""))
+    assert peer.recv_all() == [Ack(peer.peer_id, "hello", 1)]  # one batch, one ACK
+    peer.send_head("hello", 1)  # the producer may have lost our ACK: send it again
+    assert peer.recv_all() == [Ack(peer.peer_id, "hello", 1)]
+
+
+def test_fetch_is_answered_with_exactly_the_held_range() -> None:
+    store, peer, _ = make(filled_log(10))
+    peer.send(Fetch("P", "CONSUMER", "hello", 3, 4))
+    assert peer.recv_all() == [
+        DirectRecord("CONSUMER", "hello", "P", s, f"hello-{s}".encode()) for s in range(3, 7)
+    ]
+    peer.send(Fetch("P", "CONSUMER", "hello", 8, 10))
+    assert [m.sequence for m in peer.recv_all() if isinstance(m, DirectRecord)] == [8, 9]
+    peer.send(Fetch("P", "CONSUMER", "hello", 10, 5))  # nothing held there
+    peer.send(Fetch("P", "CONSUMER", "hello", 0, 0))
+    peer.send(Fetch("Q", "CONSUMER", "hello", 0, 5))
+    peer.send(Fetch("P", WID, "hello", 0, 5))  # our own writer
+    peer.expect_nothing()
+    assert store.statistics().records_served == 6
+
+
+def test_fetch_reply_is_bounded() -> None:
+    _, peer, _ = make(filled_log(50), max_reply=20)
+    peer.send(Fetch("P", "CONSUMER", "hello", 5, 1000))
+    assert [m.sequence for m in peer.recv_all() if isinstance(m, DirectRecord)] == list(
+        range(5, 25)
+    )
+
+
+def test_get_heads_and_consumer_hello_are_answered_per_partition() -> None:
+    log = filled_log(10)
+    log.append("hello", "Q", 0, [b"q"])
+    log.append("world", "R", 0, [b"r", b"r"])
+    log.append("hello2", "S", 0, [b"s"])
+    _, peer, _ = make(log)
+    peer.send(GetHeads("hello", "CONSUMER"))
+    assert sorted(peer.recv_all(), key=repr) == [
+        DirectHead("CONSUMER", "hello", "P", 9),
+        DirectHead("CONSUMER", "hello", "Q", 0),
+    ]
+    peer.send(ConsumerHello(RID, "CONSUMER", ("world", "nothing")))
+    assert peer.recv_all() == [DirectHead("CONSUMER", "world", "R", 1)]
+    peer.send(ConsumerHello(RID + "X", "CONSUMER", ("world",)))  # another reader's
+    peer.expect_nothing()
+
+
+def test_consumer_subscription_notice_gets_a_store_hello() -> None:
+    store, peer, _ = make()
+    store.on_subscription(b"LCONSUMER", True, 0.0)
+    store.on_subscription(b"LOTHER", False, 0.0)
+    store.on_subscription(b"Mhello", True, 0.0)
+    store.on_subscription(b"L", True, 0.0)
+    peer.drain()
+    assert peer.recv_all() == [StoreHello("CONSUMER", RID)]
+
+
+def test_restarted_store_continues_from_recovered_heads() -> None:
+    store, peer, log = make(filled_log(5))
+    assert store.durable_heads() == {("hello", "P"): 4}
+    peer.send(Record("hello", "P", 3, b"old"), Record("hello", "P", 5, b"new"))
+    assert log.contents("hello", "P")[-2:] == [b"hello-4", b"new"]
+    assert peer.recv_all() == [Ack("P", "hello", 5)]
+
+
+def test_messages_for_other_roles_are_counted_drops() -> None:
+    store, peer, _ = make()
+    peer.send(Ack("P", "hello", 1), DirectHead("X", "hello", "P", 1), StoreHello("X", "S"))
+    peer.expect_nothing()
+    assert store.statistics().dropped_unexpected == 3
+
+
+def test_persist_never_leaves_holes_under_random_arrival() -> None:
+    import random
+
+    rng = random.Random(7)
+    _, peer, log = make()
+    wanted = [f"r{s}".encode() for s in range(300)]
+    for _ in range(40_000):
+        if len(log.contents("hello", "P")) == len(wanted):
+            break
+        batch = []
+        for _ in range(rng.randint(1, 8)):
+            sequence = rng.randrange(len(wanted))
+            batch.append(Record("hello", "P", sequence, wanted[sequence]))
+        peer.send(*batch)  # MemoryLog raises if a Persist does not continue the partition
+        peer.recv_all()
+    assert log.contents("hello", "P") == wanted
