@@ -21,6 +21,8 @@ class Truncation:
     * ``"gap"`` - the next segment does not start where the previous ends, so it and all
       later segments are dropped (``position`` is 0 of the first dropped segment).
 
+    A damaged length field that points past the end of the file cannot be told from an
+    interrupted write and is reported as ``"torn"``; either way the cut is the same.
     ``bytes_dropped`` counts every byte removed, later segments included.
     """
 

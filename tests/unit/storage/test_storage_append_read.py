@@ -37,7 +37,9 @@ def fill(storage: Storage, partition: str, count: int, batch: int = 37, topic: s
     offset = storage.next_offset(topic, partition) or 0
     while offset < count:
         n = min(batch, count - offset)
-        last = storage.append(topic, partition, offset, [payload(partition, o) for o in range(offset, offset + n)])
+        last = storage.append(
+            topic, partition, offset, [payload(partition, o) for o in range(offset, offset + n)]
+        )
         assert last == offset + n - 1
         offset = last + 1
 
@@ -57,8 +59,17 @@ def test_append_then_read_everything(storage: Storage) -> None:
 
 @pytest.mark.parametrize(
     ("start", "count", "lo", "hi"),
-    [(0, 1, 0, 1), (10, 0, 0, 0), (10, -3, 0, 0), (500, 100, 500, 600), (990, 100, 990, 1000),
-     (1000, 10, 0, 0), (5000, 10, 0, 0), (123, 1, 123, 124), (0, 1000, 0, 1000)],
+    [
+        (0, 1, 0, 1),
+        (10, 0, 0, 0),
+        (10, -3, 0, 0),
+        (500, 100, 500, 600),
+        (990, 100, 990, 1000),
+        (1000, 10, 0, 0),
+        (5000, 10, 0, 0),
+        (123, 1, 123, 124),
+        (0, 1000, 0, 1000),
+    ],
 )
 def test_read_returns_exactly_the_records_held(
     storage: Storage, start: int, count: int, lo: int, hi: int

@@ -14,7 +14,7 @@ from dafka.testing import ManualClock
 
 
 @pytest.fixture
-def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+def syncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every fdatasync/fsync of a regular file (directory syncs are not counted)."""
     calls: list[int] = []
     real_fdatasync, real_fsync = os.fdatasync, os.fsync
@@ -32,7 +32,7 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr(os, "fdatasync", fdatasync)
     monkeypatch.setattr(os, "fsync", fsync)
-    yield calls
+    return calls
 
 
 def batch(n: int, size: int = 10) -> list[bytes]:
@@ -51,7 +51,9 @@ def test_batch_policy_makes_every_append_durable(tmp_path: Path, syncs: list[int
         assert storage.take_durable_advances() == {}
 
 
-def test_records_policy_syncs_every_n_records_per_partition(tmp_path: Path, syncs: list[int]) -> None:
+def test_records_policy_syncs_every_n_records_per_partition(
+    tmp_path: Path, syncs: list[int]
+) -> None:
     with Storage.open(tmp_path, StorageConfig(fsync=FsyncPolicy.records(10))) as storage:
         storage.append("t", "p", 0, batch(4))
         storage.append("t", "q", 0, batch(9))
@@ -160,8 +162,14 @@ def test_bad_policies_are_config_errors(text: str) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"segment_bytes": 10}, {"segment_bytes": 2**32}, {"index_interval_bytes": 0},
-     {"max_record_bytes": -1}, {"first_offset": -1}, {"index_flush_entries": 0}],
+    [
+        {"segment_bytes": 10},
+        {"segment_bytes": 2**32},
+        {"index_interval_bytes": 0},
+        {"max_record_bytes": -1},
+        {"first_offset": -1},
+        {"index_flush_entries": 0},
+    ],
 )
 def test_bad_configs_are_config_errors(kwargs: dict[str, int]) -> None:
     with pytest.raises(ConfigError):
