@@ -83,12 +83,18 @@ class ConsumerConfig:
       with no explicit start position begins. ``latest`` starts after the first head or record
       seen, ``earliest`` at sequence 0.
     * ``fetch`` - gap filling and catch-up (:class:`FetchPolicy`).
+    * ``heads_refresh`` - period of GET-HEADS for every subscribed topic after the one sent at
+      subscription (None: never). Without it a consumer that lost a partition's last records
+      never hears of them once the producer is gone (no more HEADs); C has no such refresh.
     """
 
     offset_reset: OffsetReset = "latest"
     fetch: FetchPolicy = FetchPolicy()
+    heads_refresh: float | None = 10.0
 
     def __post_init__(self) -> None:
+        if self.heads_refresh is not None:
+            _positive("consumer heads_refresh", self.heads_refresh)
         if self.offset_reset not in ("earliest", "latest"):
             raise ConfigError(
                 f"consumer/offset/reset must be 'earliest' or 'latest', got {self.offset_reset!r}"
@@ -103,12 +109,18 @@ class StoreConfig:
     * ``max_fetch_reply`` - most DIRECT-RECORDs the reader sends for one FETCH (bounds the
       memory of one answer; our consumers and writers fetch again for the rest). The default
       matches the largest window a C consumer asks for.
+    * ``heads_refresh`` - period of the writer's GET-HEADS for every topic it holds, answered
+      by the other stores' readers (None: never). It is how a store that lost a partition's
+      tail learns of it after the producer is gone; a restarted store sends them at once.
     """
 
     fetch: FetchPolicy = FetchPolicy()
     max_fetch_reply: int = 100_000
+    heads_refresh: float | None = 10.0
 
     def __post_init__(self) -> None:
+        if self.heads_refresh is not None:
+            _positive("store heads_refresh", self.heads_refresh)
         _positive("store max_fetch_reply", self.max_fetch_reply)
 
 

@@ -86,6 +86,7 @@ class ConsumerMachine:
         self._cursors: dict[tuple[str, str], Cursor] = {}
         self._starts: dict[tuple[str, str], int] = {}
         self._dirty: list[Cursor] = []
+        self._refresh_due: float | None = None
         self._fetcher = FetchScheduler(consumer_id, self.config.fetch)
         self._delivered = 0
         self._ahead = 0
@@ -103,10 +104,11 @@ class ConsumerMachine:
 
     def subscribe(self, topic: str, now: float) -> None:
         """Start reading ``topic``: subscribe to its RECORDs and HEADs, ask stores for heads."""
-        del now
         if topic in self._topics:
             return
         self._topics[topic] = None
+        if self._refresh_due is None and self.config.heads_refresh is not None:
+            self._refresh_due = now + self.config.heads_refresh
         raw = _wire(topic)
         self._out += [
             Subscribe(b"M" + raw),
@@ -200,9 +202,18 @@ class ConsumerMachine:
 
     def on_timer(self, now: float) -> None:
         self._fetcher.on_timer(now, self._out)
+        due = self._refresh_due
+        if due is not None and due <= now and self.config.heads_refresh is not None:
+            self._refresh_due = now + self.config.heads_refresh
+            for topic in self._topics:
+                self._out.append(Send(GetHeads(topic, self.consumer_id)))
 
     def next_deadline(self) -> float | None:
-        return self._fetcher.next_deadline()
+        fetch = self._fetcher.next_deadline()
+        refresh = self._refresh_due if self._topics else None
+        if refresh is None or (fetch is not None and fetch < refresh):
+            return fetch
+        return refresh
 
     def take_actions(self) -> list[Action]:
         out = self._out

@@ -120,14 +120,17 @@ class StoreMachine:
                 cursor.last = cursor.known_head = cursor.durable = last
         wid = writer_id.encode("utf-8", "surrogateescape")
         rid = reader_id.encode("utf-8", "surrogateescape")
+        self._refresh_due: float | None = None
         self._out += [
             Subscribe(b"D" + wid),
             Subscribe(b"M"),
             Subscribe(b"H"),
+            Subscribe(b"E" + wid),
             Subscribe(b"F"),
             Subscribe(b"G"),
             Subscribe(b"W" + rid),
         ]
+        self._ask_heads()  # a restarted store asks the others what it missed while down
 
     # -- driver events ---------------------------------------------------------------------
 
@@ -179,6 +182,11 @@ class StoreMachine:
             self._on_record(cursor, message, now)
         elif type(message) is Head:
             self._on_head(message, now)
+        elif type(message) is DirectHead:
+            if message.recipient != self.writer_id:
+                self._foreign += 1
+                return
+            self._on_head(message, now)
         elif type(message) is Fetch:
             self._on_fetch(message)
         elif type(message) is GetHeads:
@@ -193,9 +201,18 @@ class StoreMachine:
 
     def on_timer(self, now: float) -> None:
         self._fetcher.on_timer(now, self._out)
+        due = self._refresh_due
+        if due is not None and due <= now:
+            self._ask_heads()
+            self._refresh_due = None
+        self._arm_refresh(now)
 
     def next_deadline(self) -> float | None:
-        return self._fetcher.next_deadline()
+        fetch = self._fetcher.next_deadline()
+        refresh = self._refresh_due
+        if refresh is None or (fetch is not None and fetch < refresh):
+            return fetch
+        return refresh
 
     def take_actions(self) -> list[Action]:
         out = self._out
@@ -249,6 +266,7 @@ class StoreMachine:
         sequence = record.sequence
         if cursor is None:
             cursor = self._cursor(record.topic, record.producer)
+            self._arm_refresh(now)
         last = cursor.last
         if sequence == last + 1:
             cursor.last = sequence
@@ -264,10 +282,21 @@ class StoreMachine:
         else:
             self._duplicates += 1
 
-    def _on_head(self, head: Head, now: float) -> None:
+    def _arm_refresh(self, now: float) -> None:
+        """Start the GET-HEADS refresh timer once there is a topic (off the hot path)."""
+        interval = self.config.heads_refresh
+        if self._refresh_due is None and interval is not None and self._by_topic:
+            self._refresh_due = now + interval
+
+    def _ask_heads(self) -> None:
+        for topic in self._by_topic:
+            self._out.append(Send(GetHeads(topic, self.writer_id)))
+
+    def _on_head(self, head: Head | DirectHead, now: float) -> None:
         cursor = self._cursors.get((head.topic, head.producer))
         if cursor is None:
             cursor = self._cursor(head.topic, head.producer)
+        self._arm_refresh(now)
         if head.sequence > cursor.last:
             self._fetcher.gap(cursor, head.sequence, now, self._out)
         elif cursor.durable >= 0 and head.sequence <= cursor.durable:

@@ -9,11 +9,12 @@ each *batch* of inputs: this is what lets a store turn a burst of RECORDs into o
 
 The driver (:mod:`dafka.transport`) executes the actions in order:
 
-* :class:`Send` - encode and publish on the node's data PUB socket. A store has two PUB sockets
-  (writer and reader); the message type says which: FETCH and ACK leave from the writer,
-  DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO from the reader (``STORE_WRITER_SENDS``);
+* :class:`Send` - encode and publish on the node's data PUB socket. A store has two PUB
+  sockets (writer and reader); the message type says which: FETCH, ACK and GET-HEADS leave
+  from the writer, DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO from the reader
+  (``STORE_WRITER_SENDS``);
 * :class:`Subscribe` / :class:`Unsubscribe` - change the data SUB socket's prefixes. For a
-  store the command ID (first byte) says which SUB: ``D``, ``M``, ``H`` are the writer's,
+  store the command ID (first byte) says which SUB: ``D``, ``M``, ``H``, ``E`` are the writer's,
   ``F``, ``G``, ``W`` the reader's (see ``STORE_WRITER_PREFIXES``);
 * :class:`Deliver` - hand a *run* of consecutive records of one partition to the application
   (consumers). It is a batch, like :class:`Persist`, so that the consumer's hot path does not
@@ -34,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from dafka.protocol import Ack, DataMessage, Fetch
+from dafka.protocol import Ack, DataMessage, Fetch, GetHeads
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +107,12 @@ class SendBeacon:
 
 Action = Send | Subscribe | Unsubscribe | Deliver | Persist | Connect | Disconnect | SendBeacon
 
-STORE_WRITER_PREFIXES = frozenset(b"DMH")
-"""Command IDs subscribed on a store's writer SUB; the rest (F, G, W) are the reader's."""
+STORE_WRITER_PREFIXES = frozenset(b"DMHE")
+"""Command IDs subscribed on a store's writer SUB; the rest (F, G, W) are the reader's.
 
-STORE_WRITER_SENDS: tuple[type[DataMessage], ...] = (Fetch, Ack)
+``E`` (DIRECT-HEAD to the writer id) is ours: the writer's own GET-HEADS are answered there."""
+
+STORE_WRITER_SENDS: tuple[type[DataMessage], ...] = (Fetch, Ack, GetHeads)
 """Message types a store sends from its writer PUB; the others leave from its reader PUB."""
 
 

@@ -29,10 +29,14 @@ CID = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
 
 
 def make(
-    reset: str = "earliest", window: int = 10_000, topic: str | None = "hello"
+    reset: str = "earliest",
+    window: int = 10_000,
+    topic: str | None = "hello",
+    refresh: float | None = None,
 ) -> tuple[ConsumerMachine, ScriptedPeer]:
     policy = FetchPolicy(window=window, retry_initial=0.5, retry_max=5.0)
-    consumer = ConsumerMachine(CID, ConsumerConfig(offset_reset=reset, fetch=policy))  # type: ignore[arg-type]
+    config = ConsumerConfig(offset_reset=reset, fetch=policy, heads_refresh=refresh)  # type: ignore[arg-type]
+    consumer = ConsumerMachine(CID, config)
     peer = ScriptedPeer(consumer)
     if topic is not None:
         consumer.subscribe(topic, peer.clock.now)
@@ -243,3 +247,14 @@ def test_unsubscribe_action_prefixes() -> None:
     consumer.unsubscribe("hello", 0.0)
     assert consumer.take_actions() == [Unsubscribe(b"Mhello"), Unsubscribe(b"Hhello")]
     assert Subscribe(b"Mhello") not in consumer.take_actions()
+
+
+def test_heads_are_refreshed_for_every_topic() -> None:
+    consumer, peer = make(refresh=10.0)
+    consumer.subscribe("world", peer.clock.now)
+    peer.drain()
+    assert peer.recv_all() == [GetHeads("world", CID)]
+    assert consumer.next_deadline() == 10.0
+    peer.tick()
+    assert peer.recv_all() == [GetHeads("hello", CID), GetHeads("world", CID)]
+    assert consumer.next_deadline() == 20.0

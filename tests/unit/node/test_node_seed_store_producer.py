@@ -49,6 +49,7 @@ def test_store_subscriptions_match_the_c_store() -> None:
         Subscribe(b"DWRITER"),
         Subscribe(b"M"),
         Subscribe(b"H"),
+        Subscribe(b"EWRITER"),  # ours: answers to the writer's GET-HEADS
         Subscribe(b"F"),
         Subscribe(b"G"),
         Subscribe(b"WREADER"),

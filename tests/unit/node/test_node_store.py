@@ -20,11 +20,18 @@ RID = "52000000000000000000000000000002"
 
 
 def make(
-    log: MemoryLog | None = None, *, durable: bool = True, max_reply: int = 100_000
+    log: MemoryLog | None = None,
+    *,
+    durable: bool = True,
+    max_reply: int = 100_000,
+    refresh: float | None = None,
 ) -> tuple[StoreMachine, ScriptedPeer, MemoryLog]:
     log = log if log is not None else MemoryLog()
-    store = StoreMachine(WID, RID, log, StoreConfig(max_fetch_reply=max_reply))
+    config = StoreConfig(max_fetch_reply=max_reply, heads_refresh=refresh)
+    store = StoreMachine(WID, RID, log, config)
     peer = ScriptedPeer(store, log=log if durable else None)
+    for message in peer.recv_all():  # a restarted store first asks for heads
+        assert isinstance(message, GetHeads)
     return store, peer, log
 
 
@@ -167,7 +174,26 @@ def test_messages_for_other_roles_are_counted_drops() -> None:
     store, peer, _ = make()
     peer.send(Ack("P", "hello", 1), DirectHead("X", "hello", "P", 1), StoreHello("X", "S"))
     peer.expect_nothing()
-    assert store.statistics().dropped_unexpected == 3
+    assert (store.statistics().dropped_unexpected, store.statistics().dropped_foreign) == (2, 1)
+
+
+def test_restarted_store_asks_other_stores_for_heads_and_refreshes_them() -> None:
+    log = filled_log(3)
+    log.append("world", "Q", 0, [b"q"])
+    store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=10.0))
+    peer = ScriptedPeer(store, log=log)
+    assert peer.recv_all() == [GetHeads("hello", WID), GetHeads("world", WID)]
+    # Another store answers on the writer's DIRECT-HEAD subscription: fetch the rest.
+    assert b"E" + WID.encode() in peer.subscriptions
+    peer.send(DirectHead(WID, "hello", "P", 5))
+    fetch = peer.expect(Fetch)
+    assert (fetch.sequence, fetch.count) == (3, 3)
+    peer.send(*(DirectRecord(WID, "hello", "P", s, b"") for s in range(3, 6)))
+    assert peer.recv_all() == [Ack("P", "hello", 5)]
+    assert store.next_deadline() == 10.0
+    peer.tick()
+    assert peer.recv_all() == [GetHeads("hello", WID), GetHeads("world", WID)]
+    assert store.next_deadline() == 20.0
 
 
 def test_persist_never_leaves_holes_under_random_arrival() -> None:
