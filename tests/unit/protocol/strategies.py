@@ -1,0 +1,69 @@
+"""Hypothesis strategies for every message class, shared by the protocol tests."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from dafka.protocol import (
+    Ack,
+    Beacon,
+    ConsumerHello,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    PeerEndpoint,
+    Record,
+    StoreHello,
+    Welcome,
+)
+
+
+def _from_wire(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+# Names from arbitrary bytes (what a C peer may send: any byte but NUL) and from readable
+# text (what Python users write), 1-255 bytes once encoded.
+names = st.one_of(
+    st.binary(min_size=1, max_size=255).map(lambda b: b.replace(b"\0", b"_")).map(_from_wire),
+    st.text(min_size=1, max_size=40).filter(
+        lambda s: "\0" not in s and len(s.encode("utf-8", "surrogateescape")) <= 255
+    ),
+)
+free_text = st.one_of(
+    st.binary(max_size=80).map(lambda b: b.replace(b"\0", b"_")).map(_from_wire),
+    st.text(max_size=40).filter(lambda s: "\0" not in s),
+)
+u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
+u32 = st.integers(min_value=0, max_value=(1 << 32) - 1)
+contents = st.binary(max_size=300)
+
+records = st.builds(Record, names, names, u64, contents)
+direct_records = st.builds(DirectRecord, names, names, names, u64, contents)
+fetches = st.builds(Fetch, names, names, names, u64, u32)
+acks = st.builds(Ack, names, names, u64)
+heads = st.builds(Head, names, names, u64)
+direct_heads = st.builds(DirectHead, names, names, names, u64)
+get_heads = st.builds(GetHeads, names, names)
+consumer_hellos = st.builds(ConsumerHello, names, names, st.lists(names, max_size=6).map(tuple))
+store_hellos = st.builds(StoreHello, names, names)
+beacons = st.builds(Beacon, names, free_text, st.integers(min_value=0, max_value=65535))
+peer_endpoints = st.builds(PeerEndpoint, names, free_text.filter(bool))
+welcomes = st.just(Welcome())
+
+DATA_STRATEGIES = {
+    Record: records,
+    DirectRecord: direct_records,
+    Fetch: fetches,
+    Ack: acks,
+    Head: heads,
+    DirectHead: direct_heads,
+    GetHeads: get_heads,
+    ConsumerHello: consumer_hellos,
+    StoreHello: store_hellos,
+}
+DISCOVERY_STRATEGIES = {Beacon: beacons, PeerEndpoint: peer_endpoints, Welcome: welcomes}
+data_messages = st.one_of(*DATA_STRATEGIES.values())
+discovery_messages = st.one_of(*DISCOVERY_STRATEGIES.values())
