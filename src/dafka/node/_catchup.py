@@ -33,6 +33,7 @@ class Cursor:
         "durable",
         "fetch_end",
         "fetching",
+        "hole_mark",
         "known_head",
         "last",
         "pending",
@@ -57,6 +58,8 @@ class Cursor:
         self.delay = 0.0
         self.durable = last
         """Store writers only: highest sequence the driver reported durable."""
+        self.hole_mark = -2
+        """``last`` when a hole in a FETCH reply was last re-fetched (one re-fetch per progress)."""
 
 
 class FetchScheduler:
@@ -79,6 +82,23 @@ class FetchScheduler:
         if cursor.fetching and cursor.last + 1 < cursor.fetch_end:
             return
         cursor.delay = self._policy.retry_initial
+        self._send(cursor, now, out)
+
+    def hole(self, cursor: Cursor, sequence: int, now: float, out: list[Action]) -> None:
+        """A FETCH reply skipped ``last + 1`` (the record was lost): ask again at once.
+
+        Repliers send in order, so a DIRECT-RECORD inside the window but ahead of ``last + 1``
+        means the one before was lost; waiting for the retry timer would stall the partition
+        for nothing. At most one such re-fetch per progress step, so the rest of the broken
+        reply (all ahead too) does not become a FETCH storm.
+        """
+        if not cursor.fetching or sequence >= cursor.fetch_end:
+            self.gap(cursor, sequence, now, out)
+            return
+        if cursor.hole_mark == cursor.last:
+            return
+        cursor.hole_mark = cursor.last
+        self.fetch_retries += 1
         self._send(cursor, now, out)
 
     def progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:

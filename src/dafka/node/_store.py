@@ -278,7 +278,10 @@ class StoreMachine:
                 self._fetcher.progress(cursor, now, self._out)
         elif sequence > last:
             self._ahead += 1
-            self._fetcher.gap(cursor, sequence, now, self._out)
+            if type(record) is DirectRecord:
+                self._fetcher.hole(cursor, sequence, now, self._out)
+            else:
+                self._fetcher.gap(cursor, sequence, now, self._out)
         else:
             self._duplicates += 1
 

@@ -77,10 +77,10 @@ class MemoryNetwork:
         *,
         drop_rate: float = 0.0,
         seed: int = 0,
-        droppable: Callable[[DataMessage], bool] | None = None,
+        droppable: Callable[[DataMessage, str], bool] | None = None,
         batch_size: int = 512,
     ) -> None:
-        """``droppable`` limits losses to some messages (all when None)."""
+        """``droppable(message, recipient name)`` limits losses to some messages (None: all)."""
         if not 0.0 <= drop_rate < 1.0:
             raise ValueError("drop_rate must be in [0, 1)")
         self.clock = clock or ManualClock()
@@ -217,7 +217,7 @@ class MemoryNetwork:
             if (
                 self.drop_rate
                 and self._rng.random() < self.drop_rate
-                and (self._droppable is None or self._droppable(message))
+                and (self._droppable is None or self._droppable(message, node.name))
             ):
                 self.stats.dropped += 1
                 continue
