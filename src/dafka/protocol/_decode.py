@@ -41,7 +41,7 @@ from dafka.protocol.messages import (
     StoreHello,
 )
 
-HEADER_CACHE_LIMIT = 4096
+HEADER_CACHE_LIMIT = 16384
 """Distinct validated headers remembered (all commands together); emptied when full."""
 
 _headers: dict[bytes, tuple[str, ...]] = {}

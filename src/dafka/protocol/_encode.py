@@ -39,7 +39,7 @@ from dafka.protocol.messages import (
     Welcome,
 )
 
-HEADER_CACHE_LIMIT = 4096
+HEADER_CACHE_LIMIT = 16384
 """Distinct headers remembered per command; the cache is emptied when it is full."""
 
 _pack_sequence = lay.SEQUENCE.pack
