@@ -172,7 +172,8 @@ class PartitionLog:
             elif rec.index_repaired:
                 report.indexes_repaired.append(seg.index_path)
             if rec.problem is not None:
-                later = sum(_file_size(directory, b) for b in bases[i + 1 :])
+                # Later segments survive only if they still continue this one exactly (the
+                # cut removed trailing garbage); otherwise the next turn drops them as a gap.
                 report.truncations.append(
                     Truncation(
                         topic,
@@ -182,11 +183,9 @@ class PartitionLog:
                         rec.problem.next_offset,
                         rec.problem.problem or "corrupt",
                         rec.problem.detail,
-                        rec.dropped + later,
+                        rec.dropped,
                     )
                 )
-                log._remove_files(bases[i + 1 :], report)
-                break
         log.active.open_files()
         return log
 

@@ -21,9 +21,11 @@ class Truncation:
     * ``"gap"`` - the next segment does not start where the previous ends, so it and all
       later segments are dropped (``position`` is 0 of the first dropped segment).
 
+    A cut in the middle of a segment is followed by a ``"gap"`` truncation of the later
+    segments (at open) or includes them (``bytes_dropped``, when a read finds it).
     A damaged length field that points past the end of the file cannot be told from an
     interrupted write and is reported as ``"torn"``; either way the cut is the same.
-    ``bytes_dropped`` counts every byte removed, later segments included.
+    ``bytes_dropped`` counts the bytes removed.
     """
 
     topic: str

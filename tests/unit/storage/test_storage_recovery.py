@@ -134,7 +134,7 @@ def test_mid_log_corruption_is_found_by_a_read(tmp_path: Path) -> None:
 
 def test_verify_on_open_finds_mid_log_corruption(tmp_path: Path) -> None:
     build(tmp_path)
-    second = segments(tmp_path)[1]
+    second, third = segments(tmp_path)[1:3]
     base = int(second.stem)
     with second.open("r+b") as f:
         f.seek(record_position(3) + 9)  # inside the length field
@@ -147,8 +147,10 @@ def test_verify_on_open_finds_mid_log_corruption(tmp_path: Path) -> None:
         max_record_bytes=1024,  # so the damaged length is recognisably corrupt
     )
     with Storage.open(tmp_path, config) as storage:
-        (cut,) = storage.recovery_report.truncations
+        cut, gap = storage.recovery_report.truncations
         assert (cut.reason, cut.offset, cut.segment) == ("corrupt", base + 3, second)
+        assert (gap.reason, gap.offset, gap.position) == ("gap", base + 3, 0)
+        assert gap.segment == third
         assert len(storage.recovery_report.removed) >= 2  # later segments and their indexes
         assert storage.head("t", "p") == base + 2
         assert_prefix(all_records(storage), base + 3)
@@ -247,8 +249,9 @@ def test_bad_segment_header_is_corruption(tmp_path: Path) -> None:
     with first.open("r+b") as f:
         f.write(b"XAFKALOG")
     with Storage.open(tmp_path, CONFIG) as storage:
-        (cut,) = storage.recovery_report.truncations
+        cut, gap = storage.recovery_report.truncations
         assert (cut.reason, cut.position, cut.offset) == ("corrupt", 0, 0)
+        assert (gap.reason, gap.offset) == ("gap", 0)
         assert storage.head("t", "p") is None
         assert storage.heads("t") == {}
         assert storage.read("t", "p", 0, 10) == []
