@@ -258,3 +258,21 @@ def test_heads_are_refreshed_for_every_topic() -> None:
     peer.tick()
     assert peer.recv_all() == [GetHeads("hello", CID), GetHeads("world", CID)]
     assert consumer.next_deadline() == 20.0
+
+
+def test_a_hole_in_a_fetch_reply_is_re_fetched_at_once_but_only_once() -> None:
+    consumer, peer = make()
+    peer.send_head("hello", 9)
+    assert peer.expect(Fetch).sequence == 0
+    peer.send_direct_record(CID, "hello", 0)
+    peer.send_direct_record(CID, "hello", 1)
+    peer.send_direct_record(CID, "hello", 3)  # 2 was lost on the way
+    fetch = peer.expect(Fetch)
+    assert (fetch.sequence, fetch.count, peer.clock.now) == (2, 8, 0.0)  # no timeout wait
+    for sequence in range(4, 10):  # the rest of the broken reply: no FETCH storm
+        peer.send_direct_record(CID, "hello", sequence)
+    peer.expect_nothing()
+    for sequence in range(2, 10):  # the answer to the re-fetch
+        peer.send_direct_record(CID, "hello", sequence)
+    assert [d.sequence for d in peer.delivered] == list(range(10))
+    assert consumer.statistics().fetch_retries == 1

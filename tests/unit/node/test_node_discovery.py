@@ -1,0 +1,92 @@
+"""Discovery: welcome, beacons, new peers, moves, expiry, shared endpoints."""
+
+from __future__ import annotations
+
+import pytest
+
+from dafka.errors import ConfigError
+from dafka.node import Connect, Disconnect, Discovery, DiscoveryConfig, SendBeacon
+from dafka.protocol import Beacon, PeerEndpoint, Welcome
+from dafka.testing import ManualClock
+
+
+def make() -> tuple[Discovery, ManualClock]:
+    return Discovery({"ME", "MY-READER"}, DiscoveryConfig(interval=1.0, timeout=4.0)), ManualClock()
+
+
+def test_beacons_start_with_the_welcome_then_every_interval() -> None:
+    discovery, clock = make()
+    assert not discovery.started
+    assert discovery.next_deadline() is None
+    discovery.on_message(Welcome(), clock.now)
+    discovery.on_message(Welcome(), clock.now)  # idempotent
+    assert discovery.take_actions() == [SendBeacon()]
+    assert clock.jump([discovery])
+    assert (clock.now, discovery.take_actions()) == (1.0, [SendBeacon()])
+    clock.advance(5.5)  # a late driver: one beacon, then back on a regular period
+    discovery.on_timer(clock.now)
+    assert discovery.take_actions() == [SendBeacon()]
+    assert discovery.next_deadline() == 7.5
+    assert discovery.statistics().beacons_sent == 3
+
+
+def test_new_peer_is_connected_and_answered_with_a_beacon_at_once() -> None:
+    discovery, clock = make()
+    discovery.start(clock.now)
+    discovery.take_actions()
+    discovery.on_message(PeerEndpoint("A", "tcp://10.0.0.1:4000"), clock.now)
+    discovery.on_message(PeerEndpoint("B", "tcp://10.0.0.2:4000"), clock.now)
+    discovery.on_message(PeerEndpoint("ME", "tcp://10.0.0.9:4000"), clock.now)  # ourselves
+    assert discovery.take_actions() == [
+        Connect("A", "tcp://10.0.0.1:4000"),
+        SendBeacon(),  # one beacon for the whole batch
+        Connect("B", "tcp://10.0.0.2:4000"),
+    ]
+    discovery.on_message(PeerEndpoint("A", "tcp://10.0.0.1:4000"), clock.now)  # refresh
+    assert discovery.take_actions() == []
+    assert discovery.peers() == {"A": "tcp://10.0.0.1:4000", "B": "tcp://10.0.0.2:4000"}
+
+
+def test_peers_expire_unless_refreshed() -> None:
+    discovery, clock = make()
+    discovery.on_message(PeerEndpoint("A", "tcp://a:1"), clock.now)
+    discovery.on_message(PeerEndpoint("B", "tcp://b:1"), clock.now)
+    discovery.take_actions()
+    clock.advance(3.0)
+    discovery.on_message(PeerEndpoint("B", "tcp://b:1"), clock.now)
+    clock.advance(1.0)
+    discovery.on_timer(clock.now)
+    assert discovery.take_actions() == [Disconnect("A", "tcp://a:1")]
+    assert discovery.peers() == {"B": "tcp://b:1"}
+    assert discovery.next_deadline() == 7.0
+    assert clock.jump([discovery])
+    assert discovery.take_actions() == [Disconnect("B", "tcp://b:1")]
+    assert discovery.statistics().expired == 2
+
+
+def test_a_restarted_peer_on_a_new_port_moves() -> None:
+    discovery, clock = make()
+    discovery.on_message(PeerEndpoint("A", "tcp://a:1"), clock.now)
+    discovery.take_actions()
+    discovery.on_message(PeerEndpoint("A", "tcp://a:2"), clock.now)
+    assert discovery.take_actions() == [Disconnect("A", "tcp://a:1"), Connect("A", "tcp://a:2")]
+
+
+def test_ids_sharing_an_endpoint_share_one_connection() -> None:
+    discovery, clock = make()
+    discovery.on_message(PeerEndpoint("A", "tcp://x:1"), clock.now)
+    discovery.on_message(PeerEndpoint("B", "tcp://x:1"), 2.0)
+    assert discovery.take_actions() == [Connect("A", "tcp://x:1")]
+    discovery.on_timer(4.0)  # A expires; B still uses the endpoint
+    assert discovery.take_actions() == []
+    discovery.on_timer(6.0)
+    assert discovery.take_actions() == [Disconnect("B", "tcp://x:1")]
+
+
+def test_raw_beacons_are_ignored_and_config_is_validated() -> None:
+    discovery, clock = make()
+    discovery.on_message(Beacon("A", "", 4000), clock.now)
+    assert discovery.take_actions() == []
+    assert discovery.statistics().ignored == 1
+    with pytest.raises(ConfigError):
+        DiscoveryConfig(interval=0)
