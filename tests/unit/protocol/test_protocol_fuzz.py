@@ -9,8 +9,11 @@ import random
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from dafka.protocol import DecodeError, Message, Record, decode, encode, fuzzing
+from dafka.protocol import Ack, DecodeError, Message, Record, decode, encode, fuzzing
+from dafka.protocol._decode import HEADER_CACHE_LIMIT
 
 
 def test_hundred_thousand_damaged_messages_only_ever_raise_decode_error() -> None:
@@ -64,3 +67,23 @@ def test_the_oracle_catches_broken_decoders() -> None:
 def test_run_needs_a_limit() -> None:
     with pytest.raises(ValueError, match="give cases"):
         fuzzing.run()
+
+
+@given(st.lists(st.binary(max_size=80), max_size=5))
+def test_arbitrary_frames_are_decoded_or_refused_cleanly(frames: list[bytes]) -> None:
+    fuzzing.check(frames)
+
+
+@given(st.lists(st.binary(max_size=40), max_size=3), st.sampled_from(fuzzing.seed_corpus()))
+def test_valid_frames_with_junk_around_them_are_checked(
+    extra: list[bytes], frames: list[bytes]
+) -> None:
+    fuzzing.check([*frames, *extra])
+    fuzzing.check([frames[0] + b"".join(extra), *frames[1:]])
+
+
+def test_header_caches_stay_correct_when_full() -> None:
+    count = HEADER_CACHE_LIMIT + 100
+    messages = [Ack(f"producer-{i}", "t", i) for i in range(count)]
+    for message in messages + messages[:200]:
+        assert decode(encode(message)) == message
