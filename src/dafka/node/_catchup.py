@@ -70,7 +70,8 @@ class FetchScheduler:
     def __init__(self, requester: str, policy: FetchPolicy) -> None:
         self._requester = requester
         self._policy = policy
-        self._active: set[Cursor] = set()
+        # A dict, not a set: iteration in insertion order keeps runs reproducible.
+        self._active: dict[Cursor, None] = {}
         self.fetches_sent = 0
         self.fetch_retries = 0
 
@@ -106,7 +107,7 @@ class FetchScheduler:
         last = cursor.last
         if last >= cursor.known_head:
             cursor.fetching = False
-            self._active.discard(cursor)
+            self._active.pop(cursor, None)
             return
         cursor.delay = self._policy.retry_initial
         if last + 1 >= cursor.fetch_end:
@@ -117,7 +118,7 @@ class FetchScheduler:
     def forget(self, cursor: Cursor) -> None:
         """Stop fetching for ``cursor`` (its partition is dropped or repositioned)."""
         cursor.fetching = False
-        self._active.discard(cursor)
+        self._active.pop(cursor, None)
 
     def on_timer(self, now: float, out: list[Action]) -> None:
         """Send again every FETCH whose partition made no progress by its deadline."""
@@ -145,7 +146,7 @@ class FetchScheduler:
         cursor.fetch_end = start + count
         cursor.fetching = True
         cursor.deadline = now + cursor.delay
-        self._active.add(cursor)
+        self._active[cursor] = None
         self.fetches_sent += 1
         out.append(Send(Fetch(cursor.producer, self._requester, cursor.topic, start, count)))
 
