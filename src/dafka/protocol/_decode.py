@@ -117,10 +117,16 @@ def _check_end(frame: bytes, pos: int, expected: int, layout: lay.Layout) -> Non
         raise DecodeError(f"{left - expected} bytes of trailing garbage", layout.name)
 
 
-def _miss(frame: bytes, layout: lay.Layout) -> tuple[str, ...]:
-    """Checked parse of a header not seen before; remembers it if it is valid."""
+def _checked(frame: bytes, layout: lay.Layout) -> tuple[tuple[str, ...], int]:
+    """Checked parse of a whole frame 0 with a fixed-size tail: strings and header length."""
     values, pos = _parse_header(frame, layout)
     _check_end(frame, pos, layout.tail.size, layout)
+    return values, pos
+
+
+def _miss(frame: bytes, layout: lay.Layout) -> tuple[str, ...]:
+    """Checked parse of a header not seen before; remembers it, since it is valid."""
+    values, pos = _checked(frame, layout)
     if len(_headers) >= HEADER_CACHE_LIMIT:
         _headers.clear()
     _headers[frame[:pos]] = values
@@ -200,14 +206,14 @@ def _fetch(frames: Frames) -> Fetch:
 def _get_heads(frames: Frames) -> GetHeads:
     if len(frames) != 1:
         raise _frame_count(frames, lay.GET_HEADS)
-    topic, requester = _miss(frames[0], lay.GET_HEADS)
+    (topic, requester), _ = _checked(frames[0], lay.GET_HEADS)
     return GetHeads(topic, requester)
 
 
 def _store_hello(frames: Frames) -> StoreHello:
     if len(frames) != 1:
         raise _frame_count(frames, lay.STORE_HELLO)
-    consumer, store = _miss(frames[0], lay.STORE_HELLO)
+    (consumer, store), _ = _checked(frames[0], lay.STORE_HELLO)
     return StoreHello(consumer, store)
 
 

@@ -46,7 +46,7 @@ _pack_sequence = lay.SEQUENCE.pack
 _pack_sequence_count = lay.SEQUENCE_COUNT.pack
 _K = TypeVar("_K")
 _CONTENT = "content"
-_FAST_FAILURES = (KeyError, TypeError, AttributeError, struct.error)
+_FAST_FAILURES = (KeyError, TypeError, struct.error)
 
 
 # -- the checked path ---------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dafka.protocol import (
     decode_data,
     encode,
 )
-from tests.unit.protocol.strategies import data_messages
+from tests.unit.protocol.protocol_strategies import data_messages
 
 P = "0123456789ABCDEF0123456789ABCDEF"
 

@@ -15,7 +15,7 @@ from dafka.protocol import (
     decode_discovery,
     encode,
 )
-from tests.unit.protocol.strategies import DATA_STRATEGIES, DISCOVERY_STRATEGIES
+from tests.unit.protocol.protocol_strategies import DATA_STRATEGIES, DISCOVERY_STRATEGIES
 
 
 @pytest.mark.parametrize("cls", list(DATA_STRATEGIES), ids=lambda c: c.__name__)

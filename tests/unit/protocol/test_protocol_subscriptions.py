@@ -30,7 +30,7 @@ from dafka.protocol import (
     subscription_notice,
     subscription_prefix,
 )
-from tests.unit.protocol.strategies import data_messages
+from tests.unit.protocol.protocol_strategies import data_messages
 
 P = "0123456789ABCDEF0123456789ABCDEF"
 
