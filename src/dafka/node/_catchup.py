@@ -13,6 +13,10 @@ out-of-order records does not become a burst of FETCHes (a TODO of the C consume
 * No progress by the deadline: the FETCH is sent again from ``last + 1`` and the wait doubles
   up to ``retry_max``. So a lost FETCH, a lost reply, or a producer that went away while a
   store still has the records never stalls the partition (two C bugs, PROTOCOL.md section 5).
+* Answers that, retry after retry, start beyond ``last + 1`` mean the records are gone
+  (storage retention removed them): after ``skip_after`` such retries in a row a consumer
+  skips to the first sequence still available. A loss cannot fake this: it would have to
+  hit the same record in every one of those answers from every replier.
 
 The hot path (a record in order) is inlined by the machines; this module holds the slow paths.
 """
@@ -28,6 +32,7 @@ class Cursor:
     """The state of one partition (topic, producer) as seen by one reader."""
 
     __slots__ = (
+        "answer_low",
         "deadline",
         "delay",
         "durable",
@@ -39,6 +44,7 @@ class Cursor:
         "pending",
         "pending_first",
         "producer",
+        "refused",
         "topic",
     )
 
@@ -60,16 +66,32 @@ class Cursor:
         """Store writers only: highest sequence the driver reported durable."""
         self.hole_mark = -2
         """``last`` when a hole in a FETCH reply was last re-fetched (one re-fetch per progress)."""
+        self.answer_low = -1
+        """Lowest sequence answered (ahead of ``last + 1``) since the last retry; -1: none."""
+        self.refused = 0
+        """Retries in a row answered only from beyond ``last + 1`` (the records are gone)."""
 
 
 class FetchScheduler:
     """Issues the FETCHes of many cursors and runs their retry timers."""
 
-    __slots__ = ("_active", "_policy", "_requester", "fetch_retries", "fetches_sent")
+    __slots__ = (
+        "_active",
+        "_policy",
+        "_requester",
+        "_skip_after",
+        "fetch_retries",
+        "fetches_sent",
+        "skipped",
+    )
 
-    def __init__(self, requester: str, policy: FetchPolicy) -> None:
+    def __init__(self, requester: str, policy: FetchPolicy, skip_after: int | None = None) -> None:
+        """``skip_after``: retries in a row answered only from beyond the gap, after which
+        :meth:`on_timer` reports the gap gone (None: never; a store must not skip)."""
         self._requester = requester
         self._policy = policy
+        self._skip_after = skip_after
+        self.skipped = 0
         # A dict, not a set: iteration in insertion order keeps runs reproducible.
         self._active: dict[Cursor, None] = {}
         self.fetches_sent = 0
@@ -96,6 +118,8 @@ class FetchScheduler:
         if not cursor.fetching or sequence >= cursor.fetch_end:
             self.gap(cursor, sequence, now, out)
             return
+        if cursor.answer_low < 0 or sequence < cursor.answer_low:
+            cursor.answer_low = sequence
         if cursor.hole_mark == cursor.last:
             return
         cursor.hole_mark = cursor.last
@@ -104,6 +128,8 @@ class FetchScheduler:
 
     def progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
         """Called after a record was taken in order by a cursor that is fetching."""
+        cursor.refused = 0
+        cursor.answer_low = -1
         last = cursor.last
         if last >= cursor.known_head:
             cursor.fetching = False
@@ -120,16 +146,41 @@ class FetchScheduler:
         cursor.fetching = False
         self._active.pop(cursor, None)
 
-    def on_timer(self, now: float, out: list[Action]) -> None:
-        """Send again every FETCH whose partition made no progress by its deadline."""
+    def on_timer(self, now: float, out: list[Action]) -> list[tuple[Cursor, int]]:
+        """Send again every FETCH whose partition made no progress by its deadline.
+
+        Returns the partitions whose missing records are gone (see ``skip_after``) with the
+        first sequence still available: the caller decides whether to :meth:`skip` to it.
+        """
         retry_max = self._policy.retry_max
+        skip_after = self._skip_after
+        gone: list[tuple[Cursor, int]] = []
         for cursor in [c for c in self._active if c.deadline <= now]:
             if cursor.last >= cursor.known_head:
                 self.forget(cursor)
                 continue
+            low = cursor.answer_low
+            cursor.answer_low = -1
+            cursor.refused = cursor.refused + 1 if low > cursor.last + 1 else 0
+            if skip_after is not None and cursor.refused >= skip_after:
+                gone.append((cursor, low))
+                continue
             cursor.delay = min(cursor.delay * 2.0, retry_max)
             self.fetch_retries += 1
             self._send(cursor, now, out)
+        return gone
+
+    def skip(self, cursor: Cursor, first: int, now: float, out: list[Action]) -> None:
+        """Move ``cursor`` to ``first`` (what lies before is gone) and fetch on from there."""
+        self.skipped += first - (cursor.last + 1)
+        cursor.last = first - 1
+        cursor.refused = 0
+        cursor.answer_low = -1
+        cursor.delay = self._policy.retry_initial
+        if cursor.known_head > cursor.last:
+            self._send(cursor, now, out)
+        else:
+            self.forget(cursor)
 
     def next_deadline(self) -> float | None:
         if not self._active:

@@ -86,13 +86,19 @@ class ConsumerConfig:
     * ``heads_refresh`` - period of GET-HEADS for every subscribed topic after the one sent at
       subscription (None: never). Without it a consumer that lost a partition's last records
       never hears of them once the producer is gone (no more HEADs); C has no such refresh.
+    * ``skip_unavailable_after`` - FETCH retries in a row answered only from beyond the gap
+      after which the consumer skips to the first record still available (retention removed
+      the rest; counted in ``skipped_records``). None: wait forever, as C does.
     """
 
     offset_reset: OffsetReset = "latest"
     fetch: FetchPolicy = FetchPolicy()
     heads_refresh: float | None = 10.0
+    skip_unavailable_after: int | None = 5
 
     def __post_init__(self) -> None:
+        if self.skip_unavailable_after is not None:
+            _positive("consumer skip_unavailable_after", self.skip_unavailable_after)
         if self.heads_refresh is not None:
             _positive("consumer heads_refresh", self.heads_refresh)
         if self.offset_reset not in ("earliest", "latest"):

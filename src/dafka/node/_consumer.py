@@ -68,6 +68,7 @@ class ConsumerStatistics:
     dropped_duplicates: int
     dropped_foreign: int
     dropped_unexpected: int
+    skipped_records: int
 
 
 def _wire(text: str) -> bytes:
@@ -87,7 +88,9 @@ class ConsumerMachine:
         self._starts: dict[tuple[str, str], int] = {}
         self._dirty: list[Cursor] = []
         self._refresh_due: float | None = None
-        self._fetcher = FetchScheduler(consumer_id, self.config.fetch)
+        self._fetcher = FetchScheduler(
+            consumer_id, self.config.fetch, self.config.skip_unavailable_after
+        )
         self._delivered = 0
         self._ahead = 0
         self._duplicates = 0
@@ -201,7 +204,9 @@ class ConsumerMachine:
             self._unexpected += 1
 
     def on_timer(self, now: float) -> None:
-        self._fetcher.on_timer(now, self._out)
+        for cursor, first in self._fetcher.on_timer(now, self._out):
+            self._flush(cursor, self._out)  # pending runs must not straddle the jump
+            self._fetcher.skip(cursor, first, now, self._out)
         due = self._refresh_due
         if due is not None and due <= now and self.config.heads_refresh is not None:
             self._refresh_due = now + self.config.heads_refresh
@@ -236,6 +241,7 @@ class ConsumerMachine:
             dropped_duplicates=self._duplicates,
             dropped_foreign=self._foreign,
             dropped_unexpected=self._unexpected,
+            skipped_records=self._fetcher.skipped,
         )
 
     # -- internals -------------------------------------------------------------------------

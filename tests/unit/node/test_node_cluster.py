@@ -13,7 +13,7 @@ from dafka.node import (
     ProducerMachine,
     StoreMachine,
 )
-from dafka.protocol import DataMessage, DirectRecord, Record
+from dafka.protocol import DataMessage, DirectRecord, Head, Record
 from dafka.testing import ManualClock, MemoryLog, MemoryNetwork
 
 from .conftest import make_id
@@ -176,3 +176,41 @@ def test_consumer_gets_exactly_once_in_order_through_losses() -> None:
     net.run_until(lambda: len(net.delivered("consumer")) >= 500, within=120.0)
     net.run_for(5.0)
     assert net.contents("consumer") == [b"%d" % i for i in range(500)]
+
+
+def test_consumer_skips_records_that_retention_removed_but_a_store_does_not() -> None:
+    """Records before the store's first held sequence are gone: skip them, don't hang."""
+    log = MemoryLog()
+    log.append("hello", "GONE", 1_000, [b"%d" % s for s in range(1_000, 2_000)])
+    net = MemoryNetwork(ManualClock())
+    add_store(net, "store", log)
+    late_store_log = add_store(net, "late store")  # a store must keep asking, never skip
+    late_store = net.machine("late store")
+    assert isinstance(late_store, StoreMachine)
+    late_store.on_message(Head("hello", "GONE", 1_999), net.clock.now)
+    consumer = ConsumerMachine(make_id(), EARLIEST)
+    net.add("consumer", consumer)
+    consumer.subscribe("hello", net.clock.now)
+    took = net.run_until(lambda: len(net.delivered("consumer")) >= 1_000, within=60.0)
+    assert [d.sequence for d in net.delivered("consumer")] == list(range(1_000, 2_000))
+    assert consumer.statistics().skipped_records == 1_000
+    assert 10.0 <= took <= 20.0  # five unanswered retries: 0.5 + 1 + 2 + 4 + 5 s
+    net.run_for(60.0)
+    assert late_store_log.contents("hello", "GONE") == []  # no hole in its log...
+    stats = late_store.statistics()
+    assert (stats.fetches_in_flight, stats.fetch_retries > 10) == (1, True)  # ...still asking
+
+
+def test_a_lossy_network_does_not_make_a_consumer_skip() -> None:
+    net = MemoryNetwork(
+        ManualClock(), drop_rate=0.3, seed=9, droppable=lambda m, _: isinstance(m, DirectRecord)
+    )
+    log = MemoryLog()
+    log.append("hello", "GONE", 0, [b"%d" % s for s in range(300)])
+    add_store(net, "store", log)
+    consumer = ConsumerMachine(make_id(), EARLIEST)
+    net.add("consumer", consumer)
+    consumer.subscribe("hello", net.clock.now)
+    net.run_until(lambda: len(net.delivered("consumer")) >= 300, within=3_600.0)
+    assert [d.sequence for d in net.delivered("consumer")] == list(range(300))
+    assert consumer.statistics().skipped_records == 0
