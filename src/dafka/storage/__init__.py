@@ -48,6 +48,7 @@ from dafka.storage._errors import (
     StorageIOError,
     StorageLockedError,
 )
+from dafka.storage._format import Payload
 from dafka.storage._naming import directory_name, name_from_directory
 from dafka.storage._partition_log import PartitionLog
 from dafka.storage._report import RecoveryReport, Truncation
@@ -62,6 +63,7 @@ __all__ = [
     "NonContiguousAppendError",
     "OverlapAppendError",
     "PartitionLog",
+    "Payload",
     "RecoveryReport",
     "RetentionPolicy",
     "Segment",

@@ -94,6 +94,9 @@ def segment_header_ok(data: bytes, base: int) -> bool:
 
 Problem = Literal["torn", "corrupt"]
 
+Payload = bytes | bytearray | memoryview
+"""What may be appended: any bytes-like object of bytes (read back as ``bytes``)."""
+
 
 @dataclass(slots=True)
 class ScanResult:
@@ -223,6 +226,7 @@ __all__ = [
     "SEGMENT_HEADER_SIZE",
     "VERSION",
     "IndexSink",
+    "Payload",
     "Problem",
     "ScanResult",
     "all_zero",

@@ -32,6 +32,7 @@ from dafka.storage._format import (
     OFFSET_LENGTH,
     RECORD_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
+    Payload,
     parse_segment_stem,
     scan,
 )
@@ -216,11 +217,13 @@ class PartitionLog:
 
     # ---------------------------------------------------------------- append
 
-    def append(self, first_offset: int, payloads: Sequence[bytes]) -> int:
+    def append(self, first_offset: int, payloads: Sequence[Payload]) -> int:
         """Write ``payloads`` at ``first_offset, first_offset + 1, ...``; one write per segment.
 
         Refuses (writing nothing) a batch that does not start at :attr:`next_offset`, except
-        that an empty log accepts any start when ``config.first_offset`` is None.
+        that an empty log accepts any start when ``config.first_offset`` is None. Payloads
+        are ``bytes``-like; anything else raises :class:`InvalidArgumentError` (a batch that
+        crossed a segment boundary before the bad payload keeps the part already written).
         """
         count = len(payloads)
         expected = self.next_offset
@@ -236,7 +239,10 @@ class PartitionLog:
         if first_offset + count - 1 > MAX_OFFSET:
             raise InvalidArgumentError(f"offsets past 2**64 - 1 ({first_offset} + {count})")
         max_len = self.config.max_record_bytes
-        longest = max(map(len, payloads))
+        try:
+            longest = max(map(len, payloads))
+        except TypeError:
+            raise InvalidArgumentError("payloads must be bytes-like objects") from None
         if longest > max_len:
             raise InvalidArgumentError(
                 f"payload of {longest} bytes over max_record_bytes {max_len}"
@@ -250,32 +256,36 @@ class PartitionLog:
         offset = first_offset
         pack = OFFSET_LENGTH.pack
         pack_crc = CRC.pack
-        parts: list[bytes] = []
+        parts: list[Payload] = []
         add = parts.append
-        for payload in payloads:
-            length = len(payload)
-            record_size = RECORD_HEADER_SIZE + length
-            if pos + record_size > limit and pos > SEGMENT_HEADER_SIZE:
-                self._write(seg, parts, pos, offset)
-                seg = self._roll()
-                index = seg.index
-                pos = seg.size
-                parts = []
-                add = parts.append
-            head = pack(offset, length)
-            add(head)
-            add(pack_crc(crc32c(payload, crc32c(head))))
-            add(payload)
-            if pos - index.last_position >= interval:
-                index.offer(offset, pos)
-            pos += record_size
-            offset += 1
+        try:
+            for payload in payloads:
+                length = len(payload)
+                record_size = RECORD_HEADER_SIZE + length
+                if pos + record_size > limit and pos > SEGMENT_HEADER_SIZE:
+                    self._write(seg, parts, pos, offset)
+                    seg = self._roll()
+                    index = seg.index
+                    pos = seg.size
+                    parts = []
+                    add = parts.append
+                head = pack(offset, length)
+                add(head)
+                add(pack_crc(crc32c(payload, crc32c(head))))
+                add(payload)
+                if pos - index.last_position >= interval:
+                    index.offer(offset, pos)
+                pos += record_size
+                offset += 1
+        except TypeError:  # a str or other non-buffer payload: nothing of this part is written
+            index.truncate_at(seg.size)
+            raise InvalidArgumentError("payloads must be bytes-like objects") from None
         self._write(seg, parts, pos, offset)
         if index.pending() >= self.config.index_flush_entries:
             self._flush_index(seg)
         return offset - 1
 
-    def _write(self, seg: Segment, parts: list[bytes], end: int, next_offset: int) -> None:
+    def _write(self, seg: Segment, parts: list[Payload], end: int, next_offset: int) -> None:
         if not parts:
             return
         try:

@@ -18,7 +18,7 @@ from dafka.storage._errors import (
     StorageIOError,
     StorageLockedError,
 )
-from dafka.storage._format import MAX_OFFSET
+from dafka.storage._format import MAX_OFFSET, Payload
 from dafka.storage._naming import directory_name, name_from_directory
 from dafka.storage._partition_log import PartitionLog, fsync_directory
 from dafka.storage._report import RecoveryReport, Truncation
@@ -143,7 +143,7 @@ class Storage:
     # ---------------------------------------------------------------- append
 
     def append(
-        self, topic: str, partition: str, first_offset: int, payloads: Sequence[bytes]
+        self, topic: str, partition: str, first_offset: int, payloads: Sequence[Payload]
     ) -> int:
         """Append ``payloads`` at ``first_offset, first_offset + 1, ...``; the last offset.
 

@@ -160,7 +160,13 @@ def test_bad_arguments_get_typed_errors(storage: Storage) -> None:
     fill(storage, "p", 3)
     with pytest.raises(InvalidArgumentError):
         storage.append("t", "p", 3, [b"x" * (SMALL.max_record_bytes + 1)])
+    with pytest.raises(InvalidArgumentError):
+        storage.append("t", "p", 3, [b"ok", "text"])  # type: ignore[list-item]
+    with pytest.raises(InvalidArgumentError):
+        storage.append("t", "p", 3, [b"ok", 7])  # type: ignore[list-item]
     assert storage.head("t", "p") == 2
+    assert storage.append("t", "p", 3, [bytearray(b"ba"), memoryview(b"mv")]) == 4
+    assert storage.read("t", "p", 3, 2) == [(3, b"ba"), (4, b"mv")]
 
 
 def test_offsets_end_at_two_to_the_64(tmp_path: Path) -> None:
