@@ -11,6 +11,7 @@ from dafka.node import (
     ConsumerConfig,
     ConsumerMachine,
     Deliver,
+    FetchPolicy,
     NodeMachine,
     ProducerMachine,
     Send,
