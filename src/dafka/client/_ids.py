@@ -1,0 +1,12 @@
+"""Node ids as the C reference makes them: 32 upper-case hex characters (a UUID4, no dashes)."""
+
+from __future__ import annotations
+
+import uuid
+
+
+def new_node_id() -> str:
+    return uuid.uuid4().hex.upper()
+
+
+__all__ = ["new_node_id"]

@@ -1,0 +1,474 @@
+"""The driver: runs one pure node machine on real ZeroMQ sockets, in its own thread.
+
+Theory of operation
+-------------------
+A node has one or more *identities* (a store has two: its writer and its reader, each with
+its own id, data PUB and data SUB, as in the C reference). The runner binds every identity's
+data PUB on an ephemeral port, beacons ``B | id | host | port`` for each to every tower, and
+connects every data SUB to each peer the towers announce (the pure ``Discovery`` machine
+decides when to connect, disconnect and beacon).
+
+One thread owns all sockets (ZeroMQ sockets are not thread-safe). Each turn of its loop:
+
+1. polls the beacon SUB, the data SUBs, the XPUBs (subscription notices, for STORE-HELLO) and
+   an inproc wake-up socket, with a timeout up to the next timer;
+2. reads up to ``receive_batch`` messages per readable socket, decodes them (undecodable
+   input is counted and dropped) and feeds them to the machine;
+3. runs due timers, callables posted from other threads (``post``), and the storage's
+   durability clock;
+4. drains the machine's outbox and executes it: sends, (un)subscriptions, persistence,
+   deliveries. Persisting reports the durable sequences back to the machine, whose ACKs are
+   executed in the same turn.
+
+Reading a batch before executing the outbox is what makes the store write once and ACK once
+per partition per burst of records.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+
+from dafka.errors import DafkaError
+from dafka.node import DiscoveryConfig
+from dafka.node._discovery import Discovery
+from dafka.node.actions import (
+    Action,
+    Connect,
+    Deliver,
+    Disconnect,
+    NodeMachine,
+    Persist,
+    Send,
+    SendBeacon,
+    Subscribe,
+    Unsubscribe,
+)
+from dafka.protocol import DataMessage, DecodeError, decode_data, decode_discovery, encode
+from dafka.storage import Storage
+from dafka.transport.config import TransportConfig
+from dafka.transport.sockets import bound_port, make_socket
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class NodeNotReadyError(DafkaError):
+    """No tower answered with its welcome within the start timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """One node id with its own data sockets; ``xpub`` to see subscription notices."""
+
+    node_id: str
+    xpub: bool = False
+
+
+@dataclass
+class RunnerStats:
+    """Counters of a runner (``NodeRunner.statistics()``)."""
+
+    received: int = 0
+    sent: int = 0
+    undecodable: int = 0
+    filtered: int = 0
+    peers_connected: int = 0
+    peers_expired: int = 0
+    persisted_records: int = 0
+    persist_errors: int = 0
+
+
+class _Endpoint:
+    """The sockets of one identity."""
+
+    __slots__ = ("identity", "port", "pub", "sub")
+
+    def __init__(self, identity: Identity, pub: zmq.Socket[bytes], sub: zmq.Socket[bytes]) -> None:
+        self.identity = identity
+        self.pub = pub
+        self.sub = sub
+        self.port = 0
+
+
+class NodeRunner:
+    """Drives ``machine`` on sockets in a background thread until ``stop()``."""
+
+    def __init__(
+        self,
+        machine: NodeMachine,
+        identities: Sequence[Identity],
+        config: TransportConfig,
+        *,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        storage: Storage | None = None,
+        clock: Clock = time.monotonic,
+        route_send: Callable[[DataMessage], int] | None = None,
+        route_subscribe: Callable[[bytes], int] | None = None,
+        inbound_filter: Callable[[DataMessage], bool] | None = None,
+        on_deliver: Callable[[Deliver], None] | None = None,
+        name: str = "node",
+    ) -> None:
+        if not identities:
+            raise ValueError("a node needs at least one identity")
+        self.machine = machine
+        self._identities = list(identities)
+        self._config = config
+        self._context = context or zmq.Context.instance()
+        self._storage = storage
+        self._clock = clock
+        self._route_send = route_send
+        self._route_subscribe = route_subscribe
+        self._inbound_filter = inbound_filter
+        self._on_deliver = on_deliver
+        self._name = name
+        self._stats = RunnerStats()
+        self._posted: collections.deque[Callable[[float], None]] = collections.deque()
+        self._wake_lock = threading.Lock()
+        self._wake_pending = False
+        self._wake_endpoint = f"inproc://dafka-runner-{id(self)}"
+        self._waker: zmq.Socket[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._bound = threading.Event()
+        self._ready = threading.Event()
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._endpoints: list[_Endpoint] = []
+        self.discovery = Discovery(
+            [i.node_id for i in identities],
+            DiscoveryConfig(interval=config.beacon_interval, timeout=config.beacon_timeout),
+        )
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def start(self, ready_timeout: float | None = 10.0) -> None:
+        """Bind, start the thread and wait for a tower's welcome (``None``: do not wait)."""
+        self._thread = threading.Thread(target=self._main, name=f"dafka-{self._name}", daemon=True)
+        self._thread.start()
+        self._bound.wait()
+        if self._error is not None:
+            raise self._error
+        self._waker = make_socket(self._context, zmq.PAIR, linger_ms=0)
+        self._waker.connect(self._wake_endpoint)
+        if ready_timeout is not None and not self._ready.wait(ready_timeout):
+            self.stop()
+            raise NodeNotReadyError(
+                f"{self._name}: no welcome from any tower at "
+                f"{', '.join(self._config.tower_pub_addresses)} within {ready_timeout}s"
+            )
+
+    @property
+    def ready(self) -> bool:
+        """True once a tower has welcomed this node."""
+        return self._ready.is_set()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        return self._ready.wait(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop (the storage is flushed and final ACKs are sent) and join."""
+        if self._thread is None:
+            return
+
+        def _stop(_: float) -> None:
+            self._stopping = True
+
+        self.post(_stop)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.error("%s: runner thread did not stop within %ss", self._name, timeout)
+        self._thread = None
+        if self._waker is not None:
+            self._waker.close()
+            self._waker = None
+
+    def post(self, fn: Callable[[float], None]) -> None:
+        """Run ``fn(now)`` in the runner thread (thread-safe); the outbox is then executed."""
+        self._posted.append(fn)
+        if self._wake_pending:
+            return
+        with self._wake_lock:
+            self._wake_pending = True
+            if self._waker is not None:
+                self._waker.send(b"", zmq.NOBLOCK)
+
+    @property
+    def ports(self) -> list[int]:
+        """The data ports, one per identity, once started."""
+        return [e.port for e in self._endpoints]
+
+    def statistics(self) -> RunnerStats:
+        return RunnerStats(**vars(self._stats))
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # the thread must report, never die silently
+            log.exception("%s: runner crashed", self._name)
+            self._error = exc
+            self._bound.set()
+            raise
+
+    def _run(self) -> None:
+        cfg = self._config
+        ctx = self._context
+        sockets: list[zmq.Socket[bytes]] = []
+        try:
+            for identity in self._identities:
+                pub = make_socket(
+                    ctx,
+                    zmq.XPUB if identity.xpub else zmq.PUB,
+                    linger_ms=cfg.linger_ms,
+                    hwm=cfg.high_watermark,
+                )
+                sub = make_socket(ctx, zmq.SUB, linger_ms=0, hwm=cfg.high_watermark)
+                sockets += [pub, sub]
+                endpoint = _Endpoint(identity, pub, sub)
+                pub.bind(f"tcp://{cfg.bind_host}:*")
+                endpoint.port = bound_port(pub)
+                self._endpoints.append(endpoint)
+            beacon_pub = make_socket(ctx, zmq.PUB, linger_ms=0)
+            beacon_sub = make_socket(ctx, zmq.SUB, linger_ms=0)
+            wake = make_socket(ctx, zmq.PAIR, linger_ms=0)
+            sockets += [beacon_pub, beacon_sub, wake]
+            wake.bind(self._wake_endpoint)
+            beacon_sub.setsockopt(zmq.SUBSCRIBE, b"W")
+            beacon_sub.setsockopt(zmq.SUBSCRIBE, b"B")
+            for address in cfg.tower_sub_addresses:
+                beacon_pub.connect(address)
+            for address in cfg.tower_pub_addresses:
+                beacon_sub.connect(address)
+        except zmq.ZMQError as exc:
+            for sock in sockets:
+                sock.close()
+            self._error = DafkaError(f"{self._name}: cannot set up sockets: {exc}")
+            self._bound.set()
+            return
+        self._bound.set()
+        try:
+            self._loop(beacon_pub, beacon_sub, wake)
+        finally:
+            for sock in sockets:
+                sock.close()
+
+    def _loop(
+        self, beacon_pub: zmq.Socket[bytes], beacon_sub: zmq.Socket[bytes], wake: zmq.Socket[bytes]
+    ) -> None:
+        machine = self.machine
+        discovery = self.discovery
+        storage = self._storage
+        poller = zmq.Poller()
+        poller.register(beacon_sub, zmq.POLLIN)
+        poller.register(wake, zmq.POLLIN)
+        subs = [e.sub for e in self._endpoints]
+        xpubs = [e.pub for e in self._endpoints if e.identity.xpub]
+        for sock in (*subs, *xpubs):
+            poller.register(sock, zmq.POLLIN)
+        on_subscription = getattr(machine, "on_subscription", None)
+        while True:
+            now = self._clock()
+            deadline = _earliest(
+                machine.next_deadline(),
+                discovery.next_deadline(),
+                storage.next_sync_deadline() if storage is not None else None,
+            )
+            timeout_ms = -1 if deadline is None else max(0, int((deadline - now) * 1000) + 1)
+            events = dict(poller.poll(timeout_ms))
+            now = self._clock()
+            if wake in events:
+                self._drain_wake(wake, now)
+                if self._stopping:
+                    self._shutdown(now, beacon_pub)
+                    return
+            if beacon_sub in events:
+                self._receive_beacons(beacon_sub, now)
+            for sock in subs:
+                if sock in events:
+                    self._receive(sock, now)
+            if on_subscription is not None:
+                for sock in xpubs:
+                    if sock in events:
+                        self._receive_notices(sock, on_subscription, now)
+            due = machine.next_deadline()
+            if due is not None and due <= now:
+                machine.on_timer(now)
+            due = discovery.next_deadline()
+            if due is not None and due <= now:
+                discovery.on_timer(now)
+            self._execute(now, beacon_pub)
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def _drain_wake(self, wake: zmq.Socket[bytes], now: float) -> None:
+        with self._wake_lock:
+            self._wake_pending = False
+            while True:
+                try:
+                    wake.recv(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+        posted = self._posted
+        while posted:
+            posted.popleft()(now)
+
+    def _receive_beacons(self, beacon_sub: zmq.Socket[bytes], now: float) -> None:
+        while True:
+            try:
+                frames = beacon_sub.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                message = decode_discovery(frames)
+            except DecodeError as exc:
+                self._stats.undecodable += 1
+                log.debug("%s: dropped undecodable beacon: %s", self._name, exc)
+                continue
+            self.discovery.on_message(message, now)
+            if self.discovery.started and not self._ready.is_set():
+                log.info("%s: welcomed by a tower, ready", self._name)
+                self._ready.set()
+
+    def _receive(self, sock: zmq.Socket[bytes], now: float) -> None:
+        machine = self.machine
+        flt = self._inbound_filter
+        stats = self._stats
+        for _ in range(self._config.receive_batch):
+            try:
+                first = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            frames = [first]
+            while sock.get(zmq.RCVMORE):
+                frames.append(sock.recv())
+            stats.received += 1
+            try:
+                message = decode_data(frames)
+            except DecodeError as exc:
+                stats.undecodable += 1
+                log.debug("%s: dropped undecodable message: %s", self._name, exc)
+                continue
+            if flt is not None and flt(message):
+                stats.filtered += 1
+                continue
+            machine.on_message(message, now)
+
+    def _receive_notices(
+        self, sock: zmq.Socket[bytes], handler: Callable[[bytes, bool, float], None], now: float
+    ) -> None:
+        while True:
+            try:
+                notice = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if notice[:1] in (b"\x00", b"\x01"):
+                handler(notice[1:], notice[:1] == b"\x01", now)
+
+    # -- outputs ----------------------------------------------------------------------------
+
+    def _execute(self, now: float, beacon_pub: zmq.Socket[bytes]) -> None:
+        """Execute both outboxes until empty (persisting may make the store send ACKs)."""
+        discovery_actions = self.discovery.take_actions()
+        if discovery_actions:
+            self._execute_actions(discovery_actions, beacon_pub)
+        storage = self._storage
+        on_durable: Any = getattr(self.machine, "on_durable", None)
+        for _ in range(16):
+            actions = self.machine.take_actions()
+            if actions:
+                self._execute_actions(actions, beacon_pub)
+            durable: dict[tuple[str, str], int] = {}
+            if storage is not None:
+                durable = storage.take_durable_advances()
+                due = storage.next_sync_deadline()
+                if due is not None and due <= now:
+                    durable.update(storage.sync_due(now))
+            if durable and on_durable is not None:
+                for (topic, partition), sequence in durable.items():
+                    on_durable(topic, partition, sequence, now)
+            elif not actions:
+                return
+
+    def _execute_actions(self, actions: list[Action], beacon_pub: zmq.Socket[bytes]) -> None:
+        endpoints = self._endpoints
+        route_send = self._route_send
+        stats = self._stats
+        for action in actions:
+            if isinstance(action, Send):
+                pub = endpoints[route_send(action.message) if route_send else 0].pub
+                frames = encode(action.message)
+                if len(frames) == 2:
+                    pub.send(frames[0], zmq.SNDMORE)
+                    pub.send(frames[1])
+                else:
+                    pub.send(frames[0])
+                stats.sent += 1
+            elif isinstance(action, Deliver):
+                if self._on_deliver is not None:
+                    self._on_deliver(action)
+            elif isinstance(action, Persist):
+                self._persist(action)
+            elif isinstance(action, Subscribe | Unsubscribe):
+                index = self._route_subscribe(action.prefix) if self._route_subscribe else 0
+                option = zmq.SUBSCRIBE if isinstance(action, Subscribe) else zmq.UNSUBSCRIBE
+                endpoints[index].sub.setsockopt(option, action.prefix)
+            elif isinstance(action, Connect):
+                for e in endpoints:
+                    e.sub.connect(action.endpoint)
+                stats.peers_connected += 1
+                log.info("%s: connected to %s at %s", self._name, action.node_id, action.endpoint)
+                on_peer = getattr(self.machine, "on_peer", None)
+                if on_peer is not None:
+                    on_peer(action.node_id, self._clock())
+            elif isinstance(action, Disconnect):
+                for e in endpoints:
+                    with contextlib.suppress(zmq.ZMQError):
+                        e.sub.disconnect(action.endpoint)
+                stats.peers_expired += 1
+                log.info("%s: lost %s at %s", self._name, action.node_id, action.endpoint)
+            elif isinstance(action, SendBeacon):
+                self._send_beacons(beacon_pub)
+
+    def _send_beacons(self, beacon_pub: zmq.Socket[bytes]) -> None:
+        host = self._config.advertised_host.encode()
+        for e in self._endpoints:
+            node_id = e.identity.node_id.encode("utf-8", "surrogateescape")
+            beacon_pub.send_multipart([b"B", node_id, host, str(e.port).encode()])
+
+    def _persist(self, action: Persist) -> None:
+        if self._storage is None:
+            raise DafkaError(f"{self._name}: a Persist action but no storage")
+        try:
+            self._storage.append(
+                action.topic, action.producer, action.first_sequence, action.contents
+            )
+        except DafkaError as exc:
+            self._stats.persist_errors += 1
+            log.error("%s: persist failed: %s", self._name, exc)
+            return
+        self._stats.persisted_records += len(action.contents)
+
+    def _shutdown(self, now: float, beacon_pub: zmq.Socket[bytes]) -> None:
+        """Flush the storage and send the last ACKs before the sockets close."""
+        self._execute(now, beacon_pub)
+        if self._storage is not None:
+            self._storage.flush()  # its advances are taken by the next _execute
+            self._execute(now, beacon_pub)
+
+
+def _earliest(*deadlines: float | None) -> float | None:
+    present = [d for d in deadlines if d is not None]
+    return min(present) if present else None
+
+
+__all__ = ["Identity", "NodeNotReadyError", "NodeRunner", "RunnerStats"]
