@@ -23,6 +23,7 @@ drained batch.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dafka.node._catchup import Cursor, FetchScheduler
@@ -78,7 +79,17 @@ def _wire(text: str) -> bytes:
 class ConsumerMachine:
     """Pure state machine of a consumer; see the module docstring and docs/nodes.md."""
 
-    def __init__(self, consumer_id: str, config: ConsumerConfig | None = None) -> None:
+    def __init__(
+        self,
+        consumer_id: str,
+        config: ConsumerConfig | None = None,
+        *,
+        start_positions: Mapping[tuple[str, str], int] | None = None,
+    ) -> None:
+        """``start_positions``: (topic, producer) -> the next sequence to read there (as
+        :meth:`seek`), e.g. offsets an application committed; other partitions follow
+        ``offset_reset``.
+        """
         self.consumer_id = consumer_id
         self.config = config or ConsumerConfig()
         self._earliest = self.config.offset_reset == "earliest"
@@ -86,6 +97,10 @@ class ConsumerMachine:
         self._topics: dict[str, None] = {}
         self._cursors: dict[tuple[str, str], Cursor] = {}
         self._starts: dict[tuple[str, str], int] = {}
+        for key, next_sequence in (start_positions or {}).items():
+            if next_sequence < 0:
+                raise ValueError(f"start position of {key} must be >= 0")
+            self._starts[key] = next_sequence
         self._dirty: list[Cursor] = []
         self._refresh_due: float | None = None
         self._fetcher = FetchScheduler(

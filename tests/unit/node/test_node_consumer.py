@@ -276,3 +276,17 @@ def test_a_hole_in_a_fetch_reply_is_re_fetched_at_once_but_only_once() -> None:
         peer.send_direct_record(CID, "hello", sequence)
     assert [d.sequence for d in peer.delivered] == list(range(10))
     assert consumer.statistics().fetch_retries == 1
+
+
+def test_start_positions_given_at_construction() -> None:
+    consumer = ConsumerMachine(CID, ConsumerConfig("latest"), start_positions={("hello", "P"): 2})
+    peer = ScriptedPeer(consumer)
+    consumer.subscribe("hello", 0.0)
+    peer.drain()
+    peer.expect(GetHeads)
+    peer.send(Head("hello", "P", 4), Head("hello", "Q", 4))
+    fetch = peer.expect(Fetch)  # only P: Q follows 'latest'
+    assert (fetch.producer, fetch.sequence, fetch.count) == ("P", 2, 3)
+    peer.expect_nothing()
+    with pytest.raises(ValueError, match="start position"):
+        ConsumerMachine(CID, start_positions={("hello", "P"): -1})

@@ -22,7 +22,8 @@ def drive(store: StoreMachine, storage: Storage, *messages: DataMessage) -> list
                 )
             elif isinstance(action, Send):
                 sent.append(action.message)
-        for (topic, partition), durable in storage.flush().items():
+        storage.flush()
+        for (topic, partition), durable in storage.take_durable_advances().items():
             store.on_durable(topic, partition, durable, 0.0)
     return sent
 
