@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -125,7 +124,11 @@ class StorageConfig:
       joins mid-stream;
     * ``verify_on_open`` - CRC-check every record at open instead of only the tails (slow
       on large stores, finds mid-log corruption before any read does);
-    * ``clock`` - monotonic seconds, used to arm the interval fsync deadline at append time.
+    * ``clock`` - the store's clock (the one whose ``now`` it passes to ``sync_due``); with
+      it the interval deadline is armed at the write itself. Without it (None), the
+      deadline is armed by the first ``sync_due(now)`` after the write, so a clock mismatch
+      can never leave records waiting forever; a loop calling ``sync_due`` every few
+      milliseconds then adds at most that to the interval.
     """
 
     segment_bytes: int = 64 * 1024 * 1024
@@ -137,7 +140,7 @@ class StorageConfig:
     topic_retention: Mapping[str, RetentionPolicy] = field(default_factory=dict)
     first_offset: int | None = 0
     verify_on_open: bool = False
-    clock: Callable[[], float] = time.monotonic
+    clock: Callable[[], float] | None = None
 
     def __post_init__(self) -> None:
         if not SEGMENT_HEADER_SIZE < self.segment_bytes <= MAX_SEGMENT_BYTES:

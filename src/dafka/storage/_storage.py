@@ -197,8 +197,9 @@ class Storage:
                 self._dirty.pop(key, None)
             elif policy.interval_ms is not None:
                 self._dirty[key] = log
-                if self._deadline is None:
-                    self._deadline = self.config.clock() + policy.interval_ms / 1000.0
+                clock = self.config.clock
+                if self._deadline is None and clock is not None:
+                    self._deadline = clock() + policy.interval_ms / 1000.0
         if log.durable != before and log.durable is not None:
             self._advances[key] = log.durable
 
@@ -210,7 +211,13 @@ class Storage:
         return None if log is None else log.durable
 
     def next_sync_deadline(self) -> float | None:
-        """When :meth:`sync_due` next has work (clock seconds), or None (interval policy)."""
+        """When :meth:`sync_due` next has work (clock seconds), or None (interval policy).
+
+        ``-inf`` when writes wait for a first :meth:`sync_due` to arm their deadline (no
+        ``config.clock``): call it now, it returns the armed deadline afterwards.
+        """
+        if self._deadline is None and self._dirty:
+            return float("-inf")
         return self._deadline
 
     def sync_due(self, now: float) -> dict[Key, int]:
@@ -221,6 +228,9 @@ class Storage:
         last call, so one call per loop iteration collects everything to ACK.
         """
         self._check_open()
+        interval = self.config.fsync.interval_ms
+        if self._dirty and self._deadline is None and interval is not None:
+            self._deadline = now + interval / 1000.0
         if self._deadline is not None and now >= self._deadline:
             self._deadline = None
             self._sync_dirty()
@@ -239,8 +249,12 @@ class Storage:
         advances, self._advances = self._advances, {}
         return advances
 
-    def flush(self) -> dict[Key, int]:
-        """fsync every partition now, whatever the policy; returns the advances."""
+    def flush(self) -> None:
+        """fsync every partition now, whatever the policy.
+
+        The advances it causes are left for :meth:`sync_due` / :meth:`take_durable_advances`,
+        so the loop that calls ``flush`` before shutting down still sends the last ACKs.
+        """
         self._check_open()
         self._dirty.clear()
         self._deadline = None
@@ -249,7 +263,6 @@ class Storage:
             log.sync()
             if log.durable != before and log.durable is not None:
                 self._advances[key] = log.durable
-        return self.take_durable_advances()
 
     # ---------------------------------------------------------------- read
 

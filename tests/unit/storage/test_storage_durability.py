@@ -90,6 +90,18 @@ def test_interval_policy_is_driven_by_the_callers_clock(tmp_path: Path, syncs: l
         assert len(syncs) == 2
 
 
+def test_without_a_clock_the_first_sync_due_arms_the_deadline(tmp_path: Path) -> None:
+    with Storage.open(tmp_path, StorageConfig(fsync=FsyncPolicy.interval(10))) as storage:
+        assert storage.next_sync_deadline() is None
+        storage.append("t", "p", 0, batch(3))
+        assert storage.next_sync_deadline() == float("-inf")
+        assert storage.sync_due(50.0) == {}
+        assert storage.next_sync_deadline() == pytest.approx(50.01)
+        assert storage.sync_due(50.009) == {}
+        assert storage.sync_due(50.01) == {("t", "p"): 2}
+        assert storage.next_sync_deadline() is None
+
+
 def test_records_and_interval_combine(tmp_path: Path) -> None:
     clock = ManualClock()
     policy = FsyncPolicy.parse("records:10+ms:20")
@@ -115,8 +127,10 @@ def test_flush_syncs_everything_whatever_the_policy(tmp_path: Path, syncs: list[
     config = StorageConfig(fsync=FsyncPolicy.interval(1000), clock=clock)
     with Storage.open(tmp_path, config) as storage:
         storage.append("t", "p", 0, batch(5))
-        assert storage.flush() == {("t", "p"): 4}
+        storage.flush()
+        assert storage.durable_offset("t", "p") == 4
         assert storage.next_sync_deadline() is None
+        assert storage.sync_due(clock.now) == {("t", "p"): 4}  # left for the loop to ACK
 
 
 def test_rolling_a_segment_syncs_it(tmp_path: Path) -> None:
@@ -173,3 +187,14 @@ def test_bad_policies_are_config_errors(text: str) -> None:
 def test_bad_configs_are_config_errors(kwargs: dict[str, int]) -> None:
     with pytest.raises(ConfigError):
         StorageConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_storage_is_the_record_reader_the_store_machine_expects(tmp_path: Path) -> None:
+    from dafka.node import RecordReader
+
+    with Storage.open(tmp_path, StorageConfig(fsync=FsyncPolicy.os())) as storage:
+        storage.append("t", "p", 0, [b"a", b"b"])
+        reader: RecordReader = storage  # checked by mypy --strict
+        assert list(reader.read("t", "p", 1, 5)) == [(1, b"b")]
+        assert dict(reader.heads("t")) == {"p": 1}
+        assert list(reader.topics()) == ["t"]
