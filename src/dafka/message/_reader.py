@@ -90,6 +90,22 @@ class ReadCommittedIter(Generic[M]):
         self.sequencer: Sequencer[M] = Sequencer() if sequencer is None else sequencer
         self._replay = replay
 
+    @classmethod
+    def over_stream(
+        cls,
+        source: Iterable[tuple[int, bytes]],
+        framing: Framing[M],
+        partition: str,
+        sequencer: Sequencer[M] | None = None,
+        replay: Callable[[str, int, int], Iterable[Envelope[M]]] | None = None,
+        *,
+        on_error: Callable[[FramingError], None] | None = None,
+    ) -> ReadCommittedIter[M]:
+        """Committed envelopes of a byte stream: a :class:`ReadUncommittedIter` composed in."""
+        return cls(
+            ReadUncommittedIter(source, framing, partition, on_error=on_error), sequencer, replay
+        )
+
     def __iter__(self) -> ReadCommittedIter[M]:
         return self
 

@@ -300,7 +300,18 @@ class Sequencer(Generic[M]):
                 outcome = _O_BEGIN
             else:
                 outcome = _O_EXTEND
-            self._add_at_head(env, partial, clock)
+            # _add_at_head, inlined on the hottest path.
+            self._ring_env[head] = env
+            self._ring_clock[head] = clock
+            ring_owner[head] = partial
+            nxt[head] = -1
+            if partial.ring_stop == -1:
+                partial.ring_start = head
+            else:
+                nxt[partial.ring_stop] = head
+            partial.ring_stop = head
+            head += 1
+            self._head = 0 if head == self._size else head
             partial.max_clock = clock
             self._offsets[partition] = end
             return outcome

@@ -240,8 +240,8 @@ class ExactlyOnce(RuleBasedStateMachine):
 
 
 ExactlyOnce.TestCase.settings = settings(
-    max_examples=60,
-    stateful_step_count=60,
+    max_examples=200,
+    stateful_step_count=80,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -145,3 +145,17 @@ def test_framing_errors_are_resumable_or_counted() -> None:
     committed = list(ReadCommittedIter(it2))
     assert [e.message.payload for e in committed] == [b"0", b"1", b"2"]
     assert len(seen) == it2.errors == 1
+
+
+def test_read_committed_over_a_byte_stream() -> None:
+    log = ByteLog(JsonFraming())
+    pub: Publisher[JsonMessage, int] = Publisher(log.append, clock=Clock(100))
+    for i in range(3):
+        pub.publish_uncommitted(lambda _: "p", JsonMessage({"v": i}))
+    pub.publish_committed(lambda _: "p", JsonMessage({"v": "c"}))  # Discards the open span.
+    pub.publish_uncommitted(lambda _: "p", JsonMessage({"v": 9}))
+    for intent in pub.build_ack_intents():
+        log.append(intent.partition, intent.message)
+    it = ReadCommittedIter.over_stream(log.chunks("p"), log.framing, "p")
+    assert bodies(list(it)) == ["c", 9, "ACK"]
+    assert it.sequencer.anomalies == 1
