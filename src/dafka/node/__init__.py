@@ -15,7 +15,7 @@ from dafka.node._config import (
 )
 from dafka.node._consumer import ConsumerMachine, ConsumerStatistics, PartitionPosition
 from dafka.node._discovery import Discovery, DiscoveryStatistics
-from dafka.node._errors import BackpressureError
+from dafka.node._errors import BackpressureError, NodeArgumentError
 from dafka.node._producer import ProducerMachine, ProducerStatistics
 from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
 from dafka.node.actions import (
@@ -49,6 +49,7 @@ __all__ = [
     "DiscoveryConfig",
     "DiscoveryStatistics",
     "FetchPolicy",
+    "NodeArgumentError",
     "NodeMachine",
     "OffsetReset",
     "PartitionPosition",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from dafka.node._catchup import Cursor, FetchScheduler
 from dafka.node._config import ConsumerConfig
+from dafka.node._errors import check_name, check_sequence
 from dafka.node.actions import Action, Deliver, Send, Subscribe, Unsubscribe
 from dafka.protocol import (
     ConsumerHello,
@@ -98,9 +99,7 @@ class ConsumerMachine:
         self._cursors: dict[tuple[str, str], Cursor] = {}
         self._starts: dict[tuple[str, str], int] = {}
         for key, next_sequence in (start_positions or {}).items():
-            if next_sequence < 0:
-                raise ValueError(f"start position of {key} must be >= 0")
-            self._starts[key] = next_sequence
+            self._starts[key] = check_sequence(f"start position of {key}", next_sequence)
         self._dirty: list[Cursor] = []
         self._refresh_due: float | None = None
         self._fetcher = FetchScheduler(
@@ -111,7 +110,7 @@ class ConsumerMachine:
         self._duplicates = 0
         self._foreign = 0
         self._unexpected = 0
-        cid = _wire(consumer_id)
+        cid = check_name("consumer id", consumer_id)
         self._out += [Subscribe(b"D" + cid), Subscribe(b"E" + cid), Subscribe(b"L" + cid)]
 
     # -- application side ------------------------------------------------------------------
@@ -124,10 +123,10 @@ class ConsumerMachine:
         """Start reading ``topic``: subscribe to its RECORDs and HEADs, ask stores for heads."""
         if topic in self._topics:
             return
+        raw = check_name("topic", topic)
         self._topics[topic] = None
         if self._refresh_due is None and self.config.heads_refresh is not None:
             self._refresh_due = now + self.config.heads_refresh
-        raw = _wire(topic)
         self._out += [
             Subscribe(b"M" + raw),
             Subscribe(b"H" + raw),
@@ -155,8 +154,7 @@ class ConsumerMachine:
         and on a known partition (re-reads or skips; records already taken are still
         delivered).
         """
-        if next_sequence < 0:
-            raise ValueError("next_sequence must be >= 0")
+        check_sequence("next_sequence", next_sequence)
         key = (topic, producer)
         cursor = self._cursors.get(key)
         if cursor is None:

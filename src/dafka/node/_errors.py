@@ -23,4 +23,23 @@ class BackpressureError(DafkaError):
         self.unacked_bytes = unacked_bytes
 
 
-__all__ = ["BackpressureError"]
+class NodeArgumentError(DafkaError, ValueError):
+    """A machine was given an argument the protocol cannot carry (a name, a sequence)."""
+
+
+def check_name(kind: str, name: str) -> bytes:
+    """A topic or node id as wire bytes: 1 to 255 bytes (the protocol's ``string``)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if not 0 < len(raw) <= 255:
+        raise NodeArgumentError(f"{kind} must be 1 to 255 bytes of UTF-8, got {len(raw)}")
+    return raw
+
+
+def check_sequence(kind: str, sequence: int) -> int:
+    """A sequence the protocol's 8-byte unsigned field can carry."""
+    if not 0 <= sequence < 2**64:
+        raise NodeArgumentError(f"{kind} must be a sequence in [0, 2**64), got {sequence}")
+    return sequence
+
+
+__all__ = ["BackpressureError", "NodeArgumentError", "check_name", "check_sequence"]

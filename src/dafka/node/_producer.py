@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dafka.node._config import ProducerConfig
-from dafka.node._errors import BackpressureError
+from dafka.node._errors import BackpressureError, check_name, check_sequence
 from dafka.node.actions import Action, Send, Subscribe
 from dafka.protocol import Ack, DataMessage, DirectHead, DirectRecord, Fetch, GetHeads, Head, Record
 
@@ -65,8 +65,8 @@ class ProducerMachine:
         announces its HEAD at once; ``now`` (the construction time) lets it schedule the
         following HEADs before its first publish.
         """
-        if next_sequence < 0:
-            raise ValueError("next_sequence must be >= 0")
+        check_sequence("next_sequence", next_sequence)
+        topic_raw = check_name("topic", topic)
         self.topic = topic
         self.producer_id = producer_id
         self.config = config or ProducerConfig()
@@ -86,12 +86,12 @@ class ProducerMachine:
         self._resent = 0
         self._get_heads = 0
         self._dropped = 0
-        pid = producer_id.encode("utf-8", "surrogateescape")
+        pid = check_name("producer id", producer_id)
         out = self._out
         out.append(Subscribe(b"K" + pid))
         out.append(Subscribe(b"F" + pid))
         # C producers ignore GET-HEADS; we answer them (PROTOCOL.md section 5).
-        out.append(Subscribe(b"G" + topic.encode("utf-8", "surrogateescape")))
+        out.append(Subscribe(b"G" + topic_raw))
         if next_sequence > 0:
             self._send_head()
             if now is not None:

@@ -30,6 +30,7 @@ from typing import Protocol
 
 from dafka.node._catchup import Cursor, FetchScheduler
 from dafka.node._config import StoreConfig
+from dafka.node._errors import check_name
 from dafka.node.actions import Action, Persist, Send, Subscribe
 from dafka.protocol import (
     Ack,
@@ -118,8 +119,8 @@ class StoreMachine:
             for producer, last in reader.heads(topic).items():
                 cursor = self._cursor(topic, producer)
                 cursor.last = cursor.known_head = cursor.durable = last
-        wid = writer_id.encode("utf-8", "surrogateescape")
-        rid = reader_id.encode("utf-8", "surrogateescape")
+        wid = check_name("store writer id", writer_id)
+        rid = check_name("store reader id", reader_id)
         self._refresh_due: float | None = None
         self._out += [
             Subscribe(b"D" + wid),

@@ -10,7 +10,10 @@ from dafka.node import (
     ConsumerMachine,
     Deliver,
     FetchPolicy,
+    NodeArgumentError,
     PartitionPosition,
+    ProducerMachine,
+    StoreMachine,
     Subscribe,
     Unsubscribe,
 )
@@ -23,7 +26,7 @@ from dafka.protocol import (
     Record,
     StoreHello,
 )
-from dafka.testing import ScriptedPeer
+from dafka.testing import MemoryLog, ScriptedPeer
 
 CID = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
 
@@ -290,3 +293,17 @@ def test_start_positions_given_at_construction() -> None:
     peer.expect_nothing()
     with pytest.raises(ValueError, match="start position"):
         ConsumerMachine(CID, start_positions={("hello", "P"): -1})
+
+
+def test_names_the_wire_cannot_carry_are_refused() -> None:
+    with pytest.raises(NodeArgumentError, match="consumer id"):
+        ConsumerMachine("")
+    consumer = ConsumerMachine(CID)
+    with pytest.raises(NodeArgumentError, match="topic"):
+        consumer.subscribe("x" * 256, 0.0)
+    with pytest.raises(NodeArgumentError, match="producer id"):
+        ProducerMachine("hello", "")
+    with pytest.raises(NodeArgumentError, match="reader id"):
+        StoreMachine("W", "R" * 300, MemoryLog())
+    with pytest.raises(NodeArgumentError):
+        ProducerMachine("hello", "P", next_sequence=2**64)
