@@ -7,7 +7,7 @@ in :mod:`dafka.storage._format`, the directory names in :mod:`dafka.storage._nam
 
 How the store node uses it::
 
-    storage = Storage.open(path, StorageConfig(fsync=FsyncPolicy.interval(5)))
+    storage = Storage.open(path, StorageConfig(fsync=FsyncPolicy.interval(5)))  # clock: optional
     storage.recovery_report               # what recovery cut, rebuilt or removed
     storage.heads(topic)                  # {partition: last offset}, no log scan
     last = storage.append(topic, partition, first_offset, payloads)   # one write
@@ -19,7 +19,7 @@ How the store node uses it::
     storage.head(topic, partition); storage.topics(); storage.next_offset(topic, partition)
     storage.apply_retention(time.time())  # whole old segments, never the active one
     storage.take_truncations()            # logs cut by reads that met corruption
-    storage.flush(); storage.close()      # or: with Storage.open(...) as storage:
+    storage.flush(); storage.close()      # fsync all (advances left for sync_due); or `with`
 
 Decisions (details in docs/storage.md):
 

@@ -327,11 +327,15 @@ class PartitionLog:
 
     def _rebase(self, base: int) -> None:
         """Replace the empty log by one empty segment at ``base`` (mid-stream start)."""
-        for seg in self.segments:
-            seg.delete()
-        self.segments.clear()
-        self.bases.clear()
-        self._add_segment(Segment.create(self.directory, base, self.config.index_interval_bytes))
+        try:
+            for seg in self.segments:
+                seg.delete()
+            self.segments.clear()
+            self.bases.clear()
+            seg = Segment.create(self.directory, base, self.config.index_interval_bytes)
+        except OSError as exc:
+            raise StorageIOError(f"restarting {self.directory} at {base} failed: {exc}") from exc
+        self._add_segment(seg)
         self.dir_dirty = True
         self.durable = None
 

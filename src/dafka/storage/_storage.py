@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
@@ -67,8 +68,11 @@ class Storage:
         root = Path(root)
         config = config or StorageConfig()
         started = time.perf_counter()
-        root.mkdir(parents=True, exist_ok=True)
-        lock_fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            lock_fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StorageIOError(f"cannot use {root} as a data directory: {exc}") from exc
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -77,8 +81,11 @@ class Storage:
         storage = cls(root, config, lock_fd)
         try:
             storage._recover()
+        except OSError as exc:
+            storage._abandon()
+            raise StorageIOError(f"recovery of {root} failed: {exc}") from exc
         except BaseException:
-            storage.close()
+            storage._abandon()
             raise
         storage.recovery_report.seconds = time.perf_counter() - started
         return storage
@@ -112,6 +119,14 @@ class Storage:
     def _register(self, log: PartitionLog) -> None:
         self._logs[log.topic, log.partition] = log
         self._topics.setdefault(log.topic, {})[log.partition] = log
+
+    def _abandon(self) -> None:
+        """Release files and the lock after a failed open, without syncing anything."""
+        self._closed = True
+        for log in self._logs.values():
+            with contextlib.suppress(OSError):
+                log.close()
+        os.close(self._lock_fd)
 
     def close(self) -> None:
         """fsync everything (whatever the policy) and release the directory."""

@@ -17,6 +17,7 @@ from dafka.storage import (
     Storage,
     StorageClosedError,
     StorageConfig,
+    StorageIOError,
     StorageLockedError,
 )
 from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
@@ -249,3 +250,18 @@ def test_reopen_keeps_everything_and_continues(tmp_path: Path) -> None:
         assert storage.heads("t") == {"p": 499, "q": 2}
         fill(storage, "p", 700)
         assert storage.read("t", "p", 0, 1000) == expected("p", 0, 700)
+
+
+def test_disk_trouble_is_a_storage_io_error(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    with pytest.raises(StorageIOError):
+        Storage.open(not_a_dir, SMALL)
+    with Storage.open(tmp_path / "d", SMALL) as storage:
+        fill(storage, "p", 300)
+        log = storage.log("t", "p")
+        assert log is not None
+        log.segments[0].path.unlink()  # a closed segment vanishes under the store
+        with pytest.raises(StorageIOError):
+            storage.read("t", "p", 0, 10)
+        assert storage.read("t", "p", 299, 1) == expected("p", 299, 300)
