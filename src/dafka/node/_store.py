@@ -95,6 +95,8 @@ class StoreMachine:
         config: StoreConfig | None = None,
     ) -> None:
         """Recovers the heads of every partition from ``reader`` (a restarted store)."""
+        wid = check_name("store writer id", writer_id)
+        rid = check_name("store reader id", reader_id)
         self.writer_id = writer_id
         self.reader_id = reader_id
         self.config = config or StoreConfig()
@@ -119,8 +121,6 @@ class StoreMachine:
             for producer, last in reader.heads(topic).items():
                 cursor = self._cursor(topic, producer)
                 cursor.last = cursor.known_head = cursor.durable = last
-        wid = check_name("store writer id", writer_id)
-        rid = check_name("store reader id", reader_id)
         self._refresh_due: float | None = None
         self._out += [
             Subscribe(b"D" + wid),

@@ -65,7 +65,9 @@ class Deliver:
 
     ``contents[i]`` is the record at sequence ``first_sequence + i`` of partition ``producer``
     of ``topic``. One action covers a run of consecutive records received in one batch of
-    inputs; runs of one partition never overlap and follow each other in sequence order.
+    inputs; runs of one partition follow each other in sequence order, without overlap,
+    except where the application moved the position (``seek``) or records removed by
+    retention were skipped (counted in the consumer's ``skipped_records``).
     """
 
     topic: str
