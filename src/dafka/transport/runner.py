@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import zmq
 
@@ -60,6 +60,7 @@ from dafka.transport.sockets import bound_port, make_socket
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+T = TypeVar("T")
 
 
 class NodeNotReadyError(DafkaError):
@@ -116,6 +117,8 @@ class NodeRunner:
         route_subscribe: Callable[[bytes], int] | None = None,
         inbound_filter: Callable[[DataMessage], bool] | None = None,
         on_deliver: Callable[[Deliver], None] | None = None,
+        after_turn: Callable[[float], None] | None = None,
+        receive_paused: Callable[[], bool] | None = None,
         name: str = "node",
     ) -> None:
         if not identities:
@@ -130,6 +133,8 @@ class NodeRunner:
         self._route_subscribe = route_subscribe
         self._inbound_filter = inbound_filter
         self._on_deliver = on_deliver
+        self._after_turn = after_turn
+        self._receive_paused = receive_paused
         self._name = name
         self._stats = RunnerStats()
         self._posted: collections.deque[Callable[[float], None]] = collections.deque()
@@ -201,6 +206,26 @@ class NodeRunner:
             if self._waker is not None:
                 self._waker.send(b"", zmq.NOBLOCK)
 
+    def call(self, fn: Callable[[float], T], timeout: float = 10.0) -> T:
+        """Run ``fn(now)`` in the runner thread and return its result (or raise its error)."""
+        done = threading.Event()
+        box: list[Any] = []
+
+        def _run(now: float) -> None:
+            try:
+                box.append((True, fn(now)))
+            except BaseException as exc:
+                box.append((False, exc))
+            done.set()
+
+        self.post(_run)
+        if not done.wait(timeout):
+            raise DafkaError(f"{self._name}: the node did not answer within {timeout}s")
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
     @property
     def ports(self) -> list[int]:
         """The data ports, one per identity, once started."""
@@ -268,6 +293,9 @@ class NodeRunner:
         machine = self.machine
         discovery = self.discovery
         storage = self._storage
+        control = zmq.Poller()  # used alone while the application has paused receiving
+        control.register(beacon_sub, zmq.POLLIN)
+        control.register(wake, zmq.POLLIN)
         poller = zmq.Poller()
         poller.register(beacon_sub, zmq.POLLIN)
         poller.register(wake, zmq.POLLIN)
@@ -276,6 +304,7 @@ class NodeRunner:
         for sock in (*subs, *xpubs):
             poller.register(sock, zmq.POLLIN)
         on_subscription = getattr(machine, "on_subscription", None)
+        paused = self._receive_paused
         while True:
             now = self._clock()
             deadline = _earliest(
@@ -284,7 +313,11 @@ class NodeRunner:
                 storage.next_sync_deadline() if storage is not None else None,
             )
             timeout_ms = -1 if deadline is None else max(0, int((deadline - now) * 1000) + 1)
-            events = dict(poller.poll(timeout_ms))
+            receiving = paused is None or not paused()
+            if receiving:
+                events = dict(poller.poll(timeout_ms))
+            else:
+                events = dict(control.poll(10 if timeout_ms < 0 else min(timeout_ms, 10)))
             now = self._clock()
             if wake in events:
                 self._drain_wake(wake, now)
@@ -293,9 +326,10 @@ class NodeRunner:
                     return
             if beacon_sub in events:
                 self._receive_beacons(beacon_sub, now)
-            for sock in subs:
-                if sock in events:
-                    self._receive(sock, now)
+            if receiving:
+                for sock in subs:
+                    if sock in events:
+                        self._receive(sock, now)
             if on_subscription is not None:
                 for sock in xpubs:
                     if sock in events:
@@ -307,6 +341,8 @@ class NodeRunner:
             if due is not None and due <= now:
                 discovery.on_timer(now)
             self._execute(now, beacon_pub)
+            if self._after_turn is not None:
+                self._after_turn(now)
 
     # -- inputs -----------------------------------------------------------------------------
 

@@ -1,0 +1,160 @@
+"""The public producer: publish records of one partition (its id) on one topic.
+
+``publish`` runs in the application's thread and only queues the content; the node's
+runner thread hands queued records to the ``ProducerMachine`` in batches, so the
+application pays a deque append and an occasional wake-up, not a socket send.
+
+Backpressure: at most ``ProducerConfig.max_unacked_records`` records may be published and not
+yet ACKed by stores. ``publish`` then blocks until ACKs arrive (``backpressure="block"``,
+the default) or raises :class:`BackpressureError` (``"error"``).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from types import TracebackType
+
+import zmq
+
+from dafka.client._ids import new_node_id
+from dafka.errors import DafkaError
+from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, ProducerStatistics
+from dafka.transport.config import TransportConfig
+from dafka.transport.runner import Identity, NodeRunner
+
+
+class Producer:
+    """``with Producer("hello", transport) as p: p.publish(b"...")``"""
+
+    def __init__(
+        self,
+        topic: str,
+        transport: TransportConfig | None = None,
+        config: ProducerConfig | None = None,
+        *,
+        producer_id: str | None = None,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        ready_timeout: float | None = 10.0,
+    ) -> None:
+        self.topic = topic
+        self.producer_id = producer_id or new_node_id()
+        self.config = config or ProducerConfig()
+        self._machine = ProducerMachine(topic, self.producer_id, self.config)
+        self._pending: collections.deque[bytes] = collections.deque()
+        self._scheduled = False
+        self._next = 0
+        self._acked_next = 0  # every sequence below it is ACKed (updated by the runner)
+        self._lock = threading.Lock()
+        self._progress = threading.Condition()
+        self._closed = False
+        self._runner = NodeRunner(
+            self._machine,
+            [Identity(self.producer_id)],
+            transport or TransportConfig(),
+            context=context,
+            after_turn=self._after_turn,
+            name=f"producer-{topic}",
+        )
+        self._runner.start(ready_timeout)
+
+    # -- application side ------------------------------------------------------------------
+
+    def publish(self, content: bytes, timeout: float | None = None) -> int:
+        """Queue one record; returns its sequence. Thread-safe.
+
+        Blocks (up to ``timeout``) or raises :class:`BackpressureError` when the unacked
+        bound is reached, as ``ProducerConfig.backpressure`` says.
+        """
+        if self._closed:
+            raise DafkaError("publish on a closed producer")
+        limit = self.config.max_unacked_records
+        with self._lock:
+            if self._next - self._acked_next >= limit:
+                self._wait_for_room(limit, timeout)
+            sequence = self._next
+            self._next = sequence + 1
+            self._pending.append(content)
+            if not self._scheduled:
+                self._scheduled = True
+                self._runner.post(self._drain)
+        return sequence
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until stores ACKed every record published so far; False on timeout."""
+        target = self._next
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._progress:
+            while self._acked_next < target:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._progress.wait(remaining)
+        return True
+
+    @property
+    def next_sequence(self) -> int:
+        return self._next
+
+    @property
+    def acked(self) -> int:
+        """How many records (from sequence 0) stores have ACKed."""
+        return self._acked_next
+
+    def statistics(self) -> ProducerStatistics:
+        return self._runner.call(lambda _now: self._machine.statistics())
+
+    def close(self, flush_timeout: float | None = 5.0) -> None:
+        """Wait up to ``flush_timeout`` for ACKs, then leave the cluster."""
+        if self._closed:
+            return
+        if flush_timeout:
+            self.flush(flush_timeout)
+        self._closed = True
+        self._runner.stop()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close(flush_timeout=None if exc_type is not None else 5.0)
+
+    # -- runner thread ---------------------------------------------------------------------
+
+    def _wait_for_room(self, limit: int, timeout: float | None) -> None:
+        if self.config.backpressure == "error":
+            raise BackpressureError(self._next - self._acked_next, 0)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._progress:
+            while self._next - self._acked_next >= limit:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise BackpressureError(self._next - self._acked_next, 0)
+                self._progress.wait(remaining)
+
+    def _drain(self, now: float) -> None:
+        self._scheduled = False
+        pending = self._pending
+        machine = self._machine
+        while pending:
+            if not machine.can_publish(len(pending[0])):
+                return  # the byte bound: _after_turn resumes when ACKs make room
+            machine.publish(pending.popleft(), now)
+
+    def _after_turn(self, now: float) -> None:
+        if self._pending and not self._scheduled:
+            self._drain(now)
+        acked_next = self._machine.next_sequence - self._machine.unacked
+        if acked_next != self._acked_next:
+            with self._progress:
+                self._acked_next = acked_next
+                self._progress.notify_all()
+
+
+__all__ = ["Producer"]

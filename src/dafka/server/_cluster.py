@@ -1,0 +1,89 @@
+"""A tower and one or more stores in one process, on ephemeral loopback ports.
+
+For development (``dafka up``), the main job, tests and benchmarks. Clients reach it with
+``cluster.transport`` (a :class:`TransportConfig` naming its tower).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import zmq
+
+from dafka.server._store import StoreNode
+from dafka.storage import StorageConfig
+from dafka.transport.config import TransportConfig
+from dafka.transport.tower import Tower
+
+
+class LocalCluster:
+    """``with LocalCluster(data_dir, stores=2) as cluster: ...``"""
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        *,
+        stores: int = 1,
+        host: str = "127.0.0.1",
+        tower_port: int | None = None,
+        storage_config: StorageConfig | None = None,
+        beacon_interval: float = 1.0,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._host = host
+        sub = f"tcp://{host}:{tower_port if tower_port else '*'}"
+        pub = f"tcp://{host}:{tower_port + 1 if tower_port else '*'}"
+        self._context = context
+        self.tower = Tower(sub, pub, context=context)
+        self._store_count = stores
+        self._storage_config = storage_config
+        self._beacon_interval = beacon_interval
+        self.stores: list[StoreNode] = []
+        self.transport = TransportConfig()
+
+    def start(self) -> None:
+        self.tower.start()
+        self.transport = TransportConfig(
+            tower_sub_addresses=(self.tower.sub_endpoint,),
+            tower_pub_addresses=(self.tower.pub_endpoint,),
+            advertised_host=self._host,
+            bind_host=self._host,
+            beacon_interval=self._beacon_interval,
+            beacon_timeout=4 * self._beacon_interval,
+        )
+        try:
+            for i in range(self._store_count):
+                store = StoreNode(
+                    self.data_dir / f"store-{i}",
+                    self.transport,
+                    storage_config=self._storage_config,
+                    context=self._context,
+                    name=f"store-{i}",
+                )
+                store.start()
+                self.stores.append(store)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for store in self.stores:
+            store.stop()
+        self.stores.clear()
+        self.tower.stop()
+
+    def client_transport(self, **changes: object) -> TransportConfig:
+        """The transport settings a client of this cluster uses, with ``changes`` applied."""
+        return dataclasses.replace(self.transport, **changes)  # type: ignore[arg-type]
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+__all__ = ["LocalCluster"]

@@ -1,0 +1,136 @@
+"""A store node: the storage engine, the store machine and a runner with two identities.
+
+As in the C reference a store has a *writer* (stores records, sends ACK and FETCH) and a
+*reader* (answers FETCH, GET-HEADS and CONSUMER-HELLO, sends STORE-HELLO), each with its own
+id, beacon and sockets. The reader's PUB is an XPUB so that it sees consumers subscribe to
+``L`` + their id and greets them with STORE-HELLO.
+
+The node ids are kept in the data directory (``node-ids``) so that a restarted store comes
+back as the same writer and reader: producers and consumers that still know it see a
+refresh, not a new peer.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import zmq
+
+from dafka.client._ids import new_node_id
+from dafka.errors import ConfigError
+from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
+from dafka.protocol import DataMessage
+from dafka.storage import Storage, StorageConfig
+from dafka.transport.config import TransportConfig
+from dafka.transport.runner import Identity, NodeRunner
+
+log = logging.getLogger(__name__)
+
+_IDS_FILE = "node-ids"
+
+
+def _load_ids(data_dir: Path) -> tuple[str, str]:
+    path = data_dir / _IDS_FILE
+    if path.exists():
+        parts = path.read_text().split()
+        if len(parts) != 2:
+            raise ConfigError(f"{path} is corrupt: expected a writer id and a reader id")
+        return parts[0], parts[1]
+    ids = new_node_id(), new_node_id()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{ids[0]}\n{ids[1]}\n")
+    tmp.replace(path)
+    return ids
+
+
+def _route_send(message: DataMessage) -> int:
+    return 0 if isinstance(message, STORE_WRITER_SENDS) else 1
+
+
+def _route_subscribe(prefix: bytes) -> int:
+    return 0 if prefix[0] in STORE_WRITER_PREFIXES else 1
+
+
+class StoreNode:
+    """A running store; ``start()`` recovers the data directory and joins the cluster."""
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        transport: TransportConfig | None = None,
+        *,
+        storage_config: StorageConfig | None = None,
+        store_config: StoreConfig | None = None,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        name: str = "store",
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._transport = transport or TransportConfig()
+        self._storage_config = storage_config or StorageConfig()
+        self._store_config = store_config or StoreConfig()
+        self._context = context
+        self._name = name
+        self.storage: Storage | None = None
+        self.runner: NodeRunner | None = None
+        self.machine: StoreMachine | None = None
+        self.writer_id = ""
+        self.reader_id = ""
+
+    def start(self, ready_timeout: float | None = 10.0) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        storage = Storage.open(self.data_dir / "log", self._storage_config)
+        report = storage.recovery_report
+        log.info("%s: storage at %s recovered: %s", self._name, self.data_dir, report)
+        self.writer_id, self.reader_id = _load_ids(self.data_dir)
+        self.storage = storage
+        self.machine = StoreMachine(self.writer_id, self.reader_id, storage, self._store_config)
+        self.runner = NodeRunner(
+            self.machine,
+            [Identity(self.writer_id), Identity(self.reader_id, xpub=True)],
+            self._transport,
+            context=self._context,
+            storage=storage,
+            route_send=_route_send,
+            route_subscribe=_route_subscribe,
+            name=self._name,
+        )
+        try:
+            self.runner.start(ready_timeout)
+        except BaseException:
+            storage.close()
+            raise
+        log.info(
+            "%s: ready (writer %s, reader %s, ports %s)",
+            self._name,
+            self.writer_id,
+            self.reader_id,
+            self.runner.ports,
+        )
+
+    def stop(self) -> None:
+        """Stop: the runner flushes the storage and sends the last ACKs, then it closes."""
+        if self.runner is not None:
+            self.runner.stop()
+            self.runner = None
+        if self.storage is not None:
+            self.storage.close()
+            self.storage = None
+        log.info("%s: stopped", self._name)
+
+    def heads(self, topic: str) -> dict[str, int]:
+        """Durable heads of ``topic`` (thread-safe: asks the runner thread)."""
+        runner, storage = self.runner, self.storage
+        if runner is None or storage is None:
+            return {}
+        return runner.call(lambda _now: dict(storage.heads(topic)))
+
+    def __enter__(self) -> StoreNode:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+__all__ = ["StoreNode"]
