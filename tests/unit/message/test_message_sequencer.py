@@ -679,3 +679,29 @@ def test_default_anomaly_reporter_logs(caplog: pytest.LogCaptureFixture) -> None
         queue(seq, gen(A, 5, ACK))
     assert "ack_regression" in caplog.text
     assert seq.anomalies == 1
+
+
+def test_clocks_that_differ_only_in_the_counter_are_ordered() -> None:
+    seq, _ = make()
+    gen = Generator()
+    base = 0x1E9CC5F83FC2F95 << 4
+    span = [gen(A, base | counter, CONT) for counter in range(15)]
+    dup = gen(A, base | 7, CONT)
+    ack = gen(A, base | 15, ACK)
+    outcomes = queue(seq, *span, dup, ack)
+    assert outcomes[-2:] == [Q.CONTINUE_TXN_CLOCK_LARGER, Q.ACK_COMMIT_RING]
+    assert deque(seq) == [*span, ack]
+    assert state(seq, A).last_ack == base | 15
+
+
+def test_restored_sequencer_skips_a_duplicate_inside_the_commit() -> None:
+    """After a restore the span's max clock is unknown, so a duplicate reaches the ring."""
+    seq1, _ = make()
+    gen = Generator()
+    a1 = gen(A, 1, CONT)
+    queue(seq1, a1)
+    seq2: Sequencer[JsonMessage] = Sequencer(*seq1.checkpoint())
+    dup, a2 = gen(A, 1, CONT), gen(A, 2, ACK)
+    assert queue(seq2, dup, a2) == [Q.CONTINUE_EXTEND_SPAN, Q.ACK_COMMIT_REPLAY]
+    replay(seq2, a1.begin, dup.begin, [a1])
+    assert deque(seq2) == [a1, a2]
