@@ -1,10 +1,11 @@
 """The log of one (topic, partition): a run of segments holding one contiguous offset range.
 
 Invariant: the records held are exactly ``[start_offset, next_offset)``, each intact. Every
-repair keeps it: a torn or corrupt record cuts the log there (the record and everything
-after it go, later segments included), retention removes whole segments from the front
-only, and appends must continue at ``next_offset``. So a read never has to skip anything and
-can never serve a record past a gap.
+repair keeps it: a torn or corrupt record cuts the log there (it and every later offset go,
+later segments included; only bytes trailing the last record of a segment that the next
+segment continues exactly are trimmed alone), retention removes whole segments from the
+front only, and appends must continue at ``next_offset``. So a read never has to skip
+anything and can never serve a record past a gap.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class PartitionLog:
         self.needs_fsync = False  # bytes written since the last fdatasync
         self.unsynced_closed: list[Path] = []  # rolled under the "os" policy, not yet synced
         self.dir_dirty = False  # segment files created or removed since the last sync
+        self._new_dirs = False  # the partition (and maybe topic) directory is new too
         self.truncations: list[Truncation] = []  # found by reads, taken by the Storage
 
     # ---------------------------------------------------------------- state
@@ -117,8 +119,6 @@ class PartitionLog:
         log.dir_dirty = True
         log._new_dirs = created
         return log
-
-    _new_dirs = False  # the partition (and maybe topic) directory itself needs an fsync
 
     @classmethod
     def open(
@@ -227,9 +227,10 @@ class PartitionLog:
         """
         count = len(payloads)
         expected = self.next_offset
+        rebase = False
         if first_offset != expected:
             if self.head is None and self.config.first_offset is None and first_offset >= 0:
-                self._rebase(first_offset)
+                rebase = True
             elif first_offset > expected:
                 raise GapAppendError(self.topic, self.partition, expected, first_offset)
             else:
@@ -247,6 +248,8 @@ class PartitionLog:
             raise InvalidArgumentError(
                 f"payload of {longest} bytes over max_record_bytes {max_len}"
             )
+        if rebase:
+            self._rebase(first_offset)
 
         limit = self.config.segment_bytes
         seg = self.segments[-1]
@@ -312,6 +315,7 @@ class PartitionLog:
         try:
             if not self.config.fsync.is_os and self.needs_fsync:
                 os.fdatasync(old.fd)
+                self._sync_directories()  # the old segment's own entry may be new too
                 self.durable = old.next_offset - 1
                 self.unsynced = 0
                 self.needs_fsync = False
@@ -361,18 +365,21 @@ class PartitionLog:
             self.unsynced_closed.clear()
             if self.needs_fsync or force:
                 os.fdatasync(seg.fd)
-            if self.dir_dirty:
-                fsync_directory(self.directory)
-                if self._new_dirs:
-                    fsync_directory(self.directory.parent)
-                    fsync_directory(self.directory.parent.parent)
-                    self._new_dirs = False
-                self.dir_dirty = False
+            self._sync_directories()
         except OSError as exc:
             raise StorageIOError(f"fsync of {seg.path} failed: {exc}") from exc
         self.unsynced = 0
         self.needs_fsync = False
         self.durable = self.head
+
+    def _sync_directories(self) -> None:
+        if self.dir_dirty:
+            fsync_directory(self.directory)
+            if self._new_dirs:
+                fsync_directory(self.directory.parent)
+                fsync_directory(self.directory.parent.parent)
+                self._new_dirs = False
+            self.dir_dirty = False
 
     def mark_written_durable(self) -> None:
         """The "os" policy: what ``write`` accepted counts as durable."""
