@@ -705,3 +705,17 @@ def test_restored_sequencer_skips_a_duplicate_inside_the_commit() -> None:
     assert queue(seq2, dup, a2) == [Q.CONTINUE_EXTEND_SPAN, Q.ACK_COMMIT_REPLAY]
     replay(seq2, a1.begin, dup.begin, [a1])
     assert deque(seq2) == [a1, a2]
+
+
+def test_an_ack_appended_after_the_next_transaction_began_loses_that_message() -> None:
+    """Why ACK intents must be appended before the producer's next transaction."""
+    seq, _ = make()
+    gen = Generator()
+    a1, a2 = gen(A, 1, CONT), gen(A, 2, CONT)
+    a4 = gen(A, 4, CONT)  # Transaction 2 began before ACK 3 of transaction 1 was appended.
+    a3 = gen(A, 3, ACK)
+    queue(seq, a1, a2, a4, a3)
+    assert deque(seq) == [a1, a2, a3]  # The span above the ACK (a4) is forgotten...
+    a5 = gen(A, 5, ACK)
+    assert queue(seq, a5) == [Q.ACK_EMPTY]
+    assert deque(seq) == [a5]  # ...so transaction 2's ACK commits nothing: a4 is lost.
