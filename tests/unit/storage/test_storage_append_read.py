@@ -21,7 +21,7 @@ from dafka.storage import (
     StorageLockedError,
 )
 from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
-from tests.unit.storage.conftest import payload
+from tests.unit.storage.storage_payloads import payload
 
 SMALL = StorageConfig(
     segment_bytes=4096, index_interval_bytes=256, index_flush_entries=4, fsync=FsyncPolicy.os()

@@ -9,7 +9,7 @@ import pytest
 
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
-from tests.unit.storage.conftest import payload
+from tests.unit.storage.storage_payloads import payload
 
 CONFIG = StorageConfig(
     segment_bytes=8192, index_interval_bytes=512, index_flush_entries=2, fsync=FsyncPolicy.os()

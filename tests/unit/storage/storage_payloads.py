@@ -1,4 +1,4 @@
-"""Shared helpers of the storage unit tests."""
+"""Payloads for the storage unit tests: each one can only be the record it was written as."""
 
 from __future__ import annotations
 
