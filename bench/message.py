@@ -86,6 +86,10 @@ def main() -> None:
     args = parser.parse_args()
     n = args.messages
     log = build_log(n, args.producers, txn=100, dup_rate=0.01)
+    print(
+        f"{n:,} messages, {args.producers} producers on one partition, transactions of 100 "
+        "(99 CONTINUE + ACK), 1% retried appends"
+    )
 
     def sequence() -> int:
         return sum(1 for _ in ReadCommittedIter(log, Sequencer()))

@@ -111,14 +111,16 @@ class ReadCommittedIter(Generic[M]):
 
     def __next__(self) -> Envelope[M]:
         seq = self.sequencer
-        if seq.committing:
+        # Lean loop: this runs once per message read. ``_emit`` is the sequencer's pending
+        # commit (its ``committing`` property, without the property call).
+        if seq._emit is not None:
             env = self._step()
             if env is not None:
                 return env
         queue = seq.queue_uncommitted
         for uncommitted in self._source:
             queue(uncommitted)
-            if seq.committing:
+            if seq._emit is not None:
                 env = self._step()
                 if env is not None:
                     return env
