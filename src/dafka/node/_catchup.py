@@ -65,7 +65,7 @@ class Cursor:
         self.durable = last
         """Store writers only: highest sequence the driver reported durable."""
         self.hole_mark = -2
-        """``last`` when a hole in a FETCH reply was last re-fetched (one re-fetch per progress)."""
+        """``fetch_end`` of the window whose hole was re-fetched (one hole re-fetch per window)."""
         self.answer_low = -1
         """Lowest sequence answered (ahead of ``last + 1``) since the last retry; -1: none."""
         self.refused = 0
@@ -108,23 +108,30 @@ class FetchScheduler:
         self._send(cursor, now, out)
 
     def hole(self, cursor: Cursor, sequence: int, now: float, out: list[Action]) -> None:
-        """A FETCH reply skipped ``last + 1`` (the record was lost): ask again at once.
+        """A FETCH reply skipped ``last + 1``: ask at once for just the hole.
 
         Repliers send in order, so a DIRECT-RECORD inside the window but ahead of ``last + 1``
-        means the one before was lost; waiting for the retry timer would stall the partition
-        for nothing. At most one such re-fetch per progress step, so the rest of the broken
-        reply (all ahead too) does not become a FETCH storm.
+        means the one before was lost - or that this replier no longer holds it (a producer
+        releases what *any* store ACKed, while another store may still need it). Waiting for
+        the retry timer would stall the partition, so the rest of the window
+        ``[last + 1, fetch_end)`` is asked for at once - but at most once per window: with
+        several repliers, one of them can be ahead of ``last + 1`` for a whole window, and a
+        re-fetch per progress step would answer every reply with another window-sized reply
+        (a storm seen with two stores and a producer). The retry timer covers the rest.
         """
         if not cursor.fetching or sequence >= cursor.fetch_end:
             self.gap(cursor, sequence, now, out)
             return
         if cursor.answer_low < 0 or sequence < cursor.answer_low:
             cursor.answer_low = sequence
-        if cursor.hole_mark == cursor.last:
+        if cursor.hole_mark == cursor.fetch_end:
             return
-        cursor.hole_mark = cursor.last
+        cursor.hole_mark = cursor.fetch_end
         self.fetch_retries += 1
-        self._send(cursor, now, out)
+        self.fetches_sent += 1
+        start = cursor.last + 1
+        count = cursor.fetch_end - start
+        out.append(Send(Fetch(cursor.producer, self._requester, cursor.topic, start, count)))
 
     def progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
         """Called after a record was taken in order by a cursor that is fetching."""

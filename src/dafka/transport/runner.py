@@ -38,8 +38,7 @@ from typing import Any, TypeVar
 import zmq
 
 from dafka.errors import DafkaError
-from dafka.node import DiscoveryConfig
-from dafka.node._discovery import Discovery
+from dafka.node import Discovery, DiscoveryConfig
 from dafka.node.actions import (
     Action,
     Connect,
