@@ -1,0 +1,139 @@
+"""Helpers for benchmarks that run a cluster as separate processes.
+
+A tower and stores run as real ``dafka tower`` / ``dafka store`` processes (what an operator
+runs), so the benchmark measures the same code paths, GIL-free from the clients. Clients
+run in ``multiprocessing`` children ("spawn": no inherited ZeroMQ context).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+DAFKA = str(Path(sys.executable).with_name("dafka"))
+
+
+def free_port_pair() -> int:
+    """A port P such that P and P+1 were both free just now (the tower's XSUB and XPUB)."""
+    for _ in range(100):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = int(a.getsockname()[1])
+            if port >= 65535:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError("no two consecutive free ports")
+
+
+class ProcessCluster:
+    """A tower and ``stores`` stores, each in its own process, on loopback.
+
+    ``with ProcessCluster(fsync="batch") as c: c.transport`` - the clients' transport config
+    is built from ``c.tower`` (``127.0.0.1:PORT``).
+    """
+
+    def __init__(
+        self, *, stores: int = 1, fsync: str = "batch", beacon_interval: float = 1.0
+    ) -> None:
+        self.stores = stores
+        self.fsync = fsync
+        self.beacon_interval = beacon_interval
+        self.port = 0
+        self.pids: dict[str, int] = {}
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def tower(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="dafka-bench-cluster-")
+        self.port = free_port_pair()
+        output = None if os.environ.get("DAFKA_BENCH_VERBOSE") else subprocess.DEVNULL
+        tower = subprocess.Popen(
+            [
+                DAFKA,
+                "tower",
+                "--sub",
+                f"tcp://127.0.0.1:{self.port}",
+                "--pub",
+                f"tcp://127.0.0.1:{self.port + 1}",
+            ],
+            stdout=output,
+            stderr=output,
+        )
+        self._procs.append(tower)
+        self.pids["tower"] = tower.pid
+        for i in range(self.stores):
+            store = subprocess.Popen(
+                [
+                    DAFKA,
+                    "store",
+                    "--data",
+                    str(Path(self._tmp.name) / f"store-{i}"),
+                    "--tower",
+                    self.tower,
+                    "--advertise",
+                    "127.0.0.1",
+                    "--bind",
+                    "127.0.0.1",
+                    "--fsync",
+                    self.fsync,
+                    "--beacon-interval",
+                    str(self.beacon_interval),
+                ],
+                stdout=output,
+                stderr=output,
+            )
+            self._procs.append(store)
+            self.pids[f"store-{i}"] = store.pid
+
+    def stop(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in reversed(self._procs):
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._procs.clear()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> ProcessCluster:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """The value below which ``fraction`` of the (sorted) values fall (nearest rank)."""
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(fraction * len(sorted_values)) - 1))
+    return sorted_values[index]
+
+
+__all__ = ["DAFKA", "ProcessCluster", "free_port_pair", "percentile"]

@@ -1,0 +1,344 @@
+"""End-to-end figures of a real cluster: every node in its own process, on loopback.
+
+A ``dafka tower`` and ``dafka store`` process(es) (see ``bench/_procs.py``), a producer
+process and consumer processes (``multiprocessing``, spawn). One Dafka RECORD per record.
+For each fsync policy of the store (``--fsync``, default: batch, ms:5 and os) and each record
+size (100 B, 1,000 B) it prints:
+
+* producer throughput: from the first ``publish`` until every record is ACKed by a store
+  (``flush``), records/s and MB/s of payload;
+* live consumer throughput: a consumer subscribed before the producer starts, from the
+  producer's first publish to the consumer's last record;
+* late consumer throughput: a consumer started after the producer finished, reading every
+  record back from the store(s), from its constructor call to its last record.
+
+Then, with the first policy:
+
+* latency from ``publish`` to ``poll`` returning it in the consumer process, at a steady
+  ``--rate`` (the payload carries ``time.time_ns()``: both processes share the clock);
+* time from a new consumer's constructor call to its first record (``offset_reset=latest``)
+  while a producer publishes steadily, over ``--trials`` consumers.
+
+Run: ``.venv/bin/python bench/cluster.py [--records N] [--quick] [--fsync batch,os]``.
+Targets (issue 5): >= 150,000 records/s of 100 B through a store, p99 < 2 ms, first record
+within 100 ms. The C reference: 275k-390k records/s (``../shared/PROTOCOL.md`` section 7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import struct
+import sys
+import time
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any, TypeAlias
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _procs import ProcessCluster, percentile
+from dafka.client import Consumer, Producer
+from dafka.node import ConsumerConfig
+from dafka.transport.config import TransportConfig
+
+MB = 1_000_000
+_STAMP = struct.Struct(">Q")
+Results: TypeAlias = "Queue[tuple[Any, ...]]"
+
+
+def transport(port: int, beacon_interval: float) -> TransportConfig:
+    return TransportConfig(
+        tower_sub_addresses=(f"tcp://127.0.0.1:{port}",),
+        tower_pub_addresses=(f"tcp://127.0.0.1:{port + 1}",),
+        advertised_host="127.0.0.1",
+        bind_host="127.0.0.1",
+        beacon_interval=beacon_interval,
+        beacon_timeout=4 * beacon_interval,
+    )
+
+
+# -- the client processes ---------------------------------------------------------------------
+
+
+def produce_burst(
+    port: int, beacon: float, topic: str, records: int, size: int, go: Event, out: Results
+) -> None:
+    """Publish one warm-up record (ACKed: a store is connected), then ``records`` at full speed."""
+    with Producer(topic, transport(port, beacon)) as producer:
+        producer.publish(b"w" * size)
+        if not producer.flush(60):
+            out.put(("error", "warm-up record not ACKed within 60 s"))
+            return
+        out.put(("producer-ready", os.getpid()))
+        go.wait()
+        payload = b"x" * size
+        publish = producer.publish
+        started = time.time_ns()
+        for _ in range(records):
+            publish(payload)
+        ok = producer.flush(300)
+        finished = time.time_ns()
+        out.put(("produced", started, finished, producer.acked, ok))
+
+
+def consume_count(
+    port: int, beacon: float, topic: str, expected: int, ready_at: int, out: Results
+) -> None:
+    """Read ``expected`` records (earliest); says "consumer-ready" after ``ready_at`` records."""
+    started = time.time_ns()
+    config = ConsumerConfig(offset_reset="earliest")
+    count = 0
+    first = last = 0
+    with Consumer(topic, transport(port, beacon), config) as consumer:
+        if ready_at == 0:
+            out.put(("consumer-ready", os.getpid()))
+        deadline = time.monotonic() + 300
+        while count < expected and time.monotonic() < deadline:
+            batch = consumer.poll(timeout=1.0)
+            if not batch:
+                continue
+            now = time.time_ns()
+            if not first:
+                first = now
+            if count < ready_at <= count + len(batch):
+                out.put(("consumer-ready", os.getpid()))
+            count += len(batch)
+            last = now
+    out.put(("consumed", started, first, last, count))
+
+
+def produce_steady(
+    port: int, beacon: float, topic: str, rate: float, size: int, stop: Event, out: Results
+) -> None:
+    """Publish ``rate`` records/s, each starting with ``time.time_ns()``, until ``stop``."""
+    padding = b"p" * max(0, size - _STAMP.size)
+    with Producer(topic, transport(port, beacon)) as producer:
+        out.put(("producer-ready", os.getpid()))
+        interval = 1.0 / rate
+        next_at = time.monotonic()
+        sent = 0
+        while not stop.is_set():
+            producer.publish(_STAMP.pack(time.time_ns()) + padding)
+            sent += 1
+            next_at += interval
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -1.0:
+                next_at = time.monotonic()  # fell far behind: do not burst
+        out.put(("steady-sent", sent))
+
+
+def consume_latency(
+    port: int, beacon: float, topic: str, warmup: int, samples: int, out: Results
+) -> None:
+    """Latency of ``samples`` records after skipping ``warmup`` (latest)."""
+    latencies: list[float] = []
+    seen = 0
+    config = ConsumerConfig(offset_reset="latest")
+    with Consumer(topic, transport(port, beacon), config) as consumer:
+        deadline = time.monotonic() + 120
+        while len(latencies) < samples and time.monotonic() < deadline:
+            for record in consumer.poll(timeout=1.0):
+                now = time.time_ns()
+                seen += 1
+                if seen > warmup:
+                    latencies.append((now - _STAMP.unpack_from(record.content)[0]) / 1000)
+    latencies.sort()
+    out.put(
+        (
+            "latency",
+            len(latencies),
+            percentile(latencies, 0.5),
+            percentile(latencies, 0.99),
+            percentile(latencies, 0.999),
+            latencies[-1] if latencies else float("nan"),
+        )
+    )
+
+
+def consume_first(port: int, beacon: float, topic: str, trials: int, out: Results) -> None:
+    """``trials`` new consumers, one after the other: constructor call -> first record."""
+    times: list[float] = []
+    config = ConsumerConfig(offset_reset="latest")
+    for _ in range(trials):
+        started = time.monotonic()
+        with Consumer(topic, transport(port, beacon), config) as consumer:
+            while not consumer.poll(timeout=5.0):
+                if time.monotonic() - started > 30:
+                    break
+            times.append((time.monotonic() - started) * 1000)
+    out.put(("first", times))
+
+
+# -- the scenarios ----------------------------------------------------------------------------
+
+
+def _expect(out: Results, kind: str, timeout: float = 120) -> tuple[Any, ...]:
+    message: tuple[Any, ...] = out.get(timeout=timeout)
+    if message[0] == "error":
+        raise RuntimeError(message[1])
+    if message[0] != kind:
+        raise RuntimeError(f"expected {kind}, got {message}")
+    return message
+
+
+def throughput(
+    ctx: Any, cluster: ProcessCluster, records: int, size: int, topic: str
+) -> dict[str, float]:
+    """Producer and live consumer together, then a late consumer."""
+    port, beacon = cluster.port, cluster.beacon_interval
+    out: Results = ctx.Queue()
+    go = ctx.Event()
+    producer = ctx.Process(target=produce_burst, args=(port, beacon, topic, records, size, go, out))
+    producer.start()
+    _expect(out, "producer-ready")
+    live = ctx.Process(target=consume_count, args=(port, beacon, topic, records + 1, 1, out))
+    live.start()
+    _expect(out, "consumer-ready")
+    go.set()
+    got: dict[str, tuple[Any, ...]] = {}
+    for _ in range(2):
+        message = out.get(timeout=600)
+        got[message[0]] = message
+    producer.join()
+    live.join()
+    _, started, finished, acked, ok = got["produced"]
+    _, _, _, live_last, live_count = got["consumed"]
+    late = ctx.Process(target=consume_count, args=(port, beacon, topic, records + 1, 0, out))
+    late.start()
+    _expect(out, "consumer-ready")
+    _, late_started, late_first, late_last, late_count = _expect(out, "consumed", 600)
+    late.join()
+    produce_s = (finished - started) / 1e9
+    live_s = (live_last - started) / 1e9
+    late_s = (late_last - late_started) / 1e9
+    if not ok or acked != records + 1:
+        print(f"  ! only {acked - 1}/{records} records ACKed")
+    if live_count != records + 1 or late_count != records + 1:
+        print(f"  ! consumers got {live_count - 1} and {late_count - 1} of {records} records")
+    return {
+        "produce": records / produce_s,
+        "live": (live_count - 1) / live_s,
+        "late": late_count / late_s,
+        "late_first_ms": (late_first - late_started) / 1e6,
+    }
+
+
+def latency(
+    ctx: Any, cluster: ProcessCluster, rate: float, seconds: float, size: int
+) -> tuple[Any, ...]:
+    port, beacon = cluster.port, cluster.beacon_interval
+    out: Results = ctx.Queue()
+    stop = ctx.Event()
+    samples = int(rate * seconds)
+    warmup = int(rate * 0.5)
+    consumer = ctx.Process(
+        target=consume_latency, args=(port, beacon, "latency", warmup, samples, out)
+    )
+    consumer.start()
+    producer = ctx.Process(
+        target=produce_steady, args=(port, beacon, "latency", rate, size, stop, out)
+    )
+    producer.start()
+    _expect(out, "producer-ready")
+    result = _expect(out, "latency", 300)
+    stop.set()
+    _expect(out, "steady-sent")
+    producer.join()
+    consumer.join()
+    return result
+
+
+def first_record(ctx: Any, cluster: ProcessCluster, rate: float, trials: int) -> list[float]:
+    port, beacon = cluster.port, cluster.beacon_interval
+    out: Results = ctx.Queue()
+    stop = ctx.Event()
+    producer = ctx.Process(
+        target=produce_steady, args=(port, beacon, "steady", rate, 100, stop, out)
+    )
+    producer.start()
+    _expect(out, "producer-ready")
+    consumer = ctx.Process(target=consume_first, args=(port, beacon, "steady", trials, out))
+    consumer.start()
+    times: list[float] = list(_expect(out, "first", 300)[1])
+    stop.set()
+    _expect(out, "steady-sent")
+    producer.join()
+    consumer.join()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--quick", action="store_true", help="fewer records, one policy")
+    parser.add_argument(
+        "--fsync", default="batch,ms:5,os", help="store fsync policies, comma-separated"
+    )
+    parser.add_argument("--sizes", default="100,1000")
+    parser.add_argument("--stores", type=int, default=1)
+    parser.add_argument("--beacon-interval", type=float, default=1.0)
+    parser.add_argument("--rate", type=float, default=2000, help="records/s for the latency run")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
+    parser.add_argument("--trials", type=int, default=5, help="consumers timed to first record")
+    parser.add_argument("--skip", default="", help="comma-separated: throughput,latency,first")
+    args = parser.parse_args()
+    policies = args.fsync.split(",")
+    records = args.records
+    if args.quick:
+        records = min(records, 50_000)
+        policies = policies[:1]
+        args.seconds = min(args.seconds, 2.0)
+        args.trials = min(args.trials, 3)
+    skip = set(filter(None, args.skip.split(",")))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    ctx = multiprocessing.get_context("spawn")
+    print(
+        f"cluster: tower + {args.stores} store process(es), producer and consumer processes; "
+        f"beacon interval {args.beacon_interval:g} s; {os.cpu_count()} CPUs"
+    )
+    if "throughput" not in skip:
+        print(f"\nthroughput, {records:,} records per run (payload MB/s):")
+        for policy in policies:
+            for size in sizes:
+                with ProcessCluster(
+                    stores=args.stores, fsync=policy, beacon_interval=args.beacon_interval
+                ) as cluster:
+                    r = throughput(ctx, cluster, records, size, f"t{size}")
+                print(
+                    f"  fsync {policy:<6} {size:>5} B: producer->ACKed {r['produce']:>9,.0f} rec/s "
+                    f"{r['produce'] * size / MB:6.1f} MB/s | live consumer {r['live']:>9,.0f} "
+                    f"rec/s | late consumer {r['late']:>9,.0f} rec/s "
+                    f"{r['late'] * size / MB:6.1f} MB/s (first after {r['late_first_ms']:.0f} ms)",
+                    flush=True,
+                )
+    if skip >= {"latency", "first"}:
+        return
+    with ProcessCluster(
+        stores=args.stores, fsync=policies[0], beacon_interval=args.beacon_interval
+    ) as cluster:
+        if "latency" not in skip:
+            for size in sizes:
+                _, n, p50, p99, p999, worst = latency(ctx, cluster, args.rate, args.seconds, size)
+                print(
+                    f"\nlatency publish->poll at {args.rate:,.0f} rec/s, {size} B, {n} samples: "
+                    f"p50 {p50:.0f} us, p99 {p99:.0f} us, p99.9 {p999:.0f} us, max {worst:.0f} us",
+                    flush=True,
+                )
+        if "first" not in skip:
+            times = first_record(ctx, cluster, 1000, args.trials)
+            print(
+                f"\nnew consumer -> first record (producer at 1,000 rec/s): median "
+                f"{statistics.median(times):.0f} ms, max {max(times):.0f} ms "
+                f"({', '.join(f'{t:.0f}' for t in times)})",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
