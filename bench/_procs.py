@@ -128,6 +128,13 @@ class ProcessCluster:
         self.stop()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process (all its threads) used so far, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(sorted_values: list[float], fraction: float) -> float:
     """The value below which ``fraction`` of the (sorted) values fall (nearest rank)."""
     if not sorted_values:
@@ -136,4 +143,4 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[index]
 
 
-__all__ = ["DAFKA", "ProcessCluster", "free_port_pair", "percentile"]
+__all__ = ["DAFKA", "ProcessCluster", "cpu_seconds", "free_port_pair", "percentile"]

@@ -27,7 +27,7 @@ from dafka.node import (
     PartitionPosition,
 )
 from dafka.transport.config import TransportConfig
-from dafka.transport.runner import Identity, NodeRunner
+from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 
 
 class Consumer:
@@ -85,6 +85,10 @@ class Consumer:
 
     def statistics(self) -> ConsumerStatistics:
         return self._runner.call(lambda _now: self._machine.statistics())
+
+    def transport_statistics(self) -> RunnerStats:
+        """The runner's counters: messages received and sent, peers connected..."""
+        return self._runner.statistics()
 
     def poll(self, timeout: float | None = None, max_records: int = 10_000) -> list[ConsumedRecord]:
         """Records received so far (at most ``max_records``); waits up to ``timeout`` for one."""

@@ -22,7 +22,7 @@ from dafka.client._ids import new_node_id
 from dafka.errors import DafkaError
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, ProducerStatistics
 from dafka.transport.config import TransportConfig
-from dafka.transport.runner import Identity, NodeRunner
+from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 
 
 class Producer:
@@ -104,6 +104,10 @@ class Producer:
 
     def statistics(self) -> ProducerStatistics:
         return self._runner.call(lambda _now: self._machine.statistics())
+
+    def transport_statistics(self) -> RunnerStats:
+        """The runner's counters: messages received and sent, peers connected..."""
+        return self._runner.statistics()
 
     def close(self, flush_timeout: float | None = 5.0) -> None:
         """Wait up to ``flush_timeout`` for ACKs, then leave the cluster."""
