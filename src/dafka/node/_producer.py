@@ -27,8 +27,17 @@ from dafka.node._config import ProducerConfig
 from dafka.node._errors import BackpressureError, check_name, check_sequence
 from dafka.node.actions import Action, Send, Subscribe
 from dafka.protocol import Ack, DataMessage, DirectHead, DirectRecord, Fetch, GetHeads, Head, Record
+from dafka.protocol._construct import constructor
 
 _COMPACT_AT = 4096
+
+# A frozen dataclass ``__init__`` sets each field through ``object.__setattr__``: for the
+# two objects built per published record that was a third of ``publish``. The values are
+# the machine's own (checked at construction) or the application's content, which the
+# encoder still checks, so the unchecked constructors lose nothing.
+_new_send = constructor(Send)
+_new_record = constructor(Record)
+_new_direct_record = constructor(DirectRecord)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +131,8 @@ class ProducerMachine:
 
     def publish(self, content: bytes, now: float) -> int:
         """Publish one record; returns its sequence. Raises :class:`BackpressureError` when full."""
-        held = len(self._records) - self._skip
+        records = self._records
+        held = len(records) - self._skip
         size = len(content)
         if held and (
             held >= self.config.max_unacked_records
@@ -131,11 +141,11 @@ class ProducerMachine:
             raise BackpressureError(held, self._held_bytes)
         sequence = self._next
         self._next = sequence + 1
-        self._records.append(content)
+        records.append(content)
         self._held_bytes += size
         self._published += 1
         self._published_bytes += size
-        self._out.append(Send(Record(self.topic, self.producer_id, sequence, content)))
+        self._out.append(_new_send(_new_record(self.topic, self.producer_id, sequence, content)))
         if self._head_due is None:
             self._head_due = now + self.config.head_interval
         return sequence
@@ -253,7 +263,9 @@ class ProducerMachine:
         requester, topic, pid = fetch.requester, self.topic, self.producer_id
         for sequence in range(first, stop):
             out.append(
-                Send(DirectRecord(requester, topic, pid, sequence, records[base + sequence]))
+                _new_send(
+                    _new_direct_record(requester, topic, pid, sequence, records[base + sequence])
+                )
             )
         self._resent += stop - first
 

@@ -44,6 +44,12 @@ from dafka.protocol import (
     Record,
     StoreHello,
 )
+from dafka.protocol._construct import constructor
+
+# Fetch replies build two objects per record: unchecked constructors skip the frozen
+# dataclass ``__init__`` (see dafka.protocol._construct); the encoder still checks them.
+_new_send = constructor(Send)
+_new_direct_record = constructor(DirectRecord)
 
 
 class RecordReader(Protocol):
@@ -323,7 +329,9 @@ class StoreMachine:
         served = 0
         for sequence, content in records:
             if fetch.sequence <= sequence < stop:
-                out.append(Send(DirectRecord(requester, topic, producer, sequence, content)))
+                out.append(
+                    _new_send(_new_direct_record(requester, topic, producer, sequence, content))
+                )
                 served += 1
         self._served += served
 
