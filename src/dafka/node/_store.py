@@ -150,6 +150,19 @@ class StoreMachine:
         cursor.durable = min(sequence, cursor.last)
         self._ack_due[cursor] = None
 
+    def on_peer(self, node_id: str, now: float) -> None:
+        """The driver connected to a new peer: ask for heads now, and keep asking.
+
+        The GET-HEADS queued by the constructor leaves before any peer is connected, and a PUB
+        drops what no one subscribed to. Without this a store restarted after the producers
+        left never learnt what it missed: only a RECORD or a HEAD armed the refresh timer, and
+        no one sends those any more. Asking on each new peer reaches the other stores as they
+        connect; the armed refresh covers a question sent before the peer connected back.
+        """
+        del node_id
+        self._ask_heads()
+        self._arm_refresh(now)
+
     def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
         """An XPUB notice on the reader's socket; ``prefix`` without the 0x01/0x00 byte."""
         del now
