@@ -104,7 +104,8 @@ def _peers_connected(consumer: Consumer) -> int:
 
 def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results) -> None:
     """Read (earliest) up to the record starting with ``E``; says "consumer-ready" once it
-    is connected to ``peers`` peers and has received 50 more records (0: at once)."""
+    is connected to ``peers`` peers, has caught up and received 50 more records (0: at once).
+    """
     started = time.time_ns()
     config = ConsumerConfig(offset_reset="earliest")
     count = 0
@@ -124,8 +125,13 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
                 first = now
             count += len(batch)
             last = now
-            connected = _peers_connected(consumer) if peers else 0
-            if ready_at is None and peers and connected >= peers:
+            # Connected and caught up (no FETCH in flight): what follows comes live.
+            if (
+                ready_at is None
+                and peers
+                and _peers_connected(consumer) >= peers
+                and consumer.statistics().fetches_in_flight == 0
+            ):
                 ready_at = count + 50
             if ready_at is not None and count - len(batch) < ready_at <= count:
                 out.put(("consumer-ready", os.getpid()))
@@ -133,7 +139,8 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
             if batch[-1].content[:1] == b"E":
                 break
         cpu = time.process_time() - cpu
-    out.put(("consumed", started, first, last, count, cpu))
+        stats = consumer.statistics()
+    out.put(("consumed", started, first, last, count, cpu, stats.fetches_sent, stats.dropped_ahead))
 
 
 def produce_steady(
@@ -213,53 +220,60 @@ def _expect(out: Results, kind: str, timeout: float = 120) -> tuple[Any, ...]:
 
 
 def throughput(
-    ctx: Any, cluster: ProcessCluster, records: int, size: int, topic: str
+    ctx: Any, cluster: ProcessCluster, records: int, size: int, topic: str, live: bool
 ) -> dict[str, float]:
-    """Producer and live consumer together, then a late consumer."""
+    """A producer burst, with a live consumer (``live``) or followed by a late consumer.
+
+    CPU figures are per record: the producer process, the store process(es) while the
+    producer ran, and the consumer process from its start (late) or readiness (live).
+    """
     port, beacon = cluster.port, cluster.beacon_interval
     out: Results = ctx.Queue()
     go = ctx.Event()
     producer = ctx.Process(target=produce_burst, args=(port, beacon, topic, records, size, go, out))
     producer.start()
     _expect(out, "producer-ready")
-    peers = 1 + 2 * cluster.stores  # the producer, each store's writer and reader
-    live = ctx.Process(target=consume_count, args=(port, beacon, topic, peers, out))
-    live.start()
-    _expect(out, "consumer-ready")
+    consumer = None
+    if live:
+        peers = 1 + 2 * cluster.stores  # the producer, each store's writer and reader
+        consumer = ctx.Process(target=consume_count, args=(port, beacon, topic, peers, out))
+        consumer.start()
+        _expect(out, "consumer-ready")
     store_pids = [pid for name, pid in cluster.pids.items() if name.startswith("store")]
     store_cpu = sum(cpu_seconds(pid) for pid in store_pids)
     go.set()
     got: dict[str, tuple[Any, ...]] = {}
-    for _ in range(2):
+    for _ in range(2 if live else 1):
         message = out.get(timeout=600)
         got[message[0]] = message
     store_cpu = sum(cpu_seconds(pid) for pid in store_pids) - store_cpu
     producer.join()
-    live.join()
     _, started, finished, acked, total, ok, producer_cpu = got["produced"]
-    _, _, _, live_last, live_count, live_cpu = got["consumed"]
-    late = ctx.Process(target=consume_count, args=(port, beacon, topic, 0, out))
-    late.start()
-    _expect(out, "consumer-ready")
-    _, late_started, late_first, late_last, late_count, late_cpu = _expect(out, "consumed", 600)
-    late.join()
-    produce_s = (finished - started) / 1e9
-    live_s = (live_last - started) / 1e9
-    late_s = (late_last - late_started) / 1e9
     if not ok or acked != total:
         print(f"  ! only {acked}/{total} records ACKed")
-    if live_count != total or late_count != total:
-        print(f"  ! consumers got {live_count} and {late_count} of {total} records")
-    return {
-        "produce": records / produce_s,
-        "live": records / live_s,
-        "late": late_count / late_s,
-        "late_first_ms": (late_first - late_started) / 1e6,
+    result = {
+        "produce": records / ((finished - started) / 1e9),
         "producer_us": producer_cpu / records * 1e6,
         "store_us": store_cpu / records * 1e6,
-        "live_us": live_cpu / records * 1e6,
-        "late_us": late_cpu / late_count * 1e6,
     }
+    if consumer is None:
+        consumer = ctx.Process(target=consume_count, args=(port, beacon, topic, 0, out))
+        consumer.start()
+        _expect(out, "consumer-ready")
+        got["consumed"] = _expect(out, "consumed", 600)
+    consumer.join()
+    _, consumer_started, first, last, count, consumer_cpu, fetches, ahead = got["consumed"]
+    if count != total:
+        print(f"  ! the consumer got {count} of {total} records")
+    result["consumer_us"] = consumer_cpu / count * 1e6
+    result["fetches"] = fetches
+    result["dropped_ahead"] = ahead
+    if live:
+        result["consume"] = records / ((last - started) / 1e9)
+    else:
+        result["consume"] = count / ((last - consumer_started) / 1e9)
+        result["first_ms"] = (first - consumer_started) / 1e6
+    return result
 
 
 def latency(
@@ -339,20 +353,26 @@ def main() -> None:
         print(f"\nthroughput, {records:,} records per run (payload MB/s):")
         for policy in policies:
             for size in sizes:
-                with ProcessCluster(
-                    stores=args.stores, fsync=policy, beacon_interval=args.beacon_interval
-                ) as cluster:
-                    r = throughput(ctx, cluster, records, size, f"t{size}")
-                print(
-                    f"  fsync {policy:<6} {size:>5} B: producer->ACKed {r['produce']:>9,.0f} rec/s "
-                    f"{r['produce'] * size / MB:6.1f} MB/s | live consumer {r['live']:>9,.0f} "
-                    f"rec/s | late consumer {r['late']:>9,.0f} rec/s "
-                    f"{r['late'] * size / MB:6.1f} MB/s (first after {r['late_first_ms']:.0f} ms)\n"
-                    f"  {'':<18}  CPU per record: producer {r['producer_us']:.1f} us, store "
-                    f"{r['store_us']:.1f} us (while producing), live consumer {r['live_us']:.1f} "
-                    f"us, late consumer {r['late_us']:.1f} us",
-                    flush=True,
-                )
+                for live in (False, True):
+                    with ProcessCluster(
+                        stores=args.stores, fsync=policy, beacon_interval=args.beacon_interval
+                    ) as cluster:
+                        r = throughput(ctx, cluster, records, size, f"t{size}", live)
+                    line = (
+                        f"  fsync {policy:<6} {size:>5} B, "
+                        + ("with a live consumer: " if live else "producer alone:      ")
+                        + f"producer->ACKed {r['produce']:>9,.0f} rec/s "
+                        f"{r['produce'] * size / MB:6.1f} MB/s | "
+                        + ("live" if live else "late")
+                        + f" consumer {r['consume']:>9,.0f} rec/s "
+                        f"{r['consume'] * size / MB:6.1f} MB/s"
+                        + ("" if live else f" (first after {r['first_ms']:.0f} ms)")
+                        + f"\n{'':<26}CPU per record: producer {r['producer_us']:.1f} us, "
+                        f"store {r['store_us']:.1f} us, consumer {r['consumer_us']:.1f} us; the "
+                        f"consumer sent {r['fetches']:.0f} FETCHes, dropped "
+                        f"{r['dropped_ahead']:.0f} records ahead of its position"
+                    )
+                    print(line, flush=True)
     if skip >= {"latency", "first"}:
         return
     with ProcessCluster(
