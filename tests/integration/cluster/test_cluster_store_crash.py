@@ -1,0 +1,67 @@
+"""A store killed with SIGKILL while records flow keeps what it ACKed and catches up.
+
+Two stores; a producer publishes at a steady pace. We watch store A's own ACKs on its writer
+port (ACKs carry no store identity, so the producer's ``acked`` count alone cannot say which
+store ACKed) and SIGKILL A mid-stream. On A's data directory, everything A ever ACKed must be
+there: ACKs cover durable records only. The producer goes on with store B, flushes and exits;
+A restarts on the same directory and can then catch up only from B. Finally both logs are
+identical and complete.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster.cluster_probe import AckWatch, HeadsProbe, check_partition, read_log
+from tests.integration.cluster.cluster_procs import DEADLINE, Processes, wait_until
+
+TOPIC = "crash"
+RECORDS = 60_000
+
+
+@pytest.mark.timeout(180)
+def test_killed_store_keeps_acked_records_and_catches_up(procs: Processes, tmp_path: Path) -> None:
+    tower = procs.tower()
+    store_a = procs.store(tmp_path / "a", [tower], name="store-a")
+    store_b = procs.store(tmp_path / "b", [tower], name="store-b")
+    watch = AckWatch(store_a.writer_port)
+    try:
+        producer = procs.client(
+            "producer", "produce", [tower], TOPIC, "--records", str(RECORDS), "--rate", "15000"
+        )
+        pid = producer.wait_event("ready")["id"]
+        key = (TOPIC, pid)
+        wait_until(lambda: watch.pump().get(key, -1) >= 10_000, "store A to ACK 10,000 records")
+        store_a.proc.kill()  # SIGKILL
+        assert producer.require("progress")["published"] < RECORDS, "records must flow"
+        acked_by_a = watch.pump()[key]
+    finally:
+        watch.close()
+
+    # Everything A ACKed is on its disk (the process is dead: its lock is gone).
+    on_disk = read_log(store_a.data_dir)[key]
+    assert len(on_disk) >= acked_by_a + 1, f"A ACKed {acked_by_a} but holds {len(on_disk)}"
+    check_partition(on_disk, len(on_disk))
+
+    # The producer finishes with B alone and leaves: its records now live only in the stores.
+    assert producer.wait_exit(DEADLINE) == 0, procs.describe()
+    assert producer.require("done")["acked"] == RECORDS
+    assert len(on_disk) < RECORDS, "A must have something to catch up"
+
+    store_a = procs.store(store_a.data_dir, [tower], name="store-a")
+    probe = HeadsProbe([tower.sub_endpoint])
+    try:
+        expected = {pid: RECORDS - 1}
+        assert probe.heads(store_a.reader_port, TOPIC, expected) == expected, procs.describe()
+        assert probe.heads(store_b.reader_port, TOPIC, expected) == expected, procs.describe()
+    finally:
+        probe.close()
+    for store in (store_a, store_b):
+        assert store.proc.stop(signal.SIGTERM) == 0, store.proc.tail()
+
+    logs = [read_log(store.data_dir) for store in (store_a, store_b)]
+    assert logs[0] == logs[1], "the two stores' logs differ"
+    check_partition(logs[0][key], RECORDS)
