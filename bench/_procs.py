@@ -16,7 +16,9 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-DAFKA = str(Path(sys.executable).with_name("dafka"))
+DAFKA = os.environ.get("DAFKA_BENCH_DAFKA") or str(Path(sys.executable).with_name("dafka"))
+"""The ``dafka`` command run for the tower and the stores (``DAFKA_BENCH_DAFKA`` overrides it,
+e.g. to measure another checkout or a wrapper that changes interpreter settings)."""
 
 
 def free_port_pair() -> int:

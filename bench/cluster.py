@@ -180,6 +180,7 @@ def consume_latency(
                 seen += 1
                 if seen > warmup:
                     latencies.append((now - _STAMP.unpack_from(record.content)[0]) / 1000)
+        stats = consumer.statistics()
     latencies.sort()
     out.put(
         (
@@ -189,6 +190,8 @@ def consume_latency(
             percentile(latencies, 0.99),
             percentile(latencies, 0.999),
             latencies[-1] if latencies else float("nan"),
+            stats.fetches_sent,
+            stats.dropped_ahead,
         )
     )
 
@@ -380,10 +383,13 @@ def main() -> None:
     ) as cluster:
         if "latency" not in skip:
             for size in sizes:
-                _, n, p50, p99, p999, worst = latency(ctx, cluster, args.rate, args.seconds, size)
+                _, n, p50, p99, p999, worst, fetches, ahead = latency(
+                    ctx, cluster, args.rate, args.seconds, size
+                )
                 print(
                     f"\nlatency publish->poll at {args.rate:,.0f} rec/s, {size} B, {n} samples: "
-                    f"p50 {p50:.0f} us, p99 {p99:.0f} us, p99.9 {p999:.0f} us, max {worst:.0f} us",
+                    f"p50 {p50:.0f} us, p99 {p99:.0f} us, p99.9 {p999:.0f} us, max {worst:.0f} us "
+                    f"(consumer: {fetches} FETCHes, {ahead} dropped ahead)",
                     flush=True,
                 )
         if "first" not in skip:
