@@ -3,8 +3,9 @@
 Both log a ready line (the fixtures wait for it and read the ports from it). SIGTERM and
 SIGINT stop them within a few seconds with exit code 0. A store flushes before it exits: with
 ``--fsync records:1000`` a partition is synced (and ACKed) only once it holds 1,000 unsynced
-records, so of the producer's 1,500 records the last few hundred are ACKed only by the flush
-at stop - and are then readable from the data directory and from the restarted store.
+records, so the last of the producer's 1,500 records normally wait, unsynced, for the stop.
+Watching the store's own ACKs, its last ACK must then cover everything its log holds, and
+everything ACKed must be readable from the data directory and from the restarted store.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import pytest
 from dafka.client import Consumer
 from dafka.node import ConsumerConfig
 from tests.integration.cluster.cluster_client import payload, transport
-from tests.integration.cluster.cluster_probe import check_partition, read_log
-from tests.integration.cluster.cluster_procs import DEADLINE, Processes
+from tests.integration.cluster.cluster_probe import AckWatch, check_partition, read_log
+from tests.integration.cluster.cluster_procs import DEADLINE, Processes, wait_until
 
 TOPIC = "daemons"
 RECORDS = 1_500
@@ -37,25 +38,26 @@ def test_daemons_stop_cleanly_and_the_store_flushes(
 ) -> None:
     tower = procs.tower()
     store = procs.store(tmp_path / "store", [tower], fsync="records:1000")
-    producer = procs.client("producer", "produce", [tower], TOPIC, "--records", str(RECORDS))
-    pid = producer.wait_event("ready")["id"]
-    # The first thousand-odd records are synced by count and ACKed; the rest wait for a sync
-    # that never comes while the store runs. (Were all 1,500 in the batch that crossed 1,000,
-    # they would all be ACKed already and the flush below would have nothing to add: the
-    # store reads at most 1,024 messages per turn, so in practice a few hundred are left.)
-    producer.wait_event("progress", lambda e: e["acked"] >= 1000)
+    watch = AckWatch(store.writer_port)
+    try:
+        producer = procs.client("producer", "produce", [tower], TOPIC, "--records", str(RECORDS))
+        pid = producer.wait_event("ready")["id"]
+        key = (TOPIC, pid)
+        # The first thousand-odd records are synced by count and ACKed; the rest wait.
+        wait_until(lambda: watch.pump().get(key, -1) >= 999, "the first sync by count")
 
-    started = time.monotonic()
-    assert store.proc.stop(signum) == 0, store.proc.tail()
-    stop_timed(started)
-    # The flush at stop made the rest durable, and its ACK reached the producer.
-    done = producer.wait_event("done")
-    assert done["flushed"], done
-    assert done["acked"] == RECORDS
-    assert producer.wait_exit() == 0
-    check_partition(read_log(store.data_dir)[(TOPIC, pid)], RECORDS)
+        started = time.monotonic()
+        assert store.proc.stop(signum) == 0, store.proc.tail()
+        stop_timed(started)
+        on_disk = read_log(store.data_dir)[key]
+        check_partition(on_disk, len(on_disk))
+        # The flush at stop made everything the store held durable, and ACKed it.
+        last_ack = len(on_disk) - 1
+        wait_until(lambda: watch.pump()[key] == last_ack, f"the store's final ACK of {last_ack}")
+    finally:
+        watch.close()
 
-    # The restarted store serves them (the producer is gone).
+    # The restarted store serves them: all of them, ACKed before the stop or fetched since.
     store = procs.store(store.data_dir, [tower])
     config = ConsumerConfig(offset_reset="earliest")
     got: list[int] = []
@@ -66,6 +68,9 @@ def test_daemons_stop_cleanly_and_the_store_flushes(
                 assert record.content == payload(record.sequence)
                 got.append(record.sequence)
     assert got == list(range(RECORDS))
+    # Whatever the stopped store had not received, the restarted one fetched from the producer.
+    assert producer.wait_exit() == 0, procs.describe()
+    assert producer.require("done")["acked"] == RECORDS
 
     for proc in (store.proc, tower.proc):
         started = time.monotonic()
