@@ -219,6 +219,35 @@ class StoreMachine:
         else:
             self._unexpected += 1
 
+    def on_records(
+        self, topic: str, producer: str, first_sequence: int, contents: Sequence[bytes], now: float
+    ) -> None:
+        """A run of RECORDs of one partition: ``contents[i]`` at ``first_sequence + i``.
+
+        Exactly what ``on_message(Record(topic, producer, first_sequence + i, contents[i]),
+        now)`` for each ``i`` in order does, for a driver that receives a burst of one
+        partition: the in-order case (the steady state) takes the whole run at once instead
+        of building and dispatching one ``Record`` per record; anything else goes record by
+        record through ``on_message``.
+        """
+        cursor = self._cursors.get((topic, producer))
+        if (
+            cursor is not None
+            and contents
+            and first_sequence == cursor.last + 1
+            and not cursor.fetching
+        ):
+            pending = cursor.pending
+            if not pending:
+                cursor.pending_first = first_sequence
+                self._dirty.append(cursor)
+            pending.extend(contents)
+            cursor.last = first_sequence + len(contents) - 1
+            return
+        on_message = self.on_message
+        for offset, content in enumerate(contents):
+            on_message(Record(topic, producer, first_sequence + offset, content), now)
+
     def on_timer(self, now: float) -> None:
         self._fetcher.on_timer(now, self._out)
         due = self._refresh_due

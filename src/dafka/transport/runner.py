@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -52,7 +53,14 @@ from dafka.node.actions import (
     Subscribe,
     Unsubscribe,
 )
-from dafka.protocol import DataMessage, DecodeError, decode_data, decode_discovery, encode
+from dafka.protocol import (
+    DataMessage,
+    DecodeError,
+    Record,
+    decode_data,
+    decode_discovery,
+    encode,
+)
 from dafka.storage import Storage
 from dafka.transport.config import TransportConfig
 from dafka.transport.sockets import bound_port, make_socket
@@ -66,6 +74,8 @@ _send: Callable[..., None] = zmq.backend.Socket.send
 wrapper costs as much as the send itself for a small frame, and it is paid twice per record
 (frame 0 with SNDMORE, then the content: cheaper than ``send_multipart``)."""
 _SNDMORE = zmq.SNDMORE
+_unpack_sequence = struct.Struct(">Q").unpack_from
+"""The u64 big-endian sequence that ends frame 0 of a RECORD."""
 _COPY_BELOW = 65536
 """Contents smaller than this are copied into the message (cheaper than tracking a zero-copy
 buffer, as pyzmq's own ``copy_threshold``); larger ones are sent without a copy."""
@@ -157,6 +167,9 @@ class NodeRunner:
         self._stopping = False
         self._error: BaseException | None = None
         self._endpoints: list[_Endpoint] = []
+        self._on_records: Callable[[str, str, int, list[bytes], float], None] | None = getattr(
+            machine, "on_records", None
+        )
         self.discovery = Discovery(
             [i.node_id for i in identities],
             DiscoveryConfig(interval=config.beacon_interval, timeout=config.beacon_timeout),
@@ -391,12 +404,25 @@ class NodeRunner:
         whether another follows (``.more``): asking the socket (``RCVMORE``) costs a
         Python-level option lookup per message, and ``recv_multipart`` more still. Any
         number of frames is read, so a malformed message never desynchronises the socket.
+
+        *Runs.* A machine with ``on_records`` (store, consumer) gets consecutive RECORDs of
+        one partition as one call: once a RECORD decoded (so its header, frame 0 without
+        the 8-byte sequence, passed the decoder's checks), each next message of exactly two
+        frames whose frame 0 is that header followed by the next sequence joins the run
+        without being decoded into a ``Record``. This is the decoder's own header-cache
+        argument (equal bytes, equal verdict), so nothing is accepted that decoding would
+        refuse; anything else ends the run, which is fed before that message.
         """
         on_message = self.machine.on_message
         flt = self._inbound_filter
+        on_records = self._on_records if flt is None else None
         stats = self._stats
         recv = sock.recv
         received = 0
+        run: list[bytes] = []
+        run_header: bytes | None = None
+        run_topic = run_producer = ""
+        run_first = run_next = 0
         try:
             for _ in range(self._config.receive_batch):
                 frame = recv(zmq.NOBLOCK, False)
@@ -409,6 +435,18 @@ class NodeRunner:
                         frames.append(part.bytes)
                 else:
                     frames = [frame.bytes]
+                if run_header is not None:
+                    if len(frames) == 2:
+                        head = frames[0]
+                        if (
+                            head[:-8] == run_header
+                            and _unpack_sequence(head, len(head) - 8)[0] == run_next
+                        ):
+                            run.append(frames[1])
+                            run_next += 1
+                            continue
+                    on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                    run_header = None
                 try:
                     message = decode_data(frames)
                 except DecodeError as exc:
@@ -418,11 +456,21 @@ class NodeRunner:
                 if flt is not None and flt(message):
                     stats.filtered += 1
                     continue
+                if on_records is not None and message.__class__ is Record:
+                    run_header = frames[0][:-8]
+                    run_topic = message.topic
+                    run_producer = message.producer
+                    run_first = message.sequence
+                    run_next = run_first + 1
+                    run = [frames[1]]
+                    continue
                 on_message(message, now)
         except zmq.Again:
             pass
         finally:
             stats.received += received
+        if run_header is not None:
+            on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
 
     def _receive_notices(
         self, sock: zmq.Socket[bytes], handler: Callable[[bytes, bool, float], None], now: float
