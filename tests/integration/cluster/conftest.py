@@ -12,7 +12,10 @@ from tests.integration.cluster.cluster_procs import Processes
 
 @pytest.fixture
 def procs(tmp_path: Path) -> Iterator[Processes]:
-    """Start processes through this; whatever still runs at the end is killed (SIGKILL)."""
+    """Start processes through this; whatever still runs at the end is killed (SIGKILL).
+
+    Their logs stay in ``tmp_path / "logs"``; a failed test also shows their tails.
+    """
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     processes = Processes(log_dir)
@@ -20,3 +23,5 @@ def procs(tmp_path: Path) -> Iterator[Processes]:
         yield processes
     finally:
         processes.close()
+        # Shown by pytest only when the test failed: the last words of every process.
+        print(processes.describe())
