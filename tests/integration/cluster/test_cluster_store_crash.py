@@ -27,19 +27,26 @@ def test_killed_store_keeps_acked_records_and_catches_up(procs: Processes, tmp_p
     tower = procs.tower()
     store_a = procs.store(tmp_path / "a", [tower], name="store-a")
     store_b = procs.store(tmp_path / "b", [tower], name="store-b")
-    watch = AckWatch(store_a.writer_port)
+    watch, watch_b = AckWatch(store_a.writer_port), AckWatch(store_b.writer_port)
     try:
         producer = procs.client(
             "producer", "produce", [tower], TOPIC, "--records", str(RECORDS), "--rate", "15000"
         )
         pid = producer.wait_event("ready")["id"]
         key = (TOPIC, pid)
-        wait_until(lambda: watch.pump().get(key, -1) >= 10_000, "store A to ACK 10,000 records")
+        # B too must have ACKed a contiguous start: a record that only A held (B missed it
+        # while joining) and that the producer released on A's ACK would be gone with A,
+        # and the producer could not finish before A came back.
+        wait_until(
+            lambda: min(watch.pump().get(key, -1), watch_b.pump().get(key, -1)) >= 10_000,
+            "both stores to ACK 10,000 records",
+        )
         store_a.proc.kill()  # SIGKILL
         assert producer.require("progress")["published"] < RECORDS, "records must flow"
         acked_by_a = watch.pump()[key]
     finally:
         watch.close()
+        watch_b.close()
 
     # Everything A ACKed is on its disk (the process is dead: its lock is gone).
     on_disk = read_log(store_a.data_dir)[key]
