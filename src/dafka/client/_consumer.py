@@ -13,6 +13,7 @@ import collections
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import repeat
 from types import TracebackType
 
 import zmq
@@ -113,8 +114,15 @@ class Consumer:
                 take = contents[self._offset : self._offset + max_records - len(out)]
                 first = batch.first_sequence + self._offset
                 topic, partition = batch.topic, batch.producer
+                # map() over repeat()s builds the tuples without a generator frame per record
                 out.extend(
-                    ConsumedRecord(topic, partition, first + i, c) for i, c in enumerate(take)
+                    map(
+                        ConsumedRecord,
+                        repeat(topic),
+                        repeat(partition),
+                        range(first, first + len(take)),
+                        take,
+                    )
                 )
                 self._offset += len(take)
                 if self._offset >= len(contents):

@@ -145,11 +145,17 @@ class Producer:
     def _drain(self, now: float) -> None:
         self._scheduled = False
         pending = self._pending
-        machine = self._machine
-        while pending:
-            if not machine.can_publish(len(pending[0])):
-                return  # the byte bound: _after_turn resumes when ACKs make room
-            machine.publish(pending.popleft(), now)
+        publish = self._machine.publish
+        popleft = pending.popleft
+        try:
+            while pending:
+                publish(pending[0], now)
+                popleft()
+        except BackpressureError:
+            # The byte bound (the machine refused without using a sequence; asking
+            # can_publish first cost as much as publishing): _after_turn resumes when ACKs
+            # make room.
+            return
 
     def _after_turn(self, now: float) -> None:
         if self._pending and not self._scheduled:

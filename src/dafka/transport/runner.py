@@ -13,7 +13,8 @@ One thread owns all sockets (ZeroMQ sockets are not thread-safe). Each turn of i
 1. polls the beacon SUB, the data SUBs, the XPUBs (subscription notices, for STORE-HELLO) and
    an inproc wake-up socket, with a timeout up to the next timer;
 2. reads up to ``receive_batch`` messages per readable socket, decodes them (undecodable
-   input is counted and dropped) and feeds them to the machine;
+   input is counted and dropped) and feeds them to the machine; consecutive RECORDs of one
+   partition go in as one run (``on_records``) when the machine has it (see ``_receive``);
 3. runs due timers, callables posted from other threads (``post``), and the storage's
    durability clock;
 4. drains the machine's outbox and executes it: sends, (un)subscriptions, persistence,
