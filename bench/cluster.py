@@ -16,6 +16,8 @@ Then, with the first policy:
 
 * latency from ``publish`` to ``poll`` returning it in the consumer process, at a steady
   ``--rate`` (the payload carries ``time.time_ns()``: both processes share the clock);
+* ACK latency: one record at a time, from ``publish`` until ``flush`` returns (the store made
+  it durable under its fsync policy and ACKed it);
 * time from a new consumer's constructor call to its first record (``offset_reset=latest``)
   while a producer publishes steadily, over ``--trials`` consumers.
 
@@ -304,6 +306,36 @@ def latency(
     return result
 
 
+def produce_acked(port: int, beacon: float, samples: int, rate: float, out: Results) -> None:
+    """Publish one record at a time and wait for its ACK (``flush``): the durability latency."""
+    waits: list[float] = []
+    with Producer("acked", transport(port, beacon)) as producer:
+        producer.publish(b"w")
+        producer.flush(60)
+        interval = 1.0 / rate
+        for _ in range(samples):
+            started = time.monotonic()
+            producer.publish(b"a" * 100)
+            producer.flush(10)
+            waits.append((time.monotonic() - started) * 1e6)
+            delay = started + interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+    waits.sort()
+    out.put(("acked", percentile(waits, 0.5), percentile(waits, 0.99), waits[-1]))
+
+
+def ack_latency(ctx: Any, cluster: ProcessCluster, samples: int, rate: float) -> tuple[Any, ...]:
+    out: Results = ctx.Queue()
+    producer = ctx.Process(
+        target=produce_acked, args=(cluster.port, cluster.beacon_interval, samples, rate, out)
+    )
+    producer.start()
+    result = _expect(out, "acked", 300)
+    producer.join()
+    return result
+
+
 def first_record(ctx: Any, cluster: ProcessCluster, rate: float, trials: int) -> list[float]:
     port, beacon = cluster.port, cluster.beacon_interval
     out: Results = ctx.Queue()
@@ -336,7 +368,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=2000, help="records/s for the latency run")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
     parser.add_argument("--trials", type=int, default=5, help="consumers timed to first record")
-    parser.add_argument("--skip", default="", help="comma-separated: throughput,latency,first")
+    parser.add_argument("--skip", default="", help="comma-separated: throughput,latency,ack,first")
     args = parser.parse_args()
     policies = args.fsync.split(",")
     records = args.records
@@ -376,7 +408,7 @@ def main() -> None:
                         f"{r['dropped_ahead']:.0f} records ahead of its position"
                     )
                     print(line, flush=True)
-    if skip >= {"latency", "first"}:
+    if skip >= {"latency", "ack", "first"}:
         return
     with ProcessCluster(
         stores=args.stores, fsync=policies[0], beacon_interval=args.beacon_interval
@@ -392,6 +424,13 @@ def main() -> None:
                     f"(consumer: {fetches} FETCHes, {ahead} dropped ahead)",
                     flush=True,
                 )
+        if "ack" not in skip:
+            _, p50, p99, worst = ack_latency(ctx, cluster, 1000 if not args.quick else 300, 500)
+            print(
+                f"\nACK latency publish->flush() returns, one record at a time (500/s), fsync "
+                f"{policies[0]}: p50 {p50:.0f} us, p99 {p99:.0f} us, max {worst:.0f} us",
+                flush=True,
+            )
         if "first" not in skip:
             times = first_record(ctx, cluster, 1000, args.trials)
             print(
