@@ -94,7 +94,10 @@ def produce_burst(
         ok = producer.flush(300)
         finished = time.time_ns()
         cpu = time.process_time() - cpu
-        out.put(("produced", started, finished, producer.acked, producer.next_sequence, ok, cpu))
+        resent = producer.statistics().records_resent
+        out.put(
+            ("produced", started, finished, producer.acked, producer.next_sequence, ok, cpu, resent)
+        )
 
 
 def _peers_connected(consumer: Consumer) -> int:
@@ -253,7 +256,9 @@ def throughput(
         got[message[0]] = message
     store_cpu = sum(cpu_seconds(pid) for pid in store_pids) - store_cpu
     producer.join()
-    _, started, finished, acked, total, ok, producer_cpu = got["produced"]
+    _, started, finished, acked, total, ok, producer_cpu, resent = got["produced"]
+    if resent:
+        print(f"  ! the producer re-sent {resent} records (FETCH answers: something was lost)")
     if not ok or acked != total:
         print(f"  ! only {acked}/{total} records ACKed")
     result = {

@@ -24,6 +24,9 @@ from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, Produ
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 
+DRAIN_SLICE = 4096
+"""Records handed to the machine (and sent) per runner turn; see ``Producer._drain``."""
+
 
 class Producer:
     """``with Producer("hello", transport) as p: p.publish(b"...")``"""
@@ -143,12 +146,21 @@ class Producer:
                 self._progress.wait(remaining)
 
     def _drain(self, now: float) -> None:
+        """Hand queued records to the machine, at most ``DRAIN_SLICE`` per runner turn.
+
+        The slice matters: an application can queue up to ``max_unacked_records`` (a
+        million) records while the runner is busy, and handing them all over in one turn
+        took seconds, during which the runner sent no beacon and read no socket; the stores
+        then expired the producer, dropping every record still queued for them (they came
+        back by FETCH, at twice the cost). A slice posts the next one, which runs after the
+        rest of the turn.
+        """
         self._scheduled = False
         pending = self._pending
         publish = self._machine.publish
         popleft = pending.popleft
         try:
-            while pending:
+            for _ in range(min(len(pending), DRAIN_SLICE)):
                 publish(pending[0], now)
                 popleft()
         except BackpressureError:
@@ -156,6 +168,13 @@ class Producer:
             # can_publish first cost as much as publishing): _after_turn resumes when ACKs
             # make room.
             return
+        if pending:
+            # Not under self._lock: publish() may hold it while it waits for ACKs that only
+            # this thread can process. A second drain posted meanwhile by publish() is
+            # harmless (it takes the next slice); what must never happen is records queued
+            # with no drain to come, and this post rules that out.
+            self._scheduled = True
+            self._runner.post(self._drain)
 
     def _after_turn(self, now: float) -> None:
         if self._pending and not self._scheduled:

@@ -377,8 +377,11 @@ class NodeRunner:
                     wake.recv(zmq.NOBLOCK)
                 except zmq.Again:
                     break
+        # Only what was posted before this turn: a callable that posts itself again (a
+        # producer draining a long queue in slices) runs next turn, after the sockets, the
+        # timers and the beacons had theirs - a turn must never grow without bound.
         posted = self._posted
-        while posted:
+        for _ in range(len(posted)):
             posted.popleft()(now)
 
     def _receive_beacons(self, beacon_sub: zmq.Socket[bytes], now: float) -> None:

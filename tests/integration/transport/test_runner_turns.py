@@ -1,0 +1,72 @@
+"""A runner turn is bounded: work that posts itself again runs once per turn, not forever.
+
+A producer hands a long queue to its machine in slices, each slice posting the next. Were
+the posted callables drained until none was left, one turn would last as long as the whole
+queue, with no beacon and no socket read meanwhile, and the stores would expire the
+producer (dropping everything queued for it). Here a consumer's runner is kept busy by a
+callable that always posts itself again, and must still discover a producer and receive.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from dafka.client import ConsumedRecord, Consumer, Producer
+from dafka.node import ConsumerConfig
+from dafka.transport.config import TransportConfig
+from dafka.transport.tower import Tower
+
+
+def wait_for(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def transport() -> Iterator[TransportConfig]:
+    tower = Tower("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
+    tower.start()
+    yield TransportConfig(
+        tower_sub_addresses=(tower.sub_endpoint,),
+        tower_pub_addresses=(tower.pub_endpoint,),
+        advertised_host="127.0.0.1",
+        bind_host="127.0.0.1",
+        beacon_interval=0.1,
+        beacon_timeout=0.4,
+    )
+    tower.stop()
+
+
+def test_a_self_posting_callable_does_not_starve_the_turn(transport: TransportConfig) -> None:
+    with Consumer("turns", transport, ConsumerConfig(offset_reset="earliest")) as consumer:
+        runner = consumer._runner
+        turns = 0
+        stop = False
+
+        def busy(_now: float) -> None:
+            nonlocal turns
+            turns += 1
+            if not stop:
+                runner.post(busy)
+
+        runner.post(busy)
+        try:
+            wait_for(lambda: turns > 10, "the busy callable to run")
+            producer = Producer("turns", transport)
+            try:
+                producer.publish(b"while busy")
+                got: list[ConsumedRecord] = []
+                deadline = time.monotonic() + 10
+                while not got and time.monotonic() < deadline:
+                    got = consumer.poll(timeout=0.1)
+                assert [r.content for r in got] == [b"while busy"]
+            finally:
+                producer.close(flush_timeout=None)  # no store here: nothing will ACK
+        finally:
+            stop = True
