@@ -32,6 +32,7 @@ class Cursor:
     """The state of one partition (topic, producer) as seen by one reader."""
 
     __slots__ = (
+        "ahead",
         "answer_low",
         "deadline",
         "delay",
@@ -55,6 +56,9 @@ class Cursor:
         """Highest sequence taken in order; -1 when nothing yet."""
         self.known_head = last
         """Highest sequence known to exist (never below ``last`` when it matters)."""
+        self.ahead: dict[int, bytes] = {}
+        """Records that arrived ahead of ``last + 1`` during a fetch, kept (at most one window
+        of them) until the gap before them is filled, so they need not be fetched again."""
         self.pending: list[bytes] = []
         """Contents taken in order since the outbox was last drained (Deliver/Persist)."""
         self.pending_first = 0
@@ -107,14 +111,36 @@ class FetchScheduler:
         cursor.delay = self._policy.retry_initial
         self._send(cursor, now, out)
 
+    def early(
+        self,
+        cursor: Cursor,
+        sequence: int,
+        content: bytes,
+        direct: bool,
+        now: float,
+        out: list[Action],
+    ) -> None:
+        """A record arrived ahead of ``last + 1``: keep it (within one window) and fetch the gap.
+
+        The C nodes drop such records and fetch them again; keeping them makes a lost record
+        cost one small FETCH instead of a re-send of everything after it. Memory stays
+        bounded: only records less than one window ahead are kept.
+        """
+        if sequence - cursor.last <= self._policy.window:
+            cursor.ahead[sequence] = content
+        if direct:
+            self.hole(cursor, sequence, now, out)
+        else:
+            self.gap(cursor, sequence, now, out)
+
     def hole(self, cursor: Cursor, sequence: int, now: float, out: list[Action]) -> None:
         """A FETCH reply skipped ``last + 1``: ask at once for just the hole.
 
         Repliers send in order, so a DIRECT-RECORD inside the window but ahead of ``last + 1``
         means the one before was lost - or that this replier no longer holds it (a producer
         releases what *any* store ACKed, while another store may still need it). Waiting for
-        the retry timer would stall the partition, so the rest of the window
-        ``[last + 1, fetch_end)`` is asked for at once - but at most once per window: with
+        the retry timer would stall the partition, so the hole ``[last + 1, sequence)`` is
+        asked for at once (what follows it is kept by :meth:`early`) - but at most once per window: with
         several repliers, one of them can be ahead of ``last + 1`` for a whole window, and a
         re-fetch per progress step would answer every reply with another window-sized reply
         (a storm seen with two stores and a producer). The retry timer covers the rest.
@@ -130,16 +156,26 @@ class FetchScheduler:
         self.fetch_retries += 1
         self.fetches_sent += 1
         start = cursor.last + 1
-        count = cursor.fetch_end - start
+        count = sequence - start
         out.append(Send(Fetch(cursor.producer, self._requester, cursor.topic, start, count)))
 
     def progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
         """Called after a record was taken in order by a cursor that is fetching."""
         cursor.refused = 0
         cursor.answer_low = -1
+        ahead = cursor.ahead
+        if ahead:  # the gap before kept records is filled: take them in order
+            nxt = cursor.last + 1
+            content = ahead.pop(nxt, None)
+            while content is not None:
+                cursor.pending.append(content)
+                cursor.last = nxt
+                nxt += 1
+                content = ahead.pop(nxt, None)
         last = cursor.last
         if last >= cursor.known_head:
             cursor.fetching = False
+            ahead.clear()
             self._active.pop(cursor, None)
             return
         cursor.delay = self._policy.retry_initial
@@ -151,6 +187,7 @@ class FetchScheduler:
     def forget(self, cursor: Cursor) -> None:
         """Stop fetching for ``cursor`` (its partition is dropped or repositioned)."""
         cursor.fetching = False
+        cursor.ahead.clear()
         self._active.pop(cursor, None)
 
     def on_timer(self, now: float, out: list[Action]) -> list[tuple[Cursor, int]]:
@@ -181,6 +218,7 @@ class FetchScheduler:
         """Move ``cursor`` to ``first`` (what lies before is gone) and fetch on from there."""
         self.skipped += first - (cursor.last + 1)
         cursor.last = first - 1
+        cursor.ahead = {k: v for k, v in cursor.ahead.items() if k > cursor.last}
         cursor.refused = 0
         cursor.answer_low = -1
         cursor.delay = self._policy.retry_initial

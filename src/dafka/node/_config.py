@@ -94,7 +94,7 @@ class ConsumerConfig:
     offset_reset: OffsetReset = "latest"
     fetch: FetchPolicy = FetchPolicy()
     heads_refresh: float | None = 10.0
-    skip_unavailable_after: int | None = 5
+    skip_unavailable_after: int | None = 10
 
     def __post_init__(self) -> None:
         if self.skip_unavailable_after is not None:

@@ -66,7 +66,7 @@ class ConsumerStatistics:
     fetches_sent: int
     fetch_retries: int
     fetches_in_flight: int
-    dropped_ahead: int
+    arrived_ahead: int
     dropped_duplicates: int
     dropped_foreign: int
     dropped_unexpected: int
@@ -279,7 +279,7 @@ class ConsumerMachine:
             fetches_sent=self._fetcher.fetches_sent,
             fetch_retries=self._fetcher.fetch_retries,
             fetches_in_flight=self._fetcher.in_flight(),
-            dropped_ahead=self._ahead,
+            arrived_ahead=self._ahead,
             dropped_duplicates=self._duplicates,
             dropped_foreign=self._foreign,
             dropped_unexpected=self._unexpected,
@@ -329,10 +329,8 @@ class ConsumerMachine:
                 self._fetcher.progress(cursor, now, self._out)
         elif sequence > last:
             self._ahead += 1
-            if type(record) is DirectRecord:
-                self._fetcher.hole(cursor, sequence, now, self._out)
-            else:
-                self._fetcher.gap(cursor, sequence, now, self._out)
+            direct = type(record) is DirectRecord
+            self._fetcher.early(cursor, sequence, record.content, direct, now, self._out)
         else:
             self._duplicates += 1
 

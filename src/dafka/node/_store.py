@@ -84,7 +84,7 @@ class StoreStatistics:
     records_served: int
     heads_answered: int
     store_hellos_sent: int
-    dropped_ahead: int
+    arrived_ahead: int
     dropped_duplicates: int
     dropped_foreign: int
     dropped_unexpected: int
@@ -297,7 +297,7 @@ class StoreMachine:
             records_served=self._served,
             heads_answered=self._heads_answered,
             store_hellos_sent=self._hellos,
-            dropped_ahead=self._ahead,
+            arrived_ahead=self._ahead,
             dropped_duplicates=self._duplicates,
             dropped_foreign=self._foreign,
             dropped_unexpected=self._unexpected,
@@ -327,10 +327,8 @@ class StoreMachine:
                 self._fetcher.progress(cursor, now, self._out)
         elif sequence > last:
             self._ahead += 1
-            if type(record) is DirectRecord:
-                self._fetcher.hole(cursor, sequence, now, self._out)
-            else:
-                self._fetcher.gap(cursor, sequence, now, self._out)
+            direct = type(record) is DirectRecord
+            self._fetcher.early(cursor, sequence, record.content, direct, now, self._out)
         else:
             self._duplicates += 1
 

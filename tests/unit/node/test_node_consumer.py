@@ -97,17 +97,17 @@ def test_behind_is_dropped_and_ahead_fetches_once() -> None:
     for sequence in range(3, 8):  # a burst ahead: one FETCH, not five
         peer.send_record("hello", sequence)
     fetch = peer.expect(Fetch)
-    assert (fetch.sequence, fetch.count, fetch.requester) == (1, 3, CID)  # 3 was dropped
+    assert (fetch.sequence, fetch.count, fetch.requester) == (1, 3, CID)
     peer.expect_nothing()
     stats = consumer.statistics()
-    assert (stats.dropped_duplicates, stats.dropped_ahead, stats.fetches_sent) == (1, 5, 1)
-    # The FETCH covers only 1..3; the rest follows as soon as that window arrived.
+    assert (stats.dropped_duplicates, stats.arrived_ahead, stats.fetches_sent) == (1, 5, 1)
+    # The records that arrived ahead (3..7) are kept: once 1 and 2 arrive, all is delivered
+    # and nothing more is fetched (C dropped them and fetched them again).
     peer.send_direct_record(CID, "hello", 1)
     peer.send_direct_record(CID, "hello", 2)
     peer.expect_nothing()
-    peer.send_direct_record(CID, "hello", 3)
-    fetch = peer.expect(Fetch)
-    assert (fetch.sequence, fetch.count) == (4, 4)
+    assert [d.sequence for d in peer.delivered] == list(range(8))
+    assert consumer.statistics().fetches_in_flight == 0
 
 
 def test_lost_fetch_is_retried_with_backoff_until_caught_up() -> None:
@@ -271,7 +271,7 @@ def test_a_hole_in_a_fetch_reply_is_re_fetched_at_once_but_only_once() -> None:
     peer.send_direct_record(CID, "hello", 1)
     peer.send_direct_record(CID, "hello", 3)  # 2 was lost on the way
     fetch = peer.expect(Fetch)
-    assert (fetch.sequence, fetch.count, peer.clock.now) == (2, 8, 0.0)  # no timeout wait
+    assert (fetch.sequence, fetch.count, peer.clock.now) == (2, 1, 0.0)  # no timeout wait
     for sequence in range(4, 10):  # the rest of the broken reply: no FETCH storm
         peer.send_direct_record(CID, "hello", sequence)
     peer.expect_nothing()
@@ -307,3 +307,17 @@ def test_names_the_wire_cannot_carry_are_refused() -> None:
         StoreMachine("W", "R" * 300, MemoryLog())
     with pytest.raises(NodeArgumentError):
         ProducerMachine("hello", "P", next_sequence=2**64)
+
+
+def test_records_ahead_are_kept_only_within_one_window() -> None:
+    consumer, peer = make(window=4)
+    peer.send_head("hello", 9)
+    fetch = peer.expect(Fetch)
+    assert (fetch.sequence, fetch.count) == (0, 4)
+    for sequence in range(1, 10):  # 1..3 are within the window [0, 4); 4..9 are not
+        peer.send_record("hello", sequence)
+    peer.expect_nothing()
+    peer.send_direct_record(CID, "hello", 0)
+    assert [d.sequence for d in peer.delivered] == [0, 1, 2, 3]
+    fetch = peer.expect(Fetch)  # 4..9 were not kept: they are fetched
+    assert (fetch.sequence, fetch.count) == (4, 4)

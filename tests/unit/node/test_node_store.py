@@ -75,7 +75,7 @@ def test_ack_waits_for_durability() -> None:
 
 def test_unknown_head_or_gap_fetches_and_retries_until_filled() -> None:
     store, peer, log = make()
-    peer.send_record("hello", 3)
+    peer.send_record("hello", 3, bytes([3]))  # kept until 0..2 arrive
     fetch = peer.expect(Fetch)
     assert (fetch.producer, fetch.requester, fetch.sequence, fetch.count) == (
         peer.peer_id,
@@ -98,7 +98,8 @@ def test_unknown_head_or_gap_fetches_and_retries_until_filled() -> None:
     peer.send_direct_record(WID + "0", "hello", 4)  # prefix leak: another writer's
     assert len(log.contents("hello", peer.peer_id)) == 4
     stats = store.statistics()
-    assert (stats.dropped_duplicates, stats.dropped_foreign, stats.fetch_retries) == (1, 1, 2)
+    # duplicates: the reply's 3 (already kept from the live RECORD) and the late 2
+    assert (stats.dropped_duplicates, stats.dropped_foreign, stats.fetch_retries) == (2, 1, 2)
 
 
 def test_head_above_fetches_and_head_at_durable_re_acks() -> None:
