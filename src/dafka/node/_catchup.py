@@ -140,9 +140,9 @@ class FetchScheduler:
         means the one before was lost - or that this replier no longer holds it (a producer
         releases what *any* store ACKed, while another store may still need it). Waiting for
         the retry timer would stall the partition, so the hole ``[last + 1, sequence)`` is
-        asked for at once (what follows it is kept by :meth:`early`) - but at most once per window: with
-        several repliers, one of them can be ahead of ``last + 1`` for a whole window, and a
-        re-fetch per progress step would answer every reply with another window-sized reply
+        asked for at once (what follows it is kept by :meth:`early`) - but at most once per
+        window: with several repliers, one of them can be ahead of ``last + 1`` for a whole
+        window, and a re-fetch per progress step would answer every reply with another reply
         (a storm seen with two stores and a producer). The retry timer covers the rest.
         """
         if not cursor.fetching or sequence >= cursor.fetch_end:

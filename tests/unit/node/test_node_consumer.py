@@ -310,7 +310,7 @@ def test_names_the_wire_cannot_carry_are_refused() -> None:
 
 
 def test_records_ahead_are_kept_only_within_one_window() -> None:
-    consumer, peer = make(window=4)
+    _consumer, peer = make(window=4)
     peer.send_head("hello", 9)
     fetch = peer.expect(Fetch)
     assert (fetch.sequence, fetch.count) == (0, 4)
