@@ -145,7 +145,7 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
                 break
         cpu = time.process_time() - cpu
         stats = consumer.statistics()
-    out.put(("consumed", started, first, last, count, cpu, stats.fetches_sent, stats.dropped_ahead))
+    out.put(("consumed", started, first, last, count, cpu, stats.fetches_sent, stats.arrived_ahead))
 
 
 def produce_steady(
@@ -196,7 +196,7 @@ def consume_latency(
             percentile(latencies, 0.999),
             latencies[-1] if latencies else float("nan"),
             stats.fetches_sent,
-            stats.dropped_ahead,
+            stats.arrived_ahead,
         )
     )
 
@@ -257,14 +257,13 @@ def throughput(
     store_cpu = sum(cpu_seconds(pid) for pid in store_pids) - store_cpu
     producer.join()
     _, started, finished, acked, total, ok, producer_cpu, resent = got["produced"]
-    if resent:
-        print(f"  ! the producer re-sent {resent} records (FETCH answers: something was lost)")
     if not ok or acked != total:
         print(f"  ! only {acked}/{total} records ACKed")
     result = {
         "produce": records / ((finished - started) / 1e9),
         "producer_us": producer_cpu / records * 1e6,
         "store_us": store_cpu / records * 1e6,
+        "resent": resent,
     }
     if consumer is None:
         consumer = ctx.Process(target=consume_count, args=(port, beacon, topic, 0, out))
@@ -277,7 +276,7 @@ def throughput(
         print(f"  ! the consumer got {count} of {total} records")
     result["consumer_us"] = consumer_cpu / count * 1e6
     result["fetches"] = fetches
-    result["dropped_ahead"] = ahead
+    result["arrived_ahead"] = ahead
     if live:
         result["consume"] = records / ((last - started) / 1e9)
     else:
@@ -409,8 +408,10 @@ def main() -> None:
                         + ("" if live else f" (first after {r['first_ms']:.0f} ms)")
                         + f"\n{'':<26}CPU per record: producer {r['producer_us']:.1f} us, "
                         f"store {r['store_us']:.1f} us, consumer {r['consumer_us']:.1f} us; the "
-                        f"consumer sent {r['fetches']:.0f} FETCHes, dropped "
-                        f"{r['dropped_ahead']:.0f} records ahead of its position"
+                        f"consumer sent {r['fetches']:.0f} FETCHes, "
+                        f"{r['arrived_ahead']:.0f} records arrived ahead of its position; the "
+                        f"producer re-sent {r['resent']:.0f} (FETCH answers: warm-up records "
+                        "published before a peer connected, or losses)"
                     )
                     print(line, flush=True)
     if skip >= {"latency", "ack", "first"}:
@@ -426,7 +427,7 @@ def main() -> None:
                 print(
                     f"\nlatency publish->poll at {args.rate:,.0f} rec/s, {size} B, {n} samples: "
                     f"p50 {p50:.0f} us, p99 {p99:.0f} us, p99.9 {p999:.0f} us, max {worst:.0f} us "
-                    f"(consumer: {fetches} FETCHes, {ahead} dropped ahead)",
+                    f"(consumer: {fetches} FETCHes, {ahead} arrived ahead)",
                     flush=True,
                 )
         if "ack" not in skip:
