@@ -54,7 +54,7 @@ def tower(sub_address: str, pub_address: str, verbose: bool) -> None:
 )
 @click.option(
     "--fsync",
-    default="batch",
+    default="ms:5",
     show_default=True,
     envvar="DAFKA_FSYNC",
     help="When records become durable and are ACKed: batch, records:N, ms:T, os, "

@@ -21,7 +21,7 @@ from dafka.client._ids import new_node_id
 from dafka.errors import ConfigError
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage
-from dafka.storage import Storage, StorageConfig
+from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 
@@ -73,7 +73,7 @@ class StoreNode:
     ) -> None:
         self.data_dir = Path(data_dir)
         self._transport = transport or TransportConfig()
-        self._storage_config = storage_config or StorageConfig()
+        self._storage_config = storage_config or StorageConfig(fsync=FsyncPolicy.interval(5))
         self._store_config = store_config or StoreConfig()
         self._context = context
         self._name = name
