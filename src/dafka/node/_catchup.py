@@ -23,6 +23,8 @@ The hot path (a record in order) is inlined by the machines; this module holds t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dafka.node._config import FetchPolicy
 from dafka.node.actions import Action, Send
 from dafka.protocol import Fetch
@@ -74,6 +76,25 @@ class Cursor:
         """Lowest sequence answered (ahead of ``last + 1``) since the last retry; -1: none."""
         self.refused = 0
         """Retries in a row answered only from beyond ``last + 1`` (the records are gone)."""
+
+
+def take_run(
+    cursor: Cursor | None, first_sequence: int, contents: Sequence[bytes], dirty: list[Cursor]
+) -> bool:
+    """Take a whole run of records in order if it continues ``cursor`` with no fetch open.
+
+    The fast path of ``on_records`` (consumer and store alike); False means the caller must
+    feed the run record by record. ``dirty`` lists the cursors with pending records.
+    """
+    if cursor is None or not contents or first_sequence != cursor.last + 1 or cursor.fetching:
+        return False
+    pending = cursor.pending
+    if not pending:
+        cursor.pending_first = first_sequence
+        dirty.append(cursor)
+    pending.extend(contents)
+    cursor.last = first_sequence + len(contents) - 1
+    return True
 
 
 class FetchScheduler:
@@ -247,4 +268,4 @@ class FetchScheduler:
         out.append(Send(Fetch(cursor.producer, self._requester, cursor.topic, start, count)))
 
 
-__all__ = ["Cursor", "FetchScheduler"]
+__all__ = ["Cursor", "FetchScheduler", "take_run"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dafka.node._catchup import Cursor, FetchScheduler
+from dafka.node._catchup import Cursor, FetchScheduler, take_run
 from dafka.node._config import ConsumerConfig
 from dafka.node._errors import check_name, check_sequence
 from dafka.node.actions import Action, Deliver, Send, Subscribe, Unsubscribe
@@ -227,19 +227,7 @@ class ConsumerMachine:
         of building and dispatching one ``Record`` per record; anything else goes record by
         record through ``on_message``.
         """
-        cursor = self._cursors.get((topic, producer))
-        if (
-            cursor is not None
-            and contents
-            and first_sequence == cursor.last + 1
-            and not cursor.fetching
-        ):
-            pending = cursor.pending
-            if not pending:
-                cursor.pending_first = first_sequence
-                self._dirty.append(cursor)
-            pending.extend(contents)
-            cursor.last = first_sequence + len(contents) - 1
+        if take_run(self._cursors.get((topic, producer)), first_sequence, contents, self._dirty):
             return
         on_message = self.on_message
         for offset, content in enumerate(contents):

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from dafka.node._catchup import Cursor, FetchScheduler
+from dafka.node._catchup import Cursor, FetchScheduler, take_run
 from dafka.node._config import StoreConfig
 from dafka.node._errors import check_name
 from dafka.node.actions import Action, Persist, Send, Subscribe
@@ -230,19 +230,7 @@ class StoreMachine:
         of building and dispatching one ``Record`` per record; anything else goes record by
         record through ``on_message``.
         """
-        cursor = self._cursors.get((topic, producer))
-        if (
-            cursor is not None
-            and contents
-            and first_sequence == cursor.last + 1
-            and not cursor.fetching
-        ):
-            pending = cursor.pending
-            if not pending:
-                cursor.pending_first = first_sequence
-                self._dirty.append(cursor)
-            pending.extend(contents)
-            cursor.last = first_sequence + len(contents) - 1
+        if take_run(self._cursors.get((topic, producer)), first_sequence, contents, self._dirty):
             return
         on_message = self.on_message
         for offset, content in enumerate(contents):
