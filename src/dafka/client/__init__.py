@@ -1,7 +1,29 @@
-"""The public client API: :class:`Producer` and :class:`Consumer` (blocking, thread-safe)."""
+"""The client API: producers, consumers, their records and settings (see docs/client.md).
 
+Applications import from :mod:`dafka` (the front door); this package is where they live.
+"""
+
+from dafka.client._batch import BatchColumns, decode_batch, encode_batch, is_batch
 from dafka.client._consumer import Consumer
+from dafka.client._errors import CorruptBatchError, DeliveryError
 from dafka.client._producer import Producer
-from dafka.client._records import ConsumedRecord
+from dafka.client._records import ConsumedRecord, Record, RecordMetadata, plain_record
+from dafka.client._settings import ConsumerSettings, ProducerSettings, parse_towers
 
-__all__ = ["ConsumedRecord", "Consumer", "Producer"]
+__all__ = [
+    "BatchColumns",
+    "ConsumedRecord",
+    "Consumer",
+    "ConsumerSettings",
+    "CorruptBatchError",
+    "DeliveryError",
+    "Producer",
+    "ProducerSettings",
+    "Record",
+    "RecordMetadata",
+    "decode_batch",
+    "encode_batch",
+    "is_batch",
+    "parse_towers",
+    "plain_record",
+]

@@ -1,15 +1,49 @@
-"""What a consumer hands to the application."""
+"""What the clients hand to the application: :class:`Record` and :class:`RecordMetadata`.
+
+NamedTuples rather than dataclasses: consumers build hundreds of thousands per second.
+"""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
 
-class ConsumedRecord(NamedTuple):
-    """One record: its topic, its partition (the producer's id), its sequence, its content.
+class Record(NamedTuple):
+    """One message as a consumer delivers it.
 
-    A NamedTuple rather than a dataclass: consumers build hundreds of thousands per second.
+    ``offset`` is the Dafka sequence of the RECORD that carried it and ``index`` its position
+    inside a batched RECORD (0 for a plain one); positions and checkpoints count RECORDs.
+    A plain RECORD (a C producer's, or ``batching=False``) is one message whose value is the
+    whole content, with no key, no headers, no timestamp: see :func:`plain_record`.
     """
+
+    topic: str
+    partition: str
+    offset: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, as the contract names it
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp: int | None
+    uuid: bytes | None = None
+
+
+class RecordMetadata(NamedTuple):
+    """Where a produced message was stored (what ``Producer.send``'s future resolves to)."""
+
+    topic: str
+    partition: str
+    offset: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, as the contract names it
+
+
+def plain_record(topic: str, partition: str, sequence: int, content: bytes) -> Record:
+    """The :class:`Record` of a RECORD that is not a batch."""
+    return Record(topic, partition, sequence, 0, None, content, (), None, None)
+
+
+class ConsumedRecord(NamedTuple):
+    """The consumer's record until it hands out :class:`Record` (being replaced)."""
 
     topic: str
     partition: str
@@ -17,4 +51,4 @@ class ConsumedRecord(NamedTuple):
     content: bytes
 
 
-__all__ = ["ConsumedRecord"]
+__all__ = ["ConsumedRecord", "Record", "RecordMetadata", "plain_record"]

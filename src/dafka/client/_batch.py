@@ -1,0 +1,274 @@
+"""The batch format: many messages in the content of one Dafka RECORD.
+
+A Dafka RECORD carries opaque bytes. A batched producer packs many messages (key, value,
+headers, timestamp, optional Gazette UUID) into one RECORD so that the per-RECORD costs
+(a ZeroMQ message, an ACK, an index entry in every store) are paid once per batch. A consumer
+recognises a batch by its magic, without configuration; a plain RECORD (a C producer's, or
+``batching=False``) is delivered as one message whose value is the whole content.
+
+Layout (all integers little-endian; offsets in bytes)::
+
+    0   magic           8   b"\\x89DFKB\\r\\n" + version byte (1): see MAGIC
+    8   crc             u32 CRC-32C (Castagnoli) of every byte after this field ([12:])
+    12  count           u32 number of messages, >= 1
+    16  flags           u16 which optional columns follow (FLAG_*); unknown bits: corrupt
+    18  reserved        u16 0
+    20  base_timestamp  i64 ms since the epoch (0 when FLAG_TIMESTAMPS is clear)
+    28  columns, each a fixed-width array of ``count`` entries, in this order:
+          key_lengths     i32[count]  if FLAG_KEYS      (-1: no key; 0: empty key)
+          value_lengths   u32[count]
+          header_counts   u32[count]  if FLAG_HEADERS
+          ts_deltas       i32[count]  if FLAG_TIMESTAMPS (i64[count] with FLAG_WIDE_TS)
+          uuids           16 bytes * count if FLAG_UUIDS
+        then, if FLAG_HEADERS, with H = sum(header_counts):
+          name_lengths    u32[H]
+          hvalue_lengths  u32[H]
+        then the data, each run concatenated in message order:
+          keys, values, header names (UTF-8) and header values interleaved per header
+    end: the content ends exactly where the data ends (anything else: corrupt)
+
+Why this shape: pure-Python speed. Each column is read with one ``struct.unpack_from`` and
+the payloads are cut by slicing at running sums (``itertools.accumulate``); there is no
+per-byte varint loop as in Kafka's record batch v2. Columns that a batch does not use
+(no keys, no headers, no timestamps, no UUIDs) cost nothing, so a batch of bare values
+costs 4 bytes per message plus 28 bytes.
+
+Safety: the magic's first byte has the high bit set and it contains ``\\r\\n`` (as PNG's)
+so text never starts with it by accident. A content that starts with the magic must pass
+the CRC and the structural checks (lengths that add up to exactly the content's size,
+known flags, reserved zero, UTF-8 header names) or :func:`decode_batch` raises
+:class:`CorruptBatchError`: a plain record that happens to start with the magic is
+reported, never delivered as garbage (probability of passing ~2^-32 for the CRC times the
+structure's own odds). :func:`is_batch` only looks at the magic.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from itertools import accumulate, pairwise
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from dafka.client._errors import CorruptBatchError
+
+VERSION = 1
+MAGIC = b"\x89DFKB\r\n" + bytes([VERSION])
+"""8 bytes; the last one is the format version (a new layout gets a new magic)."""
+
+FLAG_KEYS = 0x01
+FLAG_HEADERS = 0x02
+FLAG_TIMESTAMPS = 0x04
+FLAG_WIDE_TS = 0x08
+FLAG_UUIDS = 0x10
+_KNOWN_FLAGS = FLAG_KEYS | FLAG_HEADERS | FLAG_TIMESTAMPS | FLAG_WIDE_TS | FLAG_UUIDS
+
+_HEADER = struct.Struct("<8sIIHHq")
+HEADER_SIZE = _HEADER.size  # 28
+OVERHEAD_PER_MESSAGE = 4
+"""Bytes a bare value costs beyond its length (its value_lengths entry)."""
+UUID_SIZE = 16
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+Headers = Sequence[tuple[str, bytes]]
+
+
+class BatchColumns(NamedTuple):
+    """A decoded batch, column by column (each list has one entry per message)."""
+
+    keys: list[bytes | None]
+    values: list[bytes]
+    headers: list[tuple[tuple[str, bytes], ...]]
+    timestamps: list[int | None]
+    uuids: list[bytes | None]
+
+
+def is_batch(content: bytes) -> bool:
+    """True when ``content`` starts with the batch magic (it must then decode or be corrupt)."""
+    return content[:8] == MAGIC
+
+
+def encode_batch(
+    values: Sequence[bytes],
+    keys: Sequence[bytes | None] | None = None,
+    headers: Sequence[Headers | None] | None = None,
+    timestamps: Sequence[int] | None = None,
+    uuids: Sequence[bytes] | None = None,
+) -> bytes:
+    """Pack ``values`` (and the optional parallel columns) into one batch.
+
+    Each optional column is None (absent for every message) or as long as ``values``.
+    ``keys`` entries may be None (no key); ``headers`` entries None or () (no headers).
+    """
+    count = len(values)
+    if count == 0:
+        raise ValueError("a batch holds at least one message")
+    flags = 0
+    columns: list[bytes] = []
+    data: list[bytes] = []
+    if keys is not None and any(k is not None for k in keys):
+        _check_len("keys", keys, count)
+        flags |= FLAG_KEYS
+        columns.append(struct.pack(f"<{count}i", *[-1 if k is None else len(k) for k in keys]))
+        data.append(b"".join([k for k in keys if k]))
+    columns.append(struct.pack(f"<{count}I", *map(len, values)))
+    data.append(b"".join(values))
+    header_data: list[bytes] = []
+    if headers is not None and any(headers):
+        _check_len("headers", headers, count)
+        flags |= FLAG_HEADERS
+        counts: list[int] = []
+        name_lengths: list[int] = []
+        hvalue_lengths: list[int] = []
+        for message_headers in headers:
+            if not message_headers:
+                counts.append(0)
+                continue
+            counts.append(len(message_headers))
+            for name, value in message_headers:
+                encoded = name.encode()
+                name_lengths.append(len(encoded))
+                hvalue_lengths.append(len(value))
+                header_data.append(encoded)
+                header_data.append(value)
+        columns.append(struct.pack(f"<{count}I", *counts))
+    base = 0
+    if timestamps is not None:
+        _check_len("timestamps", timestamps, count)
+        flags |= FLAG_TIMESTAMPS
+        base = min(timestamps)
+        deltas = [t - base for t in timestamps]
+        if max(deltas) > _I32_MAX:
+            flags |= FLAG_WIDE_TS
+            columns.append(struct.pack(f"<{count}q", *deltas))
+        else:
+            columns.append(struct.pack(f"<{count}i", *deltas))
+    if uuids is not None:
+        _check_len("uuids", uuids, count)
+        if any(len(u) != UUID_SIZE for u in uuids):
+            raise ValueError("every uuid must be 16 bytes")
+        flags |= FLAG_UUIDS
+        columns.append(b"".join(uuids))
+    if flags & FLAG_HEADERS:
+        total = len(name_lengths)
+        columns.append(struct.pack(f"<{total}I", *name_lengths))
+        columns.append(struct.pack(f"<{total}I", *hvalue_lengths))
+        data.append(b"".join(header_data))
+    body = b"".join([struct.pack("<IHHq", count, flags, 0, base), *columns, *data])
+    return MAGIC + struct.pack("<I", crc32c(body)) + body
+
+
+def decode_batch(content: bytes) -> BatchColumns:
+    """Unpack a batch; raises :class:`CorruptBatchError` when any check fails."""
+    size = len(content)
+    if size < HEADER_SIZE:
+        raise CorruptBatchError(f"batch of {size} bytes is shorter than its header")
+    magic, crc, count, flags, reserved, base = _HEADER.unpack_from(content)
+    if magic != MAGIC:
+        raise CorruptBatchError("not a batch (wrong magic or version)")
+    if crc32c(memoryview(content)[12:]) != crc:
+        raise CorruptBatchError("batch CRC-32C mismatch")
+    if flags & ~_KNOWN_FLAGS or reserved:
+        raise CorruptBatchError(f"batch with unknown flags {flags:#x} or reserved {reserved}")
+    # every message takes at least its 4-byte value length: bounds count before allocating
+    if count == 0 or count * OVERHEAD_PER_MESSAGE > size - HEADER_SIZE:
+        raise CorruptBatchError(f"batch count {count} does not fit in {size} bytes")
+    try:
+        return _decode_columns(content, count, flags, base, size)
+    except struct.error as exc:
+        raise CorruptBatchError(f"batch columns overrun the content: {exc}") from None
+    except UnicodeDecodeError:
+        raise CorruptBatchError("batch header name is not UTF-8") from None
+
+
+def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int) -> BatchColumns:
+    pos = HEADER_SIZE
+    key_lengths: tuple[int, ...] | None = None
+    if flags & FLAG_KEYS:
+        key_lengths = struct.unpack_from(f"<{count}i", content, pos)
+        pos += 4 * count
+    value_lengths: tuple[int, ...] = struct.unpack_from(f"<{count}I", content, pos)
+    pos += 4 * count
+    header_counts: tuple[int, ...] | None = None
+    if flags & FLAG_HEADERS:
+        header_counts = struct.unpack_from(f"<{count}I", content, pos)
+        pos += 4 * count
+    timestamps: list[int | None]
+    if flags & FLAG_TIMESTAMPS:
+        wide = bool(flags & FLAG_WIDE_TS)
+        deltas = struct.unpack_from(f"<{count}{'q' if wide else 'i'}", content, pos)
+        pos += (8 if wide else 4) * count
+        timestamps = [base + d for d in deltas]
+    elif flags & FLAG_WIDE_TS or base:
+        raise CorruptBatchError("batch timestamp fields without FLAG_TIMESTAMPS")
+    else:
+        timestamps = [None] * count
+    uuids: list[bytes | None]
+    if flags & FLAG_UUIDS:
+        end = pos + UUID_SIZE * count
+        if end > size:
+            raise CorruptBatchError("batch uuids overrun the content")
+        uuids = [content[i : i + UUID_SIZE] for i in range(pos, end, UUID_SIZE)]
+        pos = end
+    else:
+        uuids = [None] * count
+    name_lengths: tuple[int, ...] = ()
+    hvalue_lengths: tuple[int, ...] = ()
+    if header_counts is not None:
+        total = sum(header_counts)
+        if total * 8 > size - pos:
+            raise CorruptBatchError(f"batch header count {total} does not fit")
+        name_lengths = struct.unpack_from(f"<{total}I", content, pos)
+        pos += 4 * total
+        hvalue_lengths = struct.unpack_from(f"<{total}I", content, pos)
+        pos += 4 * total
+    keys: list[bytes | None]
+    if key_lengths is not None:
+        if min(key_lengths) < -1:
+            raise CorruptBatchError("batch key length below -1")
+        starts = list(accumulate([max(n, 0) for n in key_lengths], initial=pos))
+        pos = starts[-1]
+        keys = [
+            None if n < 0 else content[a:b]
+            for n, a, b in zip(key_lengths, starts, starts[1:], strict=False)
+        ]
+    else:
+        keys = [None] * count
+    starts = list(accumulate(value_lengths, initial=pos))
+    pos = starts[-1]
+    values = [content[a:b] for a, b in pairwise(starts)]
+    headers: list[tuple[tuple[str, bytes], ...]]
+    if header_counts is not None:
+        interleaved = [n for pair in zip(name_lengths, hvalue_lengths, strict=True) for n in pair]
+        bounds = list(accumulate(interleaved, initial=pos))
+        pos = bounds[-1]
+        if pos > size:
+            raise CorruptBatchError("batch headers overrun the content")
+        pieces = [content[a:b] for a, b in pairwise(bounds)]
+        flat = [(pieces[i].decode(), pieces[i + 1]) for i in range(0, len(pieces), 2)]
+        headers = []
+        at = 0
+        for n in header_counts:
+            headers.append(tuple(flat[at : at + n]))
+            at += n
+    else:
+        headers = [()] * count
+    if pos != size:
+        raise CorruptBatchError(f"batch lengths add up to {pos} bytes, content has {size}")
+    return BatchColumns(keys, values, headers, timestamps, uuids)
+
+
+def _check_len(name: str, column: Sequence[object], count: int) -> None:
+    if len(column) != count:
+        raise ValueError(f"batch column {name} has {len(column)} entries for {count} values")
+
+
+__all__ = [
+    "MAGIC",
+    "BatchColumns",
+    "CorruptBatchError",
+    "decode_batch",
+    "encode_batch",
+    "is_batch",
+]

@@ -1,0 +1,290 @@
+"""One settings object per client: :class:`ProducerSettings` and :class:`ConsumerSettings`.
+
+Every field is also a keyword argument of its client (``Producer("t", linger_ms=2)``). Names
+follow Kafka where a Kafka concept fits (``linger_ms``, ``batch_size``, ``max_in_flight``,
+``offset_reset``...) and the C reference where the concept is Dafka's (``head_interval``,
+``beacon_interval``...). The node machines and the runner keep their own config classes
+(``ProducerConfig``, ``ConsumerConfig``, ``TransportConfig``); the settings build them, so
+that one object is the source of truth the user edits. A wrong value raises
+:class:`ConfigError` naming the field.
+
+Towers are given as ``"host:port,host:port"``: each tower's beacon-in port (its XSUB, the
+C ``beacon/sub_address``); its beacon-out XPUB is ``port + 1``, as ``dafka tower --port``
+binds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from dafka.errors import ConfigError
+from dafka.node import ConsumerConfig, FetchPolicy, ProducerConfig
+from dafka.transport.config import TransportConfig
+
+DEFAULT_TOWERS = "127.0.0.1:5556"
+
+Partitioner = Literal["modulo", "rendezvous"]
+Backpressure = Literal["block", "error"]
+OffsetReset = Literal["earliest", "latest"]
+IsolationLevel = Literal["read_uncommitted", "read_committed"]
+
+
+def parse_towers(towers: str, field: str = "towers") -> tuple[tuple[str, str], ...]:
+    """``"h1:5556,h2:6000"`` -> ``(("tcp://h1:5556", "tcp://h1:5557"), ...)``.
+
+    A ``tcp://`` prefix is accepted; IPv6 hosts go in brackets (``[::1]:5556``).
+    """
+    if not isinstance(towers, str):
+        raise ConfigError(f"{field} must be a string 'host:port,...', got {towers!r}")
+    out: list[tuple[str, str]] = []
+    for raw in towers.split(","):
+        item = raw.strip()
+        if item.startswith("tcp://"):
+            item = item[len("tcp://") :]
+        host, sep, port_text = item.rpartition(":")
+        if not sep or not host or not port_text.isdigit():
+            raise ConfigError(f"{field}: {item!r} is not host:port")
+        port = int(port_text)
+        if not 0 < port < 65535:
+            raise ConfigError(f"{field}: port {port} out of range (1-65534; XPUB is port+1)")
+        out.append((f"tcp://{host}:{port}", f"tcp://{host}:{port + 1}"))
+    if not out:
+        raise ConfigError(f"{field} names no tower")
+    return tuple(out)
+
+
+def _require(field: str, ok: bool, value: object, what: str) -> None:
+    if not ok:
+        raise ConfigError(f"{field} must be {what}, got {value!r}")
+
+
+def _int(field: str, value: object, minimum: int) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    _require(field, ok, value, f"an int >= {minimum}")
+
+
+def _number(field: str, value: object, *, allow_zero: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = ok and (value >= 0 if allow_zero else value > 0)  # type: ignore[operator]
+    _require(field, ok, value, "a number >= 0" if allow_zero else "a number > 0")
+
+
+def _choice(field: str, value: object, choices: tuple[str, ...]) -> None:
+    _require(field, value in choices, value, " or ".join(repr(c) for c in choices))
+
+
+@dataclass(frozen=True, slots=True)
+class _CommonSettings:
+    """Fields both clients share: where the towers are and how the node's transport runs."""
+
+    towers: str = DEFAULT_TOWERS
+    """Comma-separated tower ``host:port`` (XSUB port; the XPUB is port + 1)."""
+    beacon_interval: float = 1.0
+    """``beacon/interval`` in seconds."""
+    beacon_timeout: float = 4.0
+    """``beacon/timeout``: a peer not heard of for this long is disconnected."""
+    advertised_host: str = ""
+    """``beacon/address``: the host peers connect to ("" lets the tower use the peer IP)."""
+    bind_host: str = "*"
+    """Interface the data sockets bind to (on an ephemeral port)."""
+    high_watermark: int = 1_000_000
+    """ZeroMQ high-water mark of the data sockets, in messages."""
+    socket_linger_ms: int = 500
+    """How long closing sockets wait to send what is queued (ZeroMQ LINGER)."""
+    receive_batch: int = 1024
+    """Messages the runner reads from one socket before running the machine's actions."""
+    ready_timeout: float = 10.0
+    """Seconds the client waits for its node thread to bind its sockets."""
+
+    def _check_common(self) -> None:
+        parse_towers(self.towers)
+        _number("beacon_interval", self.beacon_interval)
+        _number("beacon_timeout", self.beacon_timeout)
+        if self.beacon_timeout <= self.beacon_interval:
+            raise ConfigError(
+                f"beacon_timeout ({self.beacon_timeout}) must be larger than "
+                f"beacon_interval ({self.beacon_interval})"
+            )
+        _require(
+            "advertised_host",
+            isinstance(self.advertised_host, str),
+            self.advertised_host,
+            "a string",
+        )
+        _require(
+            "bind_host",
+            isinstance(self.bind_host, str) and bool(self.bind_host),
+            self.bind_host,
+            "a host or '*'",
+        )
+        _int("high_watermark", self.high_watermark, 0)
+        _int("socket_linger_ms", self.socket_linger_ms, -1)
+        _int("receive_batch", self.receive_batch, 1)
+        _number("ready_timeout", self.ready_timeout)
+
+    def transport(self) -> TransportConfig:
+        """The runner's :class:`TransportConfig` for these settings."""
+        return TransportConfig.for_towers(
+            list(parse_towers(self.towers)),
+            beacon_interval=float(self.beacon_interval),
+            beacon_timeout=float(self.beacon_timeout),
+            advertised_host=self.advertised_host,
+            bind_host=self.bind_host,
+            high_watermark=self.high_watermark,
+            linger_ms=self.socket_linger_ms,
+            receive_batch=self.receive_batch,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSettings(_CommonSettings):
+    """Settings of a :class:`Producer` (see docs/client.md)."""
+
+    name: str | None = None
+    """Stable name: the producer owns partitions ``f"{name}.{i}"`` and resumes them when
+    restarted with the same name. None: a random id (nothing to resume)."""
+    partitions: int = 1
+    """How many partitions (producer identities) this producer owns."""
+    partitioner: Partitioner = "modulo"
+    """How a key picks its partition: FNV-1a ``"modulo"`` N or ``"rendezvous"``."""
+    min_stores: int = 1
+    """Distinct stores that must hold a RECORD before its messages count as delivered
+    (Kafka ``acks`` counted in stores)."""
+    batching: bool = True
+    """Many messages per RECORD (the batch format); False: one message per RECORD,
+    content = value (key, headers and timestamp are not carried), readable by C consumers."""
+    linger_ms: float = 5.0
+    """How long a partition's batch may wait for more messages before it is sent."""
+    batch_size: int = 256 * 1024
+    """A batch is sent once its messages reach this many bytes."""
+    max_in_flight: int = 1_000_000
+    """Messages sent or queued and not yet delivered, per producer; then ``backpressure``."""
+    max_in_flight_bytes: int = 512 * 1024 * 1024
+    """The same bound in bytes of value (+ key and headers)."""
+    backpressure: Backpressure = "block"
+    """What ``send`` does at the bound: ``"block"`` waits, ``"error"`` raises
+    :class:`BackpressureError`."""
+    delivery_timeout: float = 120.0
+    """Seconds a message may wait for its stores before its future fails with
+    :class:`DeliveryError` (Kafka ``delivery.timeout.ms``)."""
+    head_interval: float = 1.0
+    """``producer/head_interval``: seconds between HEADs announcing the last sequence."""
+    resume_timeout: float = 5.0
+    """Seconds a named producer waits at start for a store to tell it its partitions' heads
+    before it raises :class:`DeliveryError` (resuming needs at least one store)."""
+    resume: bool = True
+    """Whether a named producer asks the stores for its partitions' heads before it publishes
+    (False: start at sequence 0, for a name known to be new)."""
+
+    def __post_init__(self) -> None:
+        self._check_common()
+        if self.name is not None:
+            _require(
+                "name",
+                isinstance(self.name, str) and bool(self.name.strip()),
+                self.name,
+                "a non-empty string or None",
+            )
+        _int("partitions", self.partitions, 1)
+        _choice("partitioner", self.partitioner, ("modulo", "rendezvous"))
+        _int("min_stores", self.min_stores, 1)
+        _require("batching", isinstance(self.batching, bool), self.batching, "True or False")
+        _number("linger_ms", self.linger_ms, allow_zero=True)
+        _int("batch_size", self.batch_size, 1)
+        _int("max_in_flight", self.max_in_flight, 1)
+        _int("max_in_flight_bytes", self.max_in_flight_bytes, 1)
+        _choice("backpressure", self.backpressure, ("block", "error"))
+        _number("delivery_timeout", self.delivery_timeout)
+        _number("head_interval", self.head_interval)
+        _number("resume_timeout", self.resume_timeout)
+        _require("resume", isinstance(self.resume, bool), self.resume, "True or False")
+
+    def producer_config(self) -> ProducerConfig:
+        """The :class:`ProducerConfig` of each partition's machine (bounds are the client's:
+        the machine's own are set so that they never bind before the client's do)."""
+        return ProducerConfig(
+            head_interval=float(self.head_interval),
+            min_stores=self.min_stores,
+            max_unacked_records=self.max_in_flight,
+            max_unacked_bytes=self.max_in_flight_bytes + 64 * 1024 * 1024,
+            backpressure=self.backpressure,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSettings(_CommonSettings):
+    """Settings of a :class:`Consumer` (see docs/client.md)."""
+
+    offset_reset: OffsetReset = "latest"
+    """``consumer/offset/reset``: where a partition with no start position begins."""
+    isolation_level: IsolationLevel = "read_uncommitted"
+    """``"read_committed"``: only committed messages, each once (issue 10, planned)."""
+    fetch_window: int = 10_000
+    """Records asked for per FETCH while catching up."""
+    fetch_retry_initial: float = 0.5
+    """Seconds a FETCH may go without progress before it is sent again (doubling)."""
+    fetch_retry_max: float = 5.0
+    """Upper bound of the FETCH retry wait."""
+    heads_refresh: float | None = 10.0
+    """Period of GET-HEADS for every subscribed topic (None: only at subscription)."""
+    skip_unavailable_after: int | None = 10
+    """FETCH retries answered only from beyond a gap before skipping it (None: never)."""
+    max_queued: int = 200_000
+    """Records received and not yet polled; beyond it the consumer stops reading."""
+
+    def __post_init__(self) -> None:
+        self._check_common()
+        _choice("offset_reset", self.offset_reset, ("earliest", "latest"))
+        _choice("isolation_level", self.isolation_level, ("read_uncommitted", "read_committed"))
+        _int("fetch_window", self.fetch_window, 1)
+        _number("fetch_retry_initial", self.fetch_retry_initial)
+        _number("fetch_retry_max", self.fetch_retry_max)
+        if self.fetch_retry_max < self.fetch_retry_initial:
+            raise ConfigError("fetch_retry_max must be >= fetch_retry_initial")
+        if self.heads_refresh is not None:
+            _number("heads_refresh", self.heads_refresh)
+        if self.skip_unavailable_after is not None:
+            _int("skip_unavailable_after", self.skip_unavailable_after, 1)
+        _int("max_queued", self.max_queued, 1)
+
+    def consumer_config(self) -> ConsumerConfig:
+        """The :class:`ConsumerConfig` of the consumer's machine."""
+        return ConsumerConfig(
+            offset_reset=self.offset_reset,
+            fetch=FetchPolicy(
+                window=self.fetch_window,
+                retry_initial=float(self.fetch_retry_initial),
+                retry_max=float(self.fetch_retry_max),
+            ),
+            heads_refresh=None if self.heads_refresh is None else float(self.heads_refresh),
+            skip_unavailable_after=self.skip_unavailable_after,
+        )
+
+
+S = TypeVar("S", ProducerSettings, ConsumerSettings)
+
+
+def resolve_settings(cls: type[S], settings: S | None, fields: dict[str, Any]) -> S:
+    """``settings`` (or the defaults) with ``fields`` overriding; unknown names raise
+    :class:`ConfigError` naming them."""
+    base = settings if settings is not None else cls()
+    if not isinstance(base, cls):
+        raise ConfigError(f"settings must be a {cls.__name__}, got {type(base).__name__}")
+    if not fields:
+        return base
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}")
+    return dataclasses.replace(base, **fields)
+
+
+__all__ = [
+    "DEFAULT_TOWERS",
+    "ConsumerSettings",
+    "ProducerSettings",
+    "parse_towers",
+    "resolve_settings",
+]

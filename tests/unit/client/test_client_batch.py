@@ -1,0 +1,160 @@
+"""The batch format: round trips, corruption detection, plain records are not batches."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from crc32c import crc32c
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dafka.client import CorruptBatchError, decode_batch, encode_batch, is_batch
+from dafka.client._batch import HEADER_SIZE, MAGIC
+
+header = st.tuples(st.text(max_size=8), st.binary(max_size=8))
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> dict[str, object]:
+    n = draw(st.integers(1, 20))
+    values = draw(st.lists(st.binary(max_size=40), min_size=n, max_size=n))
+    out: dict[str, object] = {"values": values}
+    if draw(st.booleans()):
+        out["keys"] = draw(st.lists(st.none() | st.binary(max_size=10), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        out["headers"] = draw(
+            st.lists(st.lists(header, max_size=3).map(tuple), min_size=n, max_size=n)
+        )
+    if draw(st.booleans()):
+        base = draw(st.integers(0, 2**40))
+        spread = draw(st.sampled_from([1000, 2**33]))
+        out["timestamps"] = draw(st.lists(st.integers(base, base + spread), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        out["uuids"] = draw(st.lists(st.binary(min_size=16, max_size=16), min_size=n, max_size=n))
+    return out
+
+
+@given(batches())
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_round_trip(batch: dict[str, object]) -> None:
+    content = encode_batch(**batch)  # type: ignore[arg-type]
+    assert is_batch(content)
+    got = decode_batch(content)
+    values = batch["values"]
+    assert isinstance(values, list)
+    n = len(values)
+    assert got.values == values
+    assert got.keys == batch.get("keys", [None] * n)
+    assert got.headers == batch.get("headers", [()] * n)
+    assert got.timestamps == batch.get("timestamps", [None] * n)
+    assert got.uuids == batch.get("uuids", [None] * n)
+
+
+def test_absent_and_empty_keys_differ() -> None:
+    got = decode_batch(encode_batch([b"a", b"b", b"c"], keys=[None, b"", b"k"]))
+    assert got.keys == [None, b"", b"k"]
+
+
+def _sample() -> bytes:
+    return encode_batch(
+        [b"one", b"", b"three"],
+        keys=[b"k", None, b""],
+        headers=[(("h", b"v"),), (), (("x", b""), ("y", b"z"))],
+        timestamps=[1_700_000_000_000, 1_700_000_000_005, 1_700_000_000_001],
+        uuids=[bytes(range(16)), bytes(16), b"\xff" * 16],
+    )
+
+
+def test_every_single_byte_flip_is_caught() -> None:
+    content = _sample()
+    for i in range(len(content)):
+        for flip in (0x01, 0x80, 0xFF):
+            damaged = bytearray(content)
+            damaged[i] ^= flip
+            if i < len(MAGIC):
+                # a damaged magic is no longer a batch: delivered as a plain record, and
+                # decode_batch refuses it
+                assert not is_batch(bytes(damaged))
+            with pytest.raises(CorruptBatchError):
+                decode_batch(bytes(damaged))
+
+
+def test_truncation_and_extension_are_caught() -> None:
+    content = _sample()
+    for end in range(len(content)):
+        with pytest.raises(CorruptBatchError):
+            decode_batch(content[:end])
+    with pytest.raises(CorruptBatchError):
+        decode_batch(content + b"\x00")
+
+
+def _with_crc(body: bytes) -> bytes:
+    return MAGIC + struct.pack("<I", crc32c(body)) + body
+
+
+def test_structure_is_checked_even_with_a_valid_crc() -> None:
+    good = _sample()
+    body = bytearray(good[12:])
+    # count larger than the content can hold
+    wrong_count = bytearray(body)
+    struct.pack_into("<I", wrong_count, 0, 10_000_000)
+    # unknown flag bit
+    wrong_flags = bytearray(body)
+    struct.pack_into("<H", wrong_flags, 4, 0x80 | body[4])
+    # reserved field set
+    wrong_reserved = bytearray(body)
+    struct.pack_into("<H", wrong_reserved, 6, 1)
+    # zero messages
+    zero = bytearray(body)
+    struct.pack_into("<I", zero, 0, 0)
+    for damaged in (wrong_count, wrong_flags, wrong_reserved, zero, body + b"junk"):
+        with pytest.raises(CorruptBatchError):
+            decode_batch(_with_crc(bytes(damaged)))
+
+
+def test_non_utf8_header_name_is_corrupt() -> None:
+    content = encode_batch([b"v"], headers=[(("ab", b""),)])
+    body = bytearray(content[12:])
+    at = body.rindex(b"ab")
+    body[at : at + 2] = b"\xff\xfe"
+    with pytest.raises(CorruptBatchError):
+        decode_batch(_with_crc(bytes(body)))
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        b"",
+        b"Hello, World",  # what the C reference's producer test publishes
+        bytes(100),
+        b"\x89PNG\r\n\x1a\n" + bytes(40),
+        struct.pack(">Q", 42) + bytes(92),  # bench/cluster payload layout
+    ],
+)
+def test_plain_records_are_not_batches(plain: bytes) -> None:
+    assert not is_batch(plain)
+    with pytest.raises(CorruptBatchError):
+        decode_batch(plain)
+
+
+@given(st.binary(max_size=200))
+def test_a_plain_record_starting_with_the_magic_is_reported(tail: bytes) -> None:
+    content = MAGIC + tail
+    assert is_batch(content)
+    with pytest.raises(CorruptBatchError):
+        decode_batch(content)
+
+
+def test_encode_rejects_mismatched_columns() -> None:
+    with pytest.raises(ValueError, match="keys"):
+        encode_batch([b"a", b"b"], keys=[b"k"])
+    with pytest.raises(ValueError, match="16 bytes"):
+        encode_batch([b"a"], uuids=[b"short"])
+    with pytest.raises(ValueError, match="at least one"):
+        encode_batch([])
+
+
+def test_header_size_is_documented() -> None:
+    assert HEADER_SIZE == 28
+    assert len(encode_batch([b""])) == HEADER_SIZE + 4

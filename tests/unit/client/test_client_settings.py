@@ -1,0 +1,102 @@
+"""Settings: defaults, the towers parser, validation that names the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from dafka.client import ConsumerSettings, ProducerSettings, Record, RecordMetadata, parse_towers
+from dafka.client._records import plain_record
+from dafka.client._settings import resolve_settings
+from dafka.errors import ConfigError
+
+
+def test_towers_parser() -> None:
+    assert parse_towers("127.0.0.1:5556") == (("tcp://127.0.0.1:5556", "tcp://127.0.0.1:5557"),)
+    assert parse_towers("a:1, tcp://b:6000,[::1]:7000") == (
+        ("tcp://a:1", "tcp://a:2"),
+        ("tcp://b:6000", "tcp://b:6001"),
+        ("tcp://[::1]:7000", "tcp://[::1]:7001"),
+    )
+    for bad in ("", "host", "host:", ":5556", "h:abc", "h:0", "h:65535", "a:1,,b:2"):
+        with pytest.raises(ConfigError, match="towers"):
+            parse_towers(bad)
+
+
+def test_transport_from_settings() -> None:
+    t = ProducerSettings(towers="h:10,g:20", beacon_interval=0.5, socket_linger_ms=0).transport()
+    assert t.tower_sub_addresses == ("tcp://h:10", "tcp://g:20")
+    assert t.tower_pub_addresses == ("tcp://h:11", "tcp://g:21")
+    assert t.beacon_interval == 0.5
+    assert t.linger_ms == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("partitions", 0),
+        ("partitions", 1.5),
+        ("partitions", True),
+        ("min_stores", 0),
+        ("linger_ms", -1),
+        ("batch_size", 0),
+        ("partitioner", "random"),
+        ("backpressure", "drop"),
+        ("delivery_timeout", 0),
+        ("name", ""),
+        ("batching", "yes"),
+        ("towers", "nope"),
+        ("beacon_interval", 0),
+        ("max_in_flight", 0),
+    ],
+)
+def test_producer_validation_names_the_field(field: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=field):
+        ProducerSettings(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("offset_reset", "middle"),
+        ("isolation_level", "serializable"),
+        ("fetch_window", 0),
+        ("heads_refresh", -1),
+        ("max_queued", 0),
+        ("skip_unavailable_after", 0),
+    ],
+)
+def test_consumer_validation_names_the_field(field: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=field):
+        ConsumerSettings(**{field: value})  # type: ignore[arg-type]
+
+
+def test_beacon_timeout_must_exceed_interval() -> None:
+    with pytest.raises(ConfigError, match="beacon_timeout"):
+        ConsumerSettings(beacon_interval=2.0, beacon_timeout=2.0)
+
+
+def test_node_configs_follow_settings() -> None:
+    p = ProducerSettings(min_stores=2, head_interval=0.25, max_in_flight=10)
+    config = p.producer_config()
+    assert (config.min_stores, config.head_interval, config.max_unacked_records) == (2, 0.25, 10)
+    c = ConsumerSettings(offset_reset="earliest", fetch_window=50, heads_refresh=None)
+    cc = c.consumer_config()
+    assert (cc.offset_reset, cc.fetch.window, cc.heads_refresh) == ("earliest", 50, None)
+
+
+def test_keyword_fields_override_settings() -> None:
+    base = ProducerSettings(linger_ms=2)
+    got = resolve_settings(ProducerSettings, base, {"partitions": 3})
+    assert (got.linger_ms, got.partitions) == (2, 3)
+    assert resolve_settings(ProducerSettings, None, {}) == ProducerSettings()
+    with pytest.raises(ConfigError, match="lingr_ms"):
+        resolve_settings(ProducerSettings, None, {"lingr_ms": 1})
+    with pytest.raises(ConfigError, match="ProducerSettings"):
+        resolve_settings(ProducerSettings, ConsumerSettings(), {})  # type: ignore[type-var]
+
+
+def test_plain_record_shape() -> None:
+    r = plain_record("t", "P", 7, b"v")
+    assert r == Record("t", "P", 7, 0, None, b"v", (), None, None)
+    assert (r.offset, r.value, r.uuid) == (7, b"v", None)
+    assert RecordMetadata("t", "P", 7, 3).index == 3
