@@ -16,13 +16,13 @@ import click
 
 from dafka.client import Consumer, Producer
 from dafka.node import ConsumerConfig
-from dafka.server import LocalCluster
+from dafka.server import InProcessCluster
 
 
 def run_demo(records: int, size: int, data_dir: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="dafka-demo-") as tmp:
         root = data_dir or Path(tmp)
-        with LocalCluster(root, stores=2, beacon_interval=0.2) as cluster:
+        with InProcessCluster(root, stores=2, beacon_interval=0.2) as cluster:
             transport = cluster.transport
             click.echo(f"cluster up: tower {cluster.tower.sub_endpoint}, 2 stores in {root}")
             payload = b"x" * max(0, size - 8)

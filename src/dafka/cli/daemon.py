@@ -19,38 +19,62 @@ import click
 from dafka.errors import DafkaError
 
 
-def wait_for_signal() -> None:
-    """Block the main thread until SIGINT or SIGTERM."""
-    stop = threading.Event()
-    count = 0
+class _SignalWatch:
+    """SIGINT and SIGTERM set one event while installed; a second signal exits at once.
 
-    def _handler(signum: int, _frame: FrameType | None) -> None:
-        nonlocal count
-        count += 1
-        if count > 1:
+    Installed before a daemon starts and removed only after it stopped, so that a signal
+    that arrives while stopping (Ctrl-C again, or a group signal) never surfaces as a
+    KeyboardInterrupt in the middle of a flush.
+    """
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self._count = 0
+        self._previous = {
+            s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)
+        }
+
+    def _handler(self, signum: int, _frame: FrameType | None) -> None:
+        self._count += 1
+        if self._count > 1:
             sys.exit(128 + signum)
         logging.getLogger("dafka").info("signal %s received, stopping", signum)
-        stop.set()
+        self.stop.set()
 
-    previous = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while not stop.wait(1.0):
+    def wait(self) -> None:
+        while not self.stop.wait(1.0):
             pass
-    finally:
-        for s, h in previous.items():
+
+    def restore(self) -> None:
+        for s, h in self._previous.items():
             signal.signal(s, h)
+
+
+def wait_for_signal() -> None:
+    """Block the main thread until SIGINT or SIGTERM."""
+    watch = _SignalWatch()
+    try:
+        watch.wait()
+    finally:
+        watch.restore()
 
 
 def run_until_signal(start: Callable[[], None], stop: Callable[[], None]) -> None:
     """Start, wait for a stop signal, stop; a DafkaError at start is a clean CLI error."""
+    watch = _SignalWatch()
     try:
-        start()
-    except DafkaError as exc:
-        raise click.ClickException(str(exc)) from exc
-    try:
-        wait_for_signal()
+        try:
+            start()
+        except DafkaError as exc:
+            stop()
+            raise click.ClickException(str(exc)) from exc
+        try:
+            if not watch.stop.is_set():
+                watch.wait()
+        finally:
+            stop()
     finally:
-        stop()
+        watch.restore()
 
 
 def setup_logging(verbose: bool) -> None:

@@ -89,26 +89,47 @@ def store(
 @click.option(
     "--data", "data_dir", default="./dafka-data", show_default=True, type=click.Path(path_type=Path)
 )
-@click.option("--stores", default=1, show_default=True, help="How many stores to run.")
+@click.option(
+    "--stores", default=1, show_default=True, type=click.IntRange(0, 64), help="How many stores."
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option(
-    "--port", default=5556, show_default=True, help="Tower beacon XSUB port (the XPUB is PORT+1)."
+    "--port",
+    default=5556,
+    show_default=True,
+    type=click.IntRange(1, 65534),
+    help="Tower beacon XSUB port (the XPUB is PORT+1).",
 )
+@click.option("--fsync", default="ms:5", show_default=True, help="The stores' fsync policy.")
 @click.option("-v", "--verbose", is_flag=True)
-def up(data_dir: Path, stores: int, host: str, port: int, verbose: bool) -> None:
-    """Run a local cluster in one process: a tower and STORES stores."""
+def up(data_dir: Path, stores: int, host: str, port: int, fsync: str, verbose: bool) -> None:
+    """Run a local cluster: a tower and STORES stores, each in its own supervised process.
+
+    A store that dies is restarted (and logged); Ctrl-C stops them all.
+    """
     from dafka.server import LocalCluster
 
     setup_logging(verbose)
-    cluster = LocalCluster(data_dir, stores=stores, host=host, tower_port=port)
+    cluster = LocalCluster(
+        data_dir,
+        stores=stores,
+        host=host,
+        port=port,
+        fsync=fsync,
+        echo=lambda line: click.echo(line, err=True),
+    )
 
     def _start() -> None:
         cluster.start()
-        click.echo(
-            f"dafka up: tower {cluster.tower.sub_endpoint} / {cluster.tower.pub_endpoint}, "
-            f"{stores} store(s) in {data_dir}; Ctrl-C to stop",
-            err=True,
-        )
+        lines = [f"dafka up: tower {cluster.towers} (beacons in :{port}, out :{port + 1})"]
+        for store in cluster.stores:
+            writer, reader = store.ports
+            lines.append(
+                f"  {store.name}: pid {store.pid}, data {store.data_dir}, "
+                f"writer :{writer}, reader :{reader}"
+            )
+        lines.append(f"clients: --tower {cluster.towers}; Ctrl-C to stop")
+        click.echo("\n".join(lines), err=True)
 
     run_until_signal(_start, cluster.stop)
 

@@ -1,11 +1,20 @@
 """Long-running Dafka nodes built from a machine, the runner and (for a store) storage.
 
 * :class:`StoreNode` - a store: ``dafka.storage`` under a ``StoreMachine`` on real sockets;
-* :class:`LocalCluster` - a tower and stores in one process (``dafka up``, the main job,
-  tests and benchmarks).
+* :class:`LocalCluster` - a tower and stores, each in its own supervised process
+  (``dafka up``, tests, examples);
+* :class:`InProcessCluster` - a tower and stores in this process (the throughput demo).
 """
 
-from dafka.server._cluster import LocalCluster
+from dafka.server._cluster import InProcessCluster
+from dafka.server._processes import ClusterError, LocalCluster, Member, free_port_pair
 from dafka.server._store import StoreNode
 
-__all__ = ["LocalCluster", "StoreNode"]
+__all__ = [
+    "ClusterError",
+    "InProcessCluster",
+    "LocalCluster",
+    "Member",
+    "StoreNode",
+    "free_port_pair",
+]
