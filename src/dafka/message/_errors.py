@@ -6,6 +6,8 @@ everything dafka raises on purpose.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from dafka.errors import DafkaError
 
 
@@ -73,5 +75,41 @@ class MustStartReplay(SequencerError):  # noqa: N818 - Gazette's name (ErrMustSt
         self.end = end
 
 
+class ReplayFailure(StrEnum):
+    """Which way a replay went wrong (:attr:`ReplayError.kind`)."""
+
+    READER_FAILED = "reader_failed"
+    """The replay iterator raised (the cause is chained as ``__cause__``)."""
+    WRONG_PARTITION = "wrong_partition"
+    """It yielded an envelope of another partition."""
+    WRONG_BEGIN = "wrong_begin"
+    """It yielded an envelope that begins before the requested range."""
+    WRONG_END = "wrong_end"
+    """It yielded an envelope that ends after the requested range."""
+
+
 class ReplayError(SequencerError):
-    """A replay iterator returned an envelope outside the requested range, or failed."""
+    """A replay iterator failed, or returned an envelope outside the requested range.
+
+    The failure is data, not only text: ``kind`` (a :class:`ReplayFailure`), the
+    ``partition`` being replayed, and for a wrong envelope the ``expected`` bound and the
+    ``actual`` value (a partition name or an offset). The sequencer drops the failed
+    replay and keeps the commit pending: the next ``step()`` raises
+    :class:`MustStartReplay` for what is still missing, so a replay can be restarted and
+    nothing is skipped silently.
+    """
+
+    def __init__(
+        self,
+        kind: ReplayFailure,
+        message: str,
+        *,
+        partition: str,
+        expected: str | int | None = None,
+        actual: str | int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.partition = partition
+        self.expected = expected
+        self.actual = actual

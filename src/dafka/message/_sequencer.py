@@ -39,8 +39,7 @@ from datetime import timedelta
 from enum import IntEnum
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from dafka.errors import DafkaError
-from dafka.message._errors import MustStartReplay, ReplayError, SequencerError
+from dafka.message._errors import MustStartReplay, ReplayError, ReplayFailure, SequencerError
 from dafka.message._types import Envelope, Message
 from dafka.message._uuid import Flags, ProducerID
 
@@ -226,6 +225,8 @@ class Sequencer(Generic[M]):
                 state.partition, int(state.producer), state.last_ack, state.begin
             )
         self._emit: _Partial | None = None
+        self._emit_end = 0  # End offset of the message that committed ``_emit``.
+        self._replay_needed = False  # The pending commit must be (re)replayed first.
         self._dequeued: Envelope[M] | None = None
         self._dequeued_clock = 0
         self._replay_it: Iterator[Envelope[M]] | None = None
@@ -338,6 +339,8 @@ class Sequencer(Generic[M]):
                 partial.begin = begin
             partial.max_clock = clock
             self._emit = partial
+            self._emit_end = end
+            self._replay_needed = outcome == _O_COMMIT_REPLAY
             return outcome
 
         if flags != _OUTSIDE:
@@ -353,6 +356,7 @@ class Sequencer(Generic[M]):
         partial.ring_start = partial.ring_stop
         partial.max_clock = effective
         self._emit = partial
+        self._emit_end = end
         return _O_OUTSIDE_COMMIT
 
     def _add_at_head(self, env: Envelope[M], partial: _Partial, clock: int) -> None:
@@ -403,16 +407,16 @@ class Sequencer(Generic[M]):
 
         Calling ``step`` again marks the previous envelope *done* (a checkpoint taken after
         that will not deliver it again). Raises :class:`MustStartReplay` if the span must be
-        replayed first, and :class:`ReplayError` if the replay misbehaves.
+        replayed first, and :class:`ReplayError` if the replay misbehaves. A failed replay
+        is dropped and the commit stays pending: the next ``step`` raises
+        :class:`MustStartReplay` for the part not yet delivered, never skipping it.
         """
         emit = self._emit
         if emit is None:
             return None
         ring_env = self._ring_env
-        if self._dequeued is None and self._replay_it is None:
-            first = ring_env[emit.ring_start]
-            if first is None or emit.begin != first.begin:
-                raise MustStartReplay(*self.replay_range())
+        if self._replay_needed:
+            raise MustStartReplay(*self.replay_range())
         if self._dequeued is not None:
             emit.min_clock = self._dequeued_clock
 
@@ -433,8 +437,15 @@ class Sequencer(Generic[M]):
                 except StopIteration:
                     self._replay_it = None  # Replay done: continue from the ring.
                     continue
-                except DafkaError as exc:
-                    raise ReplayError(f"replay reader: {exc}") from exc
+                except Exception as exc:
+                    # A raising iterator is finished: treating it as done would skip the
+                    # rest of the span. Drop it and ask for the range again instead.
+                    self._fail_replay()
+                    raise ReplayError(
+                        ReplayFailure.READER_FAILED,
+                        f"replay reader: {exc}",
+                        partition=emit.partition,
+                    ) from exc
                 clock = self._check_replayed(env, emit)
                 if clock < 0:
                     continue  # Another producer's message, or one already done.
@@ -447,9 +458,11 @@ class Sequencer(Generic[M]):
             return env
 
         # The whole span is delivered: only now does the read-through offset pass the ACK,
-        # so that a sequencer restored from an earlier checkpoint reads the ACK again.
-        assert self._dequeued is not None
-        self._offsets[emit.partition] = self._dequeued.end
+        # so that a sequencer restored from an earlier checkpoint reads the ACK again. It
+        # moves to the end of the committing message itself, delivered or skipped as a
+        # duplicate (as Gazette, whose last ``Dequeued`` is the ACK): not to the end of the
+        # last message delivered, which may lie before messages already read past.
+        self._offsets[emit.partition] = self._emit_end
         emit.max_clock = emit.min_clock
         emit.begin = emit.ring_start = emit.ring_stop = -1
         self._dequeued = None
@@ -457,18 +470,32 @@ class Sequencer(Generic[M]):
         self._emit = None
         return None
 
+    def _fail_replay(self) -> None:
+        """Drop a replay that failed; the next ``step`` asks for the range again."""
+        self._replay_it = None
+        self._replay_needed = True
+
     def _check_replayed(self, env: Envelope[M], emit: _Partial) -> int:
         """Validate a replayed envelope; its clock, or -1 if it is to be skipped."""
-        if env.partition != emit.partition:
-            raise ReplayError(
-                f"replay of wrong partition ({env.partition}; expected {emit.partition})"
-            )
-        if env.begin < emit.begin:
-            raise ReplayError(f"replay has wrong begin ({env.begin}; expected >= {emit.begin})")
+        failure: ReplayFailure | None = None
+        expected: str | int
+        actual: str | int
         limit = self._ring_env[emit.ring_start]
         assert limit is not None
-        if env.end > limit.begin:
-            raise ReplayError(f"replay has wrong end ({env.end}; expected <= {limit.begin})")
+        if env.partition != emit.partition:
+            failure, expected, actual = ReplayFailure.WRONG_PARTITION, emit.partition, env.partition
+            text = f"replay of wrong partition ({actual}; expected {expected})"
+        elif env.begin < emit.begin:
+            failure, expected, actual = ReplayFailure.WRONG_BEGIN, emit.begin, env.begin
+            text = f"replay has wrong begin ({actual}; expected >= {expected})"
+        elif env.end > limit.begin:
+            failure, expected, actual = ReplayFailure.WRONG_END, limit.begin, env.end
+            text = f"replay has wrong end ({actual}; expected <= {expected})"
+        if failure is not None:
+            self._fail_replay()
+            raise ReplayError(
+                failure, text, partition=emit.partition, expected=expected, actual=actual
+            )
         i = env.message.uuid.int
         if i & 0xFFFFFFFFFFFF != emit.producer:
             return -1
@@ -508,6 +535,7 @@ class Sequencer(Generic[M]):
         if self._emit is None:
             raise SequencerError("no commit is pending: nothing to replay")
         self._replay_it = iter(envelopes)
+        self._replay_needed = False
 
     # -- checkpoints --------------------------------------------------------------------
 

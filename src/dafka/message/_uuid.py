@@ -23,6 +23,7 @@ import os
 import threading
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 from typing import Final
 
@@ -35,6 +36,8 @@ __all__ = [
     "Flags",
     "ProducerID",
     "build_uuid",
+    "clock_as_time",
+    "clock_to_unix_ns",
     "get_clock",
     "get_flags",
     "get_producer_id",
@@ -118,6 +121,28 @@ def unix_ns_to_clock(unix_ns: int) -> int:
     return ((unix_ns // 100) + G1582_NS100) << 4
 
 
+def clock_to_unix_ns(clock: int) -> int:
+    """The wall time of a clock, in nanoseconds since the Unix epoch (the counter ignored).
+
+    The inverse of :func:`unix_ns_to_clock` to 100 ns precision. Clocks before 1970 give
+    negative values; clock 0 (a message that opted out) gives 1582-10-15.
+    """
+    return ((int(clock) >> 4) - G1582_NS100) * 100
+
+
+_UNIX_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def clock_as_time(clock: int) -> datetime:
+    """The wall time of a clock as an aware UTC datetime (Gazette's ``Clock.AsTime``).
+
+    Python datetimes hold microseconds: the 100 ns digit is truncated. Useful for logs and
+    for reasoning about prune horizons and transaction ages.
+    """
+    units = (int(clock) >> 4) - G1582_NS100  # 100 ns units since the Unix epoch
+    return _UNIX_EPOCH + timedelta(microseconds=units // 10)
+
+
 class Clock:
     """A producer's monotonic clock: 60-bit v1 timestamp and 4-bit counter in one integer.
 
@@ -154,6 +179,10 @@ class Clock:
 
     def __repr__(self) -> str:
         return f"Clock({self._value:#x})"
+
+    def as_time(self) -> datetime:
+        """The clock's wall time (see :func:`clock_as_time`)."""
+        return clock_as_time(self._value)
 
     def tick(self) -> int:
         """Increment the clock by one and return the new value."""
