@@ -24,10 +24,27 @@ The hot path (a record in order) is inlined by the machines; this module holds t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from dafka.node._config import FetchPolicy
 from dafka.node.actions import Action, Send
 from dafka.protocol import Fetch
+
+NO_LIMIT = 1 << 64
+"""``Cursor.limit`` of a partition read without an end (above any u64 sequence)."""
+
+
+class Router(Protocol):
+    """Chooses who is asked to answer a FETCH: the requester string it carries.
+
+    A plain requester id reaches every replier (producer and all stores); a consumer may
+    address one store (see ``dafka.node._stores``). ``failed`` reports that a FETCH sent
+    with ``cursor.target`` went unanswered until its retry deadline.
+    """
+
+    def requester(self, cursor: Cursor, now: float) -> str: ...
+
+    def failed(self, cursor: Cursor, now: float) -> None: ...
 
 
 class Cursor:
@@ -36,6 +53,7 @@ class Cursor:
     __slots__ = (
         "ahead",
         "answer_low",
+        "attempt",
         "deadline",
         "delay",
         "durable",
@@ -44,10 +62,12 @@ class Cursor:
         "hole_mark",
         "known_head",
         "last",
+        "limit",
         "pending",
         "pending_first",
         "producer",
         "refused",
+        "target",
         "topic",
     )
 
@@ -76,6 +96,12 @@ class Cursor:
         """Lowest sequence answered (ahead of ``last + 1``) since the last retry; -1: none."""
         self.refused = 0
         """Retries in a row answered only from beyond ``last + 1`` (the records are gone)."""
+        self.limit = NO_LIMIT
+        """Highest sequence this reader may take (an end offset - 1); :data:`NO_LIMIT` if none."""
+        self.attempt = 0
+        """Sends of the current FETCH without progress (0: first send); picks the replier."""
+        self.target = ""
+        """The store the outstanding FETCH was addressed to ("" : every replier)."""
 
 
 def take_run(
@@ -88,6 +114,8 @@ def take_run(
     """
     if cursor is None or not contents or first_sequence != cursor.last + 1 or cursor.fetching:
         return False
+    if first_sequence + len(contents) > cursor.limit:
+        return False  # the run crosses an end offset: record by record
     pending = cursor.pending
     if not pending:
         cursor.pending_first = first_sequence
@@ -107,6 +135,7 @@ class FetchScheduler:
         "_skip_after",
         "fetch_retries",
         "fetches_sent",
+        "router",
         "skipped",
     )
 
@@ -121,6 +150,8 @@ class FetchScheduler:
         self._active: dict[Cursor, None] = {}
         self.fetches_sent = 0
         self.fetch_retries = 0
+        self.router: Router | None = None
+        """Addresses each FETCH (None: the plain requester id, every replier answers)."""
 
     def gap(self, cursor: Cursor, head: int, now: float, out: list[Action]) -> None:
         """``head`` is known to exist: fetch up to it unless a FETCH already covers ``last + 1``."""
@@ -130,6 +161,7 @@ class FetchScheduler:
         if cursor.fetching and cursor.last + 1 < cursor.fetch_end:
             return
         cursor.delay = self._policy.retry_initial
+        cursor.attempt = 0
         self._send(cursor, now, out)
 
     def early(
@@ -178,12 +210,16 @@ class FetchScheduler:
         self.fetches_sent += 1
         start = cursor.last + 1
         count = sequence - start
-        out.append(Send(Fetch(cursor.producer, self._requester, cursor.topic, start, count)))
+        requester = self._requester
+        if cursor.target:
+            requester = f"{requester}{TARGET_MARK}{cursor.target}"
+        out.append(Send(Fetch(cursor.producer, requester, cursor.topic, start, count)))
 
     def progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
         """Called after a record was taken in order by a cursor that is fetching."""
         cursor.refused = 0
         cursor.answer_low = -1
+        cursor.attempt = 0
         ahead = cursor.ahead
         if ahead:  # the gap before kept records is filled: take them in order
             nxt = cursor.last + 1
@@ -232,6 +268,9 @@ class FetchScheduler:
                 continue
             cursor.delay = min(cursor.delay * 2.0, retry_max)
             self.fetch_retries += 1
+            if self.router is not None and cursor.target:
+                self.router.failed(cursor, now)
+            cursor.attempt += 1
             self._send(cursor, now, out)
         return gone
 
@@ -265,7 +304,12 @@ class FetchScheduler:
         cursor.deadline = now + cursor.delay
         self._active[cursor] = None
         self.fetches_sent += 1
-        out.append(Send(Fetch(cursor.producer, self._requester, cursor.topic, start, count)))
+        router = self.router
+        requester = self._requester if router is None else router.requester(cursor, now)
+        out.append(Send(Fetch(cursor.producer, requester, cursor.topic, start, count)))
 
 
-__all__ = ["Cursor", "FetchScheduler", "take_run"]
+TARGET_MARK = "@"
+"""Separates a requester id from the store it addresses: ``requester@store-reader-id``."""
+
+__all__ = ["NO_LIMIT", "TARGET_MARK", "Cursor", "FetchScheduler", "Router", "take_run"]

@@ -89,14 +89,26 @@ class ConsumerConfig:
     * ``skip_unavailable_after`` - FETCH retries in a row answered only from beyond the gap
       after which the consumer skips to the first record still available (retention removed
       the rest; counted in ``skipped_records``). None: wait forever, as C does.
+    * ``latest_settle`` - seconds after subscribing during which a partition first heard of
+      counts as existing at start (``latest`` reads it from its head on); one first heard of
+      later is new and read from its beginning. Also the least time before ``at_end``.
+    * ``single_store_fetch`` - address each FETCH to one store (``requester@store``, see
+      ``dafka.node._stores``) instead of letting every store answer it; ``store_suspect_time``
+      - how long a store whose FETCH went unanswered is passed over.
     """
 
     offset_reset: OffsetReset = "latest"
     fetch: FetchPolicy = FetchPolicy()
     heads_refresh: float | None = 10.0
     skip_unavailable_after: int | None = 10
+    latest_settle: float = 1.0
+    single_store_fetch: bool = True
+    store_suspect_time: float = 10.0
 
     def __post_init__(self) -> None:
+        if not self.latest_settle >= 0:
+            raise ConfigError(f"consumer latest_settle must be >= 0, got {self.latest_settle!r}")
+        _positive("consumer store_suspect_time", self.store_suspect_time)
         if self.skip_unavailable_after is not None:
             _positive("consumer skip_unavailable_after", self.skip_unavailable_after)
         if self.heads_refresh is not None:
@@ -118,13 +130,20 @@ class StoreConfig:
     * ``heads_refresh`` - period of the writer's GET-HEADS for every topic it holds, answered
       by the other stores' readers (None: never). It is how a store that lost a partition's
       tail learns of it after the producer is gone; a restarted store sends them at once.
+    * ``fetch_reply_slice`` - DIRECT-RECORDs a FETCH reply sends per runner turn (replies
+      stream); ``fetch_reply_wait`` - how long a reply waits for records it covers (taken,
+      not yet durable) to become durable before it ends.
     """
 
     fetch: FetchPolicy = FetchPolicy()
     max_fetch_reply: int = 100_000
     heads_refresh: float | None = 10.0
+    fetch_reply_slice: int = 2048
+    fetch_reply_wait: float = 1.0
 
     def __post_init__(self) -> None:
+        _positive("store fetch_reply_slice", self.fetch_reply_slice)
+        _positive("store fetch_reply_wait", self.fetch_reply_wait)
         if self.heads_refresh is not None:
             _positive("store heads_refresh", self.heads_refresh)
         _positive("store max_fetch_reply", self.max_fetch_reply)

@@ -8,10 +8,27 @@ start a fetch too. Fetches run in windows and are retried with backoff until the
 has caught up with the highest sequence known to exist (see ``_catchup``).
 
 Where a partition starts: an explicit position (:meth:`ConsumerMachine.seek`), else
-``offset_reset``: ``earliest`` from sequence 0, ``latest`` after the first HEAD seen (or at
-the first record seen). Subscribing sends GET-HEADS so that stores tell us the heads of
-partitions whose producers are gone; a STORE-HELLO (a store saw us subscribe) is answered with
-CONSUMER-HELLO listing our topics, which the store answers with DIRECT-HEADs too.
+``offset_reset``: ``earliest`` from sequence 0; ``latest`` depends on whether the partition
+existed when we subscribed. Subscribing sends GET-HEADS so that stores tell us the heads of
+partitions (also those whose producers are gone); a STORE-HELLO (a store saw us subscribe) is
+answered with CONSUMER-HELLO listing our topics, which the store answers with DIRECT-HEADs
+too. A partition first heard of (HEAD, DIRECT-HEAD or record) within ``latest_settle``
+seconds of subscribing counts as existing at start: it is read after that head (or from that
+record on). One first heard of later is *new*: it is read from its beginning, so that a live
+``latest`` consumer does not lose the first records of a producer that starts after it (as
+Spark's Kafka source does for new partitions). A partition that existed but was not heard of
+within the window (stores unreachable that long) is therefore read from the beginning: extra
+records, never lost ones.
+
+Assigned partitions (:meth:`ConsumerMachine.assign`) are read by FETCH only, from a start
+sequence and optionally up to an end (exclusive): no ``M`` subscription; HEADs and GET-HEADS
+answers of the topic tell how far there is to read.
+
+FETCHes are addressed to one store at a time (``_stores``: one store serves a range, with
+fallback on timeout) once stores have greeted us.
+
+:meth:`ConsumerMachine.at_end`: every topic's settle window is over, every partition has
+taken everything up to the highest sequence known to exist, and every end is reached.
 
 ZeroMQ matches subscriptions by prefix, so ``M`` + ``hello`` also receives ``hello2`` and
 ``D`` + our id receives DIRECT-RECORDs for any id that starts with ours: every message is
@@ -26,9 +43,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dafka.node._catchup import Cursor, FetchScheduler, take_run
+from dafka.node._catchup import NO_LIMIT, TARGET_MARK, Cursor, FetchScheduler, take_run
 from dafka.node._config import ConsumerConfig
-from dafka.node._errors import check_name, check_sequence
+from dafka.node._errors import NodeArgumentError, check_name, check_sequence
+from dafka.node._stores import StoreRouter
 from dafka.node.actions import Action, Deliver, Send, Subscribe, Unsubscribe
 from dafka.protocol import (
     ConsumerHello,
@@ -71,6 +89,9 @@ class ConsumerStatistics:
     dropped_foreign: int
     dropped_unexpected: int
     skipped_records: int
+    dropped_beyond_end: int = 0
+    stores_known: int = 0
+    stores_suspected: int = 0
 
 
 def _wire(text: str) -> bytes:
@@ -105,6 +126,17 @@ class ConsumerMachine:
         self._fetcher = FetchScheduler(
             consumer_id, self.config.fetch, self.config.skip_unavailable_after
         )
+        self._router = StoreRouter(consumer_id, self.config.store_suspect_time)
+        if self.config.single_store_fetch:
+            self._fetcher.router = self._router
+        self._settle: dict[str, float] = {}
+        """Topic -> end of its ``latest_settle`` window (subscribed and assigned topics)."""
+        self._assigned: dict[tuple[str, str], Cursor] = {}
+        self._assigned_topics: dict[str, None] = {}
+        self._heads_seen: dict[tuple[str, str], int] = {}
+        """Heads above an end offset (the cursor's ``known_head`` stops at the end)."""
+        self._marked = consumer_id + TARGET_MARK
+        self._beyond_end = 0
         self._delivered = 0
         self._ahead = 0
         self._duplicates = 0
@@ -125,13 +157,72 @@ class ConsumerMachine:
             return
         raw = check_name("topic", topic)
         self._topics[topic] = None
+        self._settle.setdefault(topic, now + self.config.latest_settle)
         if self._refresh_due is None and self.config.heads_refresh is not None:
             self._refresh_due = now + self.config.heads_refresh
-        self._out += [
-            Subscribe(b"M" + raw),
-            Subscribe(b"H" + raw),
-            Send(GetHeads(topic, self.consumer_id)),
-        ]
+        out = self._out
+        out.append(Subscribe(b"M" + raw))
+        if topic not in self._assigned_topics:
+            out.append(Subscribe(b"H" + raw))
+        out.append(Send(GetHeads(topic, self.consumer_id)))
+
+    def assign(
+        self, topic: str, producer: str, next_sequence: int, end: int | None, now: float
+    ) -> None:
+        """Read partition ``producer`` of ``topic`` by FETCH from ``next_sequence`` on, up to
+        ``end`` (exclusive; None: on and on, as its head grows).
+
+        No live subscription to the topic's RECORDs: only the FETCHes of this partition, the
+        HEADs of the topic and the stores' DIRECT-HEADs (GET-HEADS is sent for the topic) say
+        how far to read. A topic may mix assigned partitions with a live subscription.
+        """
+        check_name("topic", topic)
+        check_name("partition", producer)
+        check_sequence("next_sequence", next_sequence)
+        if end is not None:
+            check_sequence("end offset", end)
+            if end < next_sequence:
+                raise NodeArgumentError(
+                    f"end offset {end} of {(topic, producer)} is before its start {next_sequence}"
+                )
+        key = (topic, producer)
+        if key in self._cursors:
+            raise NodeArgumentError(f"partition {key} is already being read")
+        self._starts.pop(key, None)
+        cursor = Cursor(topic, producer, next_sequence - 1)
+        if end is not None:
+            cursor.limit = end - 1
+        self._cursors[key] = cursor
+        self._assigned[key] = cursor
+        if topic not in self._assigned_topics:
+            self._assigned_topics[topic] = None
+            self._settle.setdefault(topic, now + self.config.latest_settle)
+            if self._refresh_due is None and self.config.heads_refresh is not None:
+                self._refresh_due = now + self.config.heads_refresh
+            if topic not in self._topics:
+                self._out.append(Subscribe(b"H" + _wire(topic)))
+            self._out.append(Send(GetHeads(topic, self.consumer_id)))
+        if end is not None and end > next_sequence:
+            self._fetcher.gap(cursor, end - 1, now, self._out)
+
+    def heads(self) -> dict[tuple[str, str], int]:
+        """The highest sequence known to exist in every known partition (-1: none yet)."""
+        seen = self._heads_seen
+        return {
+            key: max(c.known_head, c.last, seen.get(key, -1)) for key, c in self._cursors.items()
+        }
+
+    def at_end(self, now: float) -> bool:
+        """Caught up: settle windows over, every known head taken, every end reached."""
+        for due in self._settle.values():
+            if now < due:
+                return False
+        for cursor in self._cursors.values():
+            if cursor.last < cursor.known_head or cursor.ahead:
+                return False
+            if cursor.limit != NO_LIMIT and cursor.last < cursor.limit:
+                return False
+        return True
 
     def unsubscribe(self, topic: str, now: float) -> None:
         """Stop reading ``topic`` and forget its positions.
@@ -143,8 +234,11 @@ class ConsumerMachine:
             return
         del self._topics[topic]
         raw = _wire(topic)
-        self._out += [Unsubscribe(b"M" + raw), Unsubscribe(b"H" + raw)]
-        for key in [k for k in self._cursors if k[0] == topic]:
+        self._out.append(Unsubscribe(b"M" + raw))
+        if topic not in self._assigned_topics:
+            self._out.append(Unsubscribe(b"H" + raw))
+            self._settle.pop(topic, None)
+        for key in [k for k in self._cursors if k[0] == topic and k not in self._assigned]:
             self._fetcher.forget(self._cursors.pop(key))
 
     def seek(self, topic: str, producer: str, next_sequence: int, now: float) -> None:
@@ -163,7 +257,7 @@ class ConsumerMachine:
         self._fetcher.forget(cursor)
         self._flush(cursor, self._out)  # pending runs must not straddle the jump
         cursor.last = next_sequence - 1
-        if cursor.known_head > cursor.last and topic in self._topics:
+        if cursor.known_head > cursor.last and (topic in self._topics or key in self._assigned):
             self._fetcher.gap(cursor, cursor.known_head, now, self._out)
 
     def positions(self) -> dict[tuple[str, str], PartitionPosition]:
@@ -181,7 +275,9 @@ class ConsumerMachine:
             producer = message.producer
             sequence = message.sequence
             cursor = self._cursors.get((topic, producer))
-            if cursor is not None and sequence == cursor.last + 1:  # the hot path
+            if (
+                cursor is not None and sequence == cursor.last + 1 and sequence <= cursor.limit
+            ):  # the hot path
                 cursor.last = sequence
                 pending = cursor.pending
                 if not pending:
@@ -193,8 +289,9 @@ class ConsumerMachine:
                 return
             self._on_record(cursor, message, now)
         elif type(message) is DirectRecord:
-            if message.recipient != self.consumer_id:
-                self._foreign += 1
+            recipient = message.recipient
+            if recipient != self.consumer_id and not recipient.startswith(self._marked):
+                self._foreign += 1  # a C store answers an addressed FETCH to id@store
                 return
             cursor = self._cursors.get((message.topic, message.producer))
             self._on_record(cursor, message, now)
@@ -209,6 +306,7 @@ class ConsumerMachine:
             if message.consumer != self.consumer_id:
                 self._foreign += 1
                 return
+            self._router.greeted(message.store)
             if self._topics:
                 self._out.append(
                     Send(ConsumerHello(message.store, self.consumer_id, tuple(self._topics)))
@@ -272,6 +370,9 @@ class ConsumerMachine:
             dropped_foreign=self._foreign,
             dropped_unexpected=self._unexpected,
             skipped_records=self._fetcher.skipped,
+            dropped_beyond_end=self._beyond_end,
+            stores_known=len(self._router.stores),
+            stores_suspected=self._router.suspected,
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -285,13 +386,14 @@ class ConsumerMachine:
             )
             cursor.pending = []
 
-    def _new_cursor(self, topic: str, producer: str, latest_last: int) -> Cursor:
-        """A partition seen for the first time; ``latest_last`` is where ``latest`` starts."""
+    def _new_cursor(self, topic: str, producer: str, latest_last: int, now: float) -> Cursor:
+        """A partition seen for the first time; ``latest_last`` is where ``latest`` starts
+        if the partition existed at subscription (first heard of within the settle window)."""
         key = (topic, producer)
         start = self._starts.pop(key, None)
         if start is not None:
             last = start - 1
-        elif self._earliest:
+        elif self._earliest or now >= self._settle.get(topic, now):
             last = -1
         else:
             last = latest_last
@@ -305,8 +407,11 @@ class ConsumerMachine:
             if record.topic not in self._topics:
                 self._foreign += 1  # prefix leak ('hello2' while reading 'hello') or stale
                 return
-            cursor = self._new_cursor(record.topic, record.producer, sequence - 1)
+            cursor = self._new_cursor(record.topic, record.producer, sequence - 1, now)
         last = cursor.last
+        if sequence > cursor.limit:
+            self._beyond_end += 1  # past an end offset (a C store answers count + 1)
+            return
         if sequence == last + 1:
             cursor.last = sequence
             if not cursor.pending:
@@ -323,12 +428,17 @@ class ConsumerMachine:
             self._duplicates += 1
 
     def _on_head(self, topic: str, producer: str, sequence: int, now: float) -> None:
-        cursor = self._cursors.get((topic, producer))
+        key = (topic, producer)
+        cursor = self._cursors.get(key)
         if cursor is None:
             if topic not in self._topics:
-                self._foreign += 1
+                self._foreign += 1  # also: a partition of an assigned topic not assigned to us
                 return
-            cursor = self._new_cursor(topic, producer, sequence)
+            cursor = self._new_cursor(topic, producer, sequence, now)
+        if sequence > cursor.limit:
+            if sequence > self._heads_seen.get(key, -1):
+                self._heads_seen[key] = sequence
+            sequence = cursor.limit
         if sequence > cursor.last:
             self._fetcher.gap(cursor, sequence, now, self._out)
         elif sequence > cursor.known_head:

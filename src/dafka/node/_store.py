@@ -20,10 +20,22 @@ The *reader* answers from what is durable, read through the injected :class:`Rec
 nothing unless the first existed), GET-HEADS and CONSUMER-HELLO -> one DIRECT-HEAD per stored
 partition of each topic, and a consumer's ``L`` + id subscription seen on the reader's XPUB
 (:meth:`StoreMachine.on_subscription`) -> STORE-HELLO.
+
+FETCH replies *stream*: a reply is a queued range served ``fetch_reply_slice`` records per
+runner turn (the machine asks for a turn at once through :meth:`StoreMachine.next_deadline`),
+so the first DIRECT-RECORD leaves in the turn the FETCH arrived, and a big reply does not
+hold up the writer. A reply covers what the writer has *taken* when the FETCH arrives, also
+records of the same turn that are not durable yet: those are sent once durable (a C consumer
+drops a live record that arrived out of order, re-fetches from the gap and relies on the
+reply running past that record). A reply waiting for durability longer than
+``fetch_reply_wait`` ends where durability stopped. A FETCH addressed to another store
+(``requester@reader-id``, see ``dafka.node._stores``) is not answered (``fetches_declined``);
+one addressed to us is answered to the plain requester id.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -31,6 +43,7 @@ from typing import Protocol
 from dafka.node._catchup import Cursor, FetchScheduler, take_run
 from dafka.node._config import StoreConfig
 from dafka.node._errors import check_name
+from dafka.node._stores import addressed_to
 from dafka.node.actions import Action, Persist, Send, Subscribe
 from dafka.protocol import (
     Ack,
@@ -84,10 +97,26 @@ class StoreStatistics:
     records_served: int
     heads_answered: int
     store_hellos_sent: int
+    fetches_declined: int
+    fetch_replies_pending: int
     arrived_ahead: int
     dropped_duplicates: int
     dropped_foreign: int
     dropped_unexpected: int
+
+
+class _Reply:
+    """A FETCH reply being streamed: ``[next, stop)`` of a partition still to send."""
+
+    __slots__ = ("cursor", "next", "recipient", "since", "stop")
+
+    def __init__(self, recipient: str, cursor: Cursor, first: int, stop: int, now: float) -> None:
+        self.recipient = recipient
+        self.cursor = cursor
+        self.next = first
+        self.stop = stop
+        self.since = now
+        """When the reply last made progress (a reply waiting for durability expires)."""
 
 
 class StoreMachine:
@@ -119,6 +148,9 @@ class StoreMachine:
         self._served = 0
         self._heads_answered = 0
         self._hellos = 0
+        self._declined = 0
+        self._replies: deque[_Reply] = deque()
+        self._reply_due: float | None = None
         self._ahead = 0
         self._duplicates = 0
         self._foreign = 0
@@ -143,12 +175,13 @@ class StoreMachine:
 
     def on_durable(self, topic: str, producer: str, sequence: int, now: float) -> None:
         """The driver made everything up to ``sequence`` of a partition durable: ACK it."""
-        del now
         cursor = self._cursors.get((topic, producer))
         if cursor is None or sequence <= cursor.durable:
             return
         cursor.durable = min(sequence, cursor.last)
         self._ack_due[cursor] = None
+        if self._replies and self._reply_due is None:
+            self._reply_due = now  # a reply may wait for these records
 
     def on_peer(self, node_id: str, now: float) -> None:
         """The driver connected to a new peer: ask for heads now, and keep asking.
@@ -208,7 +241,7 @@ class StoreMachine:
                 return
             self._on_head(message, now)
         elif type(message) is Fetch:
-            self._on_fetch(message)
+            self._on_fetch(message, now)
         elif type(message) is GetHeads:
             self._send_heads(message.requester, (message.topic,))
         elif type(message) is ConsumerHello:
@@ -237,6 +270,9 @@ class StoreMachine:
             on_message(Record(topic, producer, first_sequence + offset, content), now)
 
     def on_timer(self, now: float) -> None:
+        due = self._reply_due
+        if due is not None and due <= now:
+            self._serve(now)
         self._fetcher.on_timer(now, self._out)
         due = self._refresh_due
         if due is not None and due <= now:
@@ -248,8 +284,11 @@ class StoreMachine:
         fetch = self._fetcher.next_deadline()
         refresh = self._refresh_due
         if refresh is None or (fetch is not None and fetch < refresh):
-            return fetch
-        return refresh
+            refresh = fetch
+        reply = self._reply_due
+        if reply is None or (refresh is not None and refresh < reply):
+            return refresh
+        return reply
 
     def take_actions(self) -> list[Action]:
         out = self._out
@@ -285,6 +324,8 @@ class StoreMachine:
             records_served=self._served,
             heads_answered=self._heads_answered,
             store_hellos_sent=self._hellos,
+            fetches_declined=self._declined,
+            fetch_replies_pending=len(self._replies),
             arrived_ahead=self._ahead,
             dropped_duplicates=self._duplicates,
             dropped_foreign=self._foreign,
@@ -342,26 +383,74 @@ class StoreMachine:
 
     # -- reader ----------------------------------------------------------------------------
 
-    def _on_fetch(self, fetch: Fetch) -> None:
+    def _on_fetch(self, fetch: Fetch, now: float) -> None:
         if fetch.requester == self.writer_id:
             return  # our own writer's FETCH reached our reader: we hold nothing it lacks
+        recipient = addressed_to(fetch.requester, self.reader_id)
+        if recipient is None:
+            self._declined += 1  # addressed to another store
+            return
         cursor = self._cursors.get((fetch.topic, fetch.producer))
-        if cursor is None or fetch.sequence > cursor.durable or fetch.count == 0:
+        first = fetch.sequence
+        if cursor is None or first > cursor.last or fetch.count == 0:
             return
         self._fetches_answered += 1
-        count = min(fetch.count, cursor.durable - fetch.sequence + 1, self.config.max_fetch_reply)
-        records = self._reader.read(fetch.topic, fetch.producer, fetch.sequence, count)
+        stop = min(first + fetch.count, cursor.last + 1, first + self.config.max_fetch_reply)
+        self._replies.append(_Reply(recipient, cursor, first, stop, now))
+        if len(self._replies) == 1:
+            self._serve(now)  # the first slice leaves in this turn
+        elif self._reply_due is None:
+            self._reply_due = now
+
+    def _serve(self, now: float) -> None:
+        """Send up to ``fetch_reply_slice`` records of the queued replies, oldest first.
+
+        Replies that reached what is durable wait (for :meth:`on_durable`, at most
+        ``fetch_reply_wait``); finished ones leave the queue. Asks for another turn at once
+        while some reply has durable records left to send.
+        """
+        budget = self.config.fetch_reply_slice
+        wait = self.config.fetch_reply_wait
+        replies = self._replies
         out = self._out
-        requester, topic, producer = fetch.requester, fetch.topic, fetch.producer
-        stop = fetch.sequence + count
-        served = 0
-        for sequence, content in records:
-            if fetch.sequence <= sequence < stop:
-                out.append(
-                    _new_send(_new_direct_record(requester, topic, producer, sequence, content))
-                )
-                served += 1
-        self._served += served
+        read = self._reader.read
+        ready = False
+        oldest_wait: float | None = None
+        for _ in range(len(replies)):
+            reply = replies.popleft()
+            cursor = reply.cursor
+            first = reply.next
+            upto = min(reply.stop, cursor.durable + 1)
+            if budget > 0 and first < upto:
+                count = min(upto - first, budget)
+                topic, producer, recipient = cursor.topic, cursor.producer, reply.recipient
+                served = 0
+                stop = first + count
+                for sequence, content in read(topic, producer, first, count):
+                    if first <= sequence < stop:
+                        out.append(
+                            _new_send(
+                                _new_direct_record(recipient, topic, producer, sequence, content)
+                            )
+                        )
+                        served += 1
+                        reply.next = sequence + 1
+                if not served:
+                    continue  # nothing held from there on (retention): the reply ends
+                budget -= served
+                self._served += served
+                reply.since = now
+            if reply.next >= reply.stop:
+                continue  # done
+            if reply.next <= reply.cursor.durable:
+                ready = True  # more to send next turn
+            elif now - reply.since >= wait:
+                continue  # waited too long for durability: the reply ends here
+            else:
+                due = reply.since + wait
+                oldest_wait = due if oldest_wait is None else min(oldest_wait, due)
+            replies.append(reply)
+        self._reply_due = now if ready else oldest_wait
 
     def _send_heads(self, recipient: str, topics: Sequence[str]) -> None:
         out = self._out

@@ -1,0 +1,172 @@
+"""ConsumerMachine: latest for new partitions, assigned bounded reads, heads, at_end, routing."""
+
+from __future__ import annotations
+
+import pytest
+
+from dafka.node import (
+    ConsumerConfig,
+    ConsumerMachine,
+    FetchPolicy,
+    NodeArgumentError,
+    ProducerMachine,
+    StoreMachine,
+)
+from dafka.protocol import DirectHead, DirectRecord, Fetch, GetHeads, Head, Record, StoreHello
+from dafka.testing import MemoryLog, MemoryNetwork, ScriptedPeer
+
+CID = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
+
+
+def make(
+    reset: str = "latest", settle: float = 1.0, single_store: bool = True
+) -> tuple[ConsumerMachine, ScriptedPeer]:
+    config = ConsumerConfig(
+        offset_reset=reset,  # type: ignore[arg-type]
+        fetch=FetchPolicy(window=100, retry_initial=0.5, retry_max=5.0),
+        heads_refresh=None,
+        latest_settle=settle,
+        single_store_fetch=single_store,
+    )
+    consumer = ConsumerMachine(CID, config)
+    return consumer, ScriptedPeer(consumer)
+
+
+def test_latest_reads_existing_partitions_from_head_and_new_ones_from_start() -> None:
+    consumer, peer = make()
+    consumer.subscribe("t", peer.clock.now)
+    peer.drain()
+    peer.expect(GetHeads)
+    # within the settle window: a store tells of an existing partition, a live one shows up
+    peer.send(DirectHead(CID, "t", "OLD", 41), Record("t", "LIVE", 7, b"x"))
+    assert [(d.producer, d.sequence) for d in peer.delivered] == [("LIVE", 7)]
+    assert not consumer.at_end(peer.clock.now)  # the settle window is not over
+    peer.advance(1.0)
+    assert consumer.at_end(peer.clock.now)
+    # after the window: a new producer's first record is read from its beginning
+    peer.send(Record("t", "NEW", 3, b"d"))
+    fetch = peer.expect(Fetch)
+    assert (fetch.producer, fetch.sequence, fetch.count) == ("NEW", 0, 4)
+    assert not consumer.at_end(peer.clock.now)
+    peer.send(*(DirectRecord(CID, "t", "NEW", s, bytes([s])) for s in range(3)))
+    assert [d.sequence for d in peer.delivered if d.producer == "NEW"] == [0, 1, 2, 3]
+    # a HEAD of a partition never seen (producer started after us, its records missed)
+    peer.send(Head("t", "NEW2", 2))
+    assert peer.expect(Fetch).sequence == 0
+    assert consumer.heads() == {
+        ("t", "OLD"): 41,
+        ("t", "LIVE"): 7,
+        ("t", "NEW"): 3,
+        ("t", "NEW2"): 2,
+    }
+    assert consumer.positions()[("t", "OLD")].next_sequence == 42
+
+
+def test_earliest_ignores_the_settle_window() -> None:
+    consumer, peer = make(reset="earliest")
+    consumer.subscribe("t", peer.clock.now)
+    peer.drain()
+    peer.send(DirectHead(CID, "t", "P", 5))
+    assert peer.recv_all()[-1] == Fetch("P", CID, "t", 0, 6)
+
+
+def test_assign_reads_a_bounded_range_by_fetch_only() -> None:
+    consumer, peer = make()
+    consumer.assign("t", "P", 10, 15, peer.clock.now)
+    peer.drain()
+    assert b"Mt" not in peer.subscriptions
+    assert b"Ht" in peer.subscriptions
+    sent = peer.recv_all()
+    assert sent == [GetHeads("t", CID), Fetch("P", CID, "t", 10, 5)]
+    # a C store answers count + 1: the record beyond the end is dropped, never delivered
+    peer.send(*(DirectRecord(CID, "t", "P", s, b"r") for s in range(10, 16)))
+    assert [d.sequence for d in peer.delivered] == [10, 11, 12, 13, 14]
+    assert consumer.statistics().dropped_beyond_end == 1
+    peer.advance(1.0)
+    assert consumer.at_end(peer.clock.now)
+    # heads above the end are reported but not fetched; other partitions are not ours
+    peer.send(Head("t", "P", 99), Head("t", "Q", 3), Record("t", "P", 15, b"live"))
+    peer.expect_nothing()
+    assert consumer.heads() == {("t", "P"): 99}
+    assert consumer.at_end(peer.clock.now)
+
+
+def test_assign_without_end_follows_heads() -> None:
+    consumer, peer = make()
+    consumer.assign("t", "P", 0, None, peer.clock.now)
+    peer.drain()
+    assert peer.recv_all() == [GetHeads("t", CID)]
+    peer.send(DirectHead(CID, "t", "P", 2))
+    assert peer.expect(Fetch) == Fetch("P", CID, "t", 0, 3)
+    peer.send(*(DirectRecord(CID, "t", "P", s, b"r") for s in range(3)))
+    peer.advance(1.0)
+    assert consumer.at_end(peer.clock.now)
+    peer.send(Head("t", "P", 4))
+    assert not consumer.at_end(peer.clock.now)
+    assert peer.expect(Fetch).sequence == 3
+
+
+def test_assign_rejects_bad_ranges_and_double_reads() -> None:
+    consumer, peer = make()
+    with pytest.raises(NodeArgumentError):
+        consumer.assign("t", "P", 5, 4, 0.0)
+    consumer.assign("t", "P", 0, 0, 0.0)  # an empty range is at its end at once
+    with pytest.raises(NodeArgumentError):
+        consumer.assign("t", "P", 0, None, 0.0)
+    peer.advance(1.0)
+    assert consumer.at_end(peer.clock.now)
+
+
+def test_fetches_go_to_one_store_and_fall_back_on_timeout() -> None:
+    consumer, peer = make(reset="earliest")
+    consumer.subscribe("t", peer.clock.now)
+    peer.send(StoreHello(CID, "SA"), StoreHello(CID, "SB"))
+    peer.recv_all()
+    peer.send(DirectHead(CID, "t", "P", 9))
+    first = peer.expect(Fetch)
+    base, _, store = first.requester.partition("@")
+    assert base == CID
+    assert store in ("SA", "SB")
+    peer.advance(0.5)  # no answer: the next store
+    second = peer.expect(Fetch)
+    other = "SB" if store == "SA" else "SA"
+    assert second.requester == f"{CID}@{other}"
+    peer.advance(1.0)  # both tried: every replier
+    assert peer.expect(Fetch).requester == CID
+    assert consumer.statistics().stores_suspected == 2
+    # an answer to the addressed requester (a C store keeps it) is accepted
+    peer.send(
+        DirectRecord(f"{CID}@SA", "t", "P", 0, b"r"), DirectRecord(f"{CID}X", "t", "P", 1, b"r")
+    )
+    assert [d.sequence for d in peer.delivered] == [0]
+    assert consumer.statistics().dropped_foreign == 1
+
+
+def test_without_single_store_fetch_every_replier_is_asked() -> None:
+    consumer, peer = make(reset="earliest", single_store=False)
+    consumer.subscribe("t", 0.0)
+    peer.send(StoreHello(CID, "SA"), DirectHead(CID, "t", "P", 3))
+    assert peer.recv_all()[-1].requester == CID  # type: ignore[union-attr]
+
+
+def test_two_stores_serve_a_late_consumer_once() -> None:
+    """On the in-memory network: two replicated stores, one late consumer, no duplicates."""
+    net = MemoryNetwork()
+    producer = ProducerMachine("t", "P")
+    net.add("producer", producer)
+    net.add("s1", StoreMachine("W1", "R1", log1 := MemoryLog()), log=log1)
+    net.add("s2", StoreMachine("W2", "R2", log2 := MemoryLog()), log=log2)
+    for i in range(500):
+        producer.publish(bytes([i % 256]), net.clock.now)
+    net.run_until(lambda: producer.unacked == 0 and log2.heads("t").get("P") == 499)
+    net.remove("producer")
+    consumer = ConsumerMachine(
+        CID, ConsumerConfig(offset_reset="earliest", fetch=FetchPolicy(window=100))
+    )
+    net.add("consumer", consumer)
+    consumer.subscribe("t", net.clock.now)
+    net.run_until(lambda: len(net.delivered("consumer")) == 500 and consumer.at_end(net.clock.now))
+    stats = consumer.statistics()
+    assert [d.sequence for d in net.delivered("consumer")] == list(range(500))
+    assert stats.dropped_duplicates == 0
+    assert stats.stores_known == 2
