@@ -11,3 +11,19 @@ class DafkaError(Exception):
 
 class ConfigError(DafkaError, ValueError):
     """A setting is missing, malformed or out of range."""
+
+
+class NodeFailedError(DafkaError):
+    """A node's runner thread died; the node is gone and every later call raises this.
+
+    ``cause`` is the exception that killed it (also chained as ``__cause__``), so that an
+    application sees one dafka type whatever broke inside - never a ZeroMQ or codec one.
+    """
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.__cause__ = cause
+
+
+__all__ = ["ConfigError", "DafkaError", "NodeFailedError"]

@@ -1,8 +1,13 @@
-"""Running daemons in the foreground until Ctrl-C or SIGTERM.
+"""Running daemons in the foreground until Ctrl-C, SIGTERM or the death of one of its nodes.
 
 Both signals set one event that the main thread waits on; the daemon is then stopped
 cleanly (a store flushes before it exits) and the process exits 0. A second signal while
 stopping exits at once.
+
+The same event is set when a node thread of this process dies (``process_failures``, the
+board every runner and tower reports to): the thread logged its traceback, the daemon
+stops what still runs and exits 1 with the cause, so a supervisor sees it and restarts it.
+A daemon that lived on serving nothing would hide the failure.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from types import FrameType
 
 import click
 
-from dafka.errors import DafkaError
+from dafka.errors import DafkaError, NodeFailedError
+from dafka.transport.failure import process_failures
 
 
 class _SignalWatch:
@@ -33,6 +39,7 @@ class _SignalWatch:
         self._previous = {
             s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)
         }
+        process_failures.watch(self.stop)  # a dead node ends the wait as a signal does
 
     def _handler(self, signum: int, _frame: FrameType | None) -> None:
         self._count += 1
@@ -42,10 +49,16 @@ class _SignalWatch:
         self.stop.set()
 
     def wait(self) -> None:
-        while not self.stop.wait(1.0):
+        while not self.stop.wait(1.0):  # a timeout so that Python runs the signal handlers
             pass
 
+    @property
+    def failure(self) -> NodeFailedError | None:
+        """The first node of this process that died, if one did."""
+        return process_failures.first
+
     def restore(self) -> None:
+        process_failures.unwatch(self.stop)
         for s, h in self._previous.items():
             signal.signal(s, h)
 
@@ -60,7 +73,11 @@ def wait_for_signal() -> None:
 
 
 def run_until_signal(start: Callable[[], None], stop: Callable[[], None]) -> None:
-    """Start, wait for a stop signal, stop; a DafkaError at start is a clean CLI error."""
+    """Start, wait for a stop signal, stop; a DafkaError at start is a clean CLI error.
+
+    A node of this process that dies ends the wait too: the rest is stopped and the command
+    fails (exit 1, the cause on stderr; the traceback was logged by the dying thread).
+    """
     watch = _SignalWatch()
     try:
         try:
@@ -72,9 +89,14 @@ def run_until_signal(start: Callable[[], None], stop: Callable[[], None]) -> Non
             if not watch.stop.is_set():
                 watch.wait()
         finally:
-            stop()
+            try:
+                stop()
+            except DafkaError as exc:  # a failed node may fail its stop too: cause known
+                logging.getLogger("dafka").error("while stopping: %s", exc)
     finally:
         watch.restore()
+    if watch.failure is not None:
+        raise click.ClickException(str(watch.failure))
 
 
 def setup_logging(verbose: bool) -> None:

@@ -10,6 +10,7 @@ again once the application has caught up - memory stays bounded on every node.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -20,6 +21,7 @@ import zmq
 
 from dafka.client._ids import new_node_id
 from dafka.client._records import ConsumedRecord
+from dafka.errors import NodeFailedError
 from dafka.node import (
     ConsumerConfig,
     ConsumerMachine,
@@ -66,9 +68,14 @@ class Consumer:
             receive_paused=self._paused,
             name="consumer",
         )
-        self._runner.start(ready_timeout)
-        for topic in [topics] if isinstance(topics, str) else list(topics):
-            self.subscribe(topic)
+        self._runner.failure.add_listener(self._on_failure)
+        self._runner.start(ready_timeout)  # stops its thread itself when it raises
+        try:
+            for topic in [topics] if isinstance(topics, str) else list(topics):
+                self.subscribe(topic)
+        except BaseException:
+            self._runner.stop()  # a failed __init__ leaves no thread behind
+            raise
 
     def subscribe(self, topic: str) -> None:
         self._runner.call(lambda now: self._machine.subscribe(topic, now))
@@ -92,11 +99,17 @@ class Consumer:
         return self._runner.statistics()
 
     def poll(self, timeout: float | None = None, max_records: int = 10_000) -> list[ConsumedRecord]:
-        """Records received so far (at most ``max_records``); waits up to ``timeout`` for one."""
+        """Records received so far (at most ``max_records``); waits up to ``timeout`` for one.
+
+        Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
+        """
         out: list[ConsumedRecord] = []
         deadline = None if timeout is None else time.monotonic() + timeout
+        failure = self._runner.failure
         with self._ready:
+            failure.check()
             while self._current is None and not self._batches:
+                failure.check()
                 if self._closed:
                     return out
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -135,12 +148,16 @@ class Consumer:
             yield from self.poll(timeout=0.5)
 
     def close(self) -> None:
+        """Leave the cluster; raises :class:`NodeFailedError` if the node had died."""
+        failure = self._runner.failure
         if self._closed:
+            failure.check()
             return
         self._closed = True
         with self._ready:
             self._ready.notify_all()
         self._runner.stop()
+        failure.check()
 
     def __enter__(self) -> Consumer:
         return self
@@ -151,9 +168,18 @@ class Consumer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(NodeFailedError):  # the error in flight says more
+            self.close()
 
     # -- runner thread ---------------------------------------------------------------------
+
+    def _on_failure(self, _error: NodeFailedError) -> None:
+        """The runner died: wake every ``poll`` waiting for records."""
+        with self._ready:
+            self._ready.notify_all()
 
     def _on_deliver(self, batch: Deliver) -> None:
         with self._ready:

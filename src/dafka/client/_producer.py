@@ -12,6 +12,7 @@ the default) or raises :class:`BackpressureError` (``"error"``).
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 import time
 from types import TracebackType
@@ -19,7 +20,7 @@ from types import TracebackType
 import zmq
 
 from dafka.client._ids import new_node_id
-from dafka.errors import DafkaError
+from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, ProducerStatistics
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
@@ -60,16 +61,27 @@ class Producer:
             after_turn=self._after_turn,
             name=f"producer-{topic}",
         )
-        self._runner.start(ready_timeout)
+        self._runner.failure.add_listener(self._on_failure)
+        self._runner.start(ready_timeout)  # stops its thread itself when it raises
 
     # -- application side ------------------------------------------------------------------
 
-    def publish(self, content: bytes, timeout: float | None = None) -> int:
+    def publish(self, content: bytes | bytearray | memoryview, timeout: float | None = None) -> int:
         """Queue one record; returns its sequence. Thread-safe.
 
         Blocks (up to ``timeout``) or raises :class:`BackpressureError` when the unacked
-        bound is reached, as ``ProducerConfig.backpressure`` says.
+        bound is reached, as ``ProducerConfig.backpressure`` says. ``content`` must be
+        bytes-like (``TypeError`` here, in the caller's thread, not in the node's);
+        :class:`NodeFailedError` once the node died.
         """
+        if content.__class__ is not bytes:
+            if not isinstance(content, bytes | bytearray | memoryview):
+                raise TypeError(
+                    f"a record's content is bytes, not {type(content).__name__}: "
+                    "encode text first (str.encode())"
+                )
+            content = bytes(content)
+        self._runner.failure.check()
         if self._closed:
             raise DafkaError("publish on a closed producer")
         limit = self.config.max_unacked_records
@@ -85,11 +97,17 @@ class Producer:
         return sequence
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until stores ACKed every record published so far; False on timeout."""
+        """Wait until stores ACKed every record published so far; False on timeout.
+
+        Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
+        """
         target = self._next
         deadline = None if timeout is None else time.monotonic() + timeout
+        failure = self._runner.failure
         with self._progress:
+            failure.check()
             while self._acked_next < target:
+                failure.check()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -113,13 +131,24 @@ class Producer:
         return self._runner.statistics()
 
     def close(self, flush_timeout: float | None = 5.0) -> None:
-        """Wait up to ``flush_timeout`` for ACKs, then leave the cluster."""
+        """Wait up to ``flush_timeout`` for ACKs, then leave the cluster.
+
+        Wakes a ``publish`` blocked on backpressure (it raises). Raises
+        :class:`NodeFailedError` if the node died (after releasing what it holds).
+        """
+        failure = self._runner.failure
         if self._closed:
+            failure.check()
             return
-        if flush_timeout:
-            self.flush(flush_timeout)
-        self._closed = True
-        self._runner.stop()
+        try:
+            if flush_timeout:
+                self.flush(flush_timeout)
+        finally:
+            with self._progress:
+                self._closed = True
+                self._progress.notify_all()
+            self._runner.stop()
+        failure.check()
 
     def __enter__(self) -> Producer:
         return self
@@ -130,7 +159,11 @@ class Producer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close(flush_timeout=None if exc_type is not None else 5.0)
+        if exc_type is None:
+            self.close(flush_timeout=5.0)
+            return
+        with contextlib.suppress(NodeFailedError):  # the error in flight says more
+            self.close(flush_timeout=None)
 
     # -- runner thread ---------------------------------------------------------------------
 
@@ -138,8 +171,12 @@ class Producer:
         if self.config.backpressure == "error":
             raise BackpressureError(self._next - self._acked_next, 0)
         deadline = None if timeout is None else time.monotonic() + timeout
+        failure = self._runner.failure
         with self._progress:
             while self._next - self._acked_next >= limit:
+                failure.check()
+                if self._closed:
+                    raise DafkaError("the producer was closed while publish waited for room")
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise BackpressureError(self._next - self._acked_next, 0)
@@ -175,6 +212,11 @@ class Producer:
             # with no drain to come, and this post rules that out.
             self._scheduled = True
             self._runner.post(self._drain)
+
+    def _on_failure(self, _error: NodeFailedError) -> None:
+        """The runner died: wake every ``flush`` and ``publish`` waiting for ACKs."""
+        with self._progress:
+            self._progress.notify_all()
 
     def _after_turn(self, now: float) -> None:
         if self._pending and not self._scheduled:

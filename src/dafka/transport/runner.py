@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import zmq
 import zmq.backend
 
-from dafka.errors import DafkaError
+from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import Discovery, DiscoveryConfig
 from dafka.node.actions import (
     Action,
@@ -64,6 +64,7 @@ from dafka.protocol import (
 )
 from dafka.storage import Storage
 from dafka.transport.config import TransportConfig
+from dafka.transport.failure import FailureLatch
 from dafka.transport.sockets import bound_port, make_socket
 
 log = logging.getLogger(__name__)
@@ -165,8 +166,14 @@ class NodeRunner:
         self._thread: threading.Thread | None = None
         self._bound = threading.Event()
         self._ready = threading.Event()
+        self._ready_or_failed = threading.Event()
         self._stopping = False
         self._error: BaseException | None = None
+        self.failure = FailureLatch(name)
+        """Set once the thread died: every later ``post``/``call``/``statistics`` raises it."""
+        self._calls: set[threading.Event] = set()
+        self._calls_lock = threading.Lock()
+        self.failure.add_listener(self._wake_callers)
         self._endpoints: list[_Endpoint] = []
         self._on_records: Callable[[str, str, int, list[bytes], float], None] | None = getattr(
             machine, "on_records", None
@@ -184,15 +191,21 @@ class NodeRunner:
         self._thread.start()
         self._bound.wait()
         if self._error is not None:
-            raise self._error
+            self._thread.join()
+            self._thread = None
+            raise self.failure.error or self._error
         self._waker = make_socket(self._context, zmq.PAIR, linger_ms=0)
         self._waker.connect(self._wake_endpoint)
-        if ready_timeout is not None and not self._ready.wait(ready_timeout):
+        if ready_timeout is not None and not self._ready_or_failed.wait(ready_timeout):
             self.stop()
             raise NodeNotReadyError(
                 f"{self._name}: no welcome from any tower at "
                 f"{', '.join(self._config.tower_pub_addresses)} within {ready_timeout}s"
             )
+
+        if self.failure.error is not None:
+            self.stop()
+            raise self.failure.error
 
     @property
     def ready(self) -> bool:
@@ -210,7 +223,8 @@ class NodeRunner:
         def _stop(_: float) -> None:
             self._stopping = True
 
-        self.post(_stop)
+        with contextlib.suppress(NodeFailedError):  # a dead thread needs no telling
+            self.post(_stop)
         self._thread.join(timeout)
         if self._thread.is_alive():
             log.error("%s: runner thread did not stop within %ss", self._name, timeout)
@@ -220,17 +234,32 @@ class NodeRunner:
             self._waker = None
 
     def post(self, fn: Callable[[float], None]) -> None:
-        """Run ``fn(now)`` in the runner thread (thread-safe); the outbox is then executed."""
+        """Run ``fn(now)`` in the runner thread (thread-safe); the outbox is then executed.
+
+        Raises :class:`NodeFailedError` once the thread died.
+        """
+        error = self.failure.error
+        if error is not None:
+            raise error
         self._posted.append(fn)
         if self._wake_pending:
             return
         with self._wake_lock:
             self._wake_pending = True
             if self._waker is not None:
-                self._waker.send(b"", zmq.NOBLOCK)
+                try:
+                    self._waker.send(b"", zmq.NOBLOCK)
+                except zmq.ZMQError as exc:  # the thread is gone (or going): say so
+                    self._wake_pending = False
+                    raise self.failure.error or NodeFailedError(
+                        f"{self._name}: the node does not take work: {exc}", exc
+                    ) from exc
 
     def call(self, fn: Callable[[float], T], timeout: float = 10.0) -> T:
-        """Run ``fn(now)`` in the runner thread and return its result (or raise its error)."""
+        """Run ``fn(now)`` in the runner thread and return its result (or raise its error).
+
+        Raises :class:`NodeFailedError` if the thread dies before it answers.
+        """
         done = threading.Event()
         box: list[Any] = []
 
@@ -241,9 +270,18 @@ class NodeRunner:
                 box.append((False, exc))
             done.set()
 
-        self.post(_run)
-        if not done.wait(timeout):
-            raise DafkaError(f"{self._name}: the node did not answer within {timeout}s")
+        with self._calls_lock:
+            self._calls.add(done)
+        try:
+            self.post(_run)
+            answered = done.wait(timeout)
+        finally:
+            with self._calls_lock:
+                self._calls.discard(done)
+        if not box:
+            self.failure.check()
+            if not answered:
+                raise DafkaError(f"{self._name}: the node did not answer within {timeout}s")
         ok, value = box[0]
         if not ok:
             raise value
@@ -255,7 +293,14 @@ class NodeRunner:
         return [e.port for e in self._endpoints]
 
     def statistics(self) -> RunnerStats:
+        self.failure.check()
         return RunnerStats(**vars(self._stats))
+
+    def _wake_callers(self, _error: NodeFailedError) -> None:
+        self._ready_or_failed.set()
+        with self._calls_lock:
+            for done in self._calls:
+                done.set()
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -263,10 +308,10 @@ class NodeRunner:
         try:
             self._run()
         except BaseException as exc:  # the thread must report, never die silently
-            log.exception("%s: runner crashed", self._name)
+            log.exception("%s: runner crashed; the node is gone", self._name)
             self._error = exc
+            self.failure.fail(exc)
             self._bound.set()
-            raise
 
     def _run(self) -> None:
         cfg = self._config
@@ -400,6 +445,7 @@ class NodeRunner:
             if self.discovery.started and not self._ready.is_set():
                 log.info("%s: welcomed by a tower, ready", self._name)
                 self._ready.set()
+                self._ready_or_failed.set()
 
     def _receive(self, sock: zmq.Socket[bytes], now: float) -> None:
         """Read up to ``receive_batch`` messages and feed them to the machine.

@@ -18,6 +18,7 @@ least one is alive.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import zmq
 
 from dafka.errors import DafkaError
+from dafka.transport.failure import FailureLatch
 from dafka.transport.sockets import bound_endpoint, make_socket
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,8 @@ class Tower:
         self._stopper: zmq.Socket[bytes] | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self.failure = FailureLatch("tower")
+        """Set if the forwarding thread dies (reported to the process's failure board)."""
         self.sub_endpoint = ""
         self.pub_endpoint = ""
 
@@ -82,7 +86,7 @@ class Tower:
 
     def start(self) -> None:
         """Bind both sockets and start forwarding; raises if a bind fails."""
-        self._thread = threading.Thread(target=self._run, name="dafka-tower", daemon=True)
+        self._thread = threading.Thread(target=self._main, name="dafka-tower", daemon=True)
         self._thread.start()
         self._ready.wait()
         if self._error is not None:
@@ -92,12 +96,24 @@ class Tower:
         """Stop forwarding, close the sockets and join the thread."""
         if self._thread is None:
             return
-        stopper = make_socket(self._context, zmq.PAIR, linger_ms=0)
-        stopper.connect(self._stop_endpoint)
-        stopper.send(b"STOP")
-        self._thread.join()
-        stopper.close()
+        if self.failure.error is None:
+            stopper = make_socket(self._context, zmq.PAIR, linger_ms=0)
+            stopper.connect(self._stop_endpoint)
+            with contextlib.suppress(zmq.Again):  # it died meanwhile: nothing to tell
+                stopper.send(b"STOP", zmq.NOBLOCK)
+            self._thread.join()
+            stopper.close()
+        else:
+            self._thread.join()
         self._thread = None
+
+    def _main(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # the thread must report, never die silently
+            log.exception("tower crashed; it forwards nothing any more")
+            self.failure.fail(exc)
+            self._ready.set()
 
     def _run(self) -> None:
         xsub = make_socket(self._context, zmq.XSUB, linger_ms=0)

@@ -1,0 +1,83 @@
+"""Issue 8 item 1, daemons: a daemon whose node thread dies logs it and exits non-zero.
+
+Real processes run the real command line; the crash is raised in the node's own thread
+(``crashing_daemon.py``). Before, such a daemon lived on, serving nothing, and no supervisor
+could notice.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+
+from tests.integration.cluster.cluster_procs import Proc, Processes, wait_until
+
+SCRIPT = Path(__file__).with_name("crashing_daemon.py")
+EXIT_WITHIN = 3.0
+"""Seconds from the crash to the exit (the daemon wakes at once; stopping the rest takes
+a moment on 2 shared cores)."""
+
+
+def crashing(procs: Processes, name: str, *args: str) -> Proc:
+    return procs.spawn(name, [sys.executable, str(SCRIPT), *args])
+
+
+def assert_dies_loudly(proc: Proc) -> None:
+    wait_until(lambda: "crash injected" in proc.stderr(), f"{proc.name}: the crash")
+    crashed_at = time.monotonic()
+    code = proc.wait_exit(30)
+    took = time.monotonic() - crashed_at
+    err = proc.stderr()
+    assert code == 1, proc.tail()
+    assert took < EXIT_WITHIN, f"exited {took:.1f}s after the crash"
+    assert "Traceback" in err, proc.tail()
+    assert "InjectedCrashError" in err, proc.tail()
+    assert re.search(r"Error: .*node failed", err), proc.tail()
+
+
+@pytest.mark.timeout(120)
+def test_store_exits_non_zero_when_its_runner_dies(procs: Processes, tmp_path: Path) -> None:
+    tower = procs.tower()
+    store = crashing(
+        procs,
+        "store",
+        "store",
+        "--data",
+        str(tmp_path / "s"),
+        "--tower",
+        tower.spec,
+        "--advertise",
+        "127.0.0.1",
+        "--bind",
+        "127.0.0.1",
+        "--beacon-interval",
+        "0.2",
+    )
+    assert_dies_loudly(store)
+
+
+@pytest.mark.timeout(120)
+def test_up_exits_non_zero_when_a_store_dies(procs: Processes, tmp_path: Path) -> None:
+    up = crashing(procs, "up", "up", "--data", str(tmp_path / "up"), "--port", "0")
+    assert_dies_loudly(up)
+
+
+@pytest.mark.timeout(120)
+def test_tower_exits_non_zero_when_its_thread_dies(procs: Processes) -> None:
+    tower = crashing(
+        procs, "tower", "tower", "--sub", "tcp://127.0.0.1:*", "--pub", "tcp://127.0.0.1:*"
+    )
+    found = tower.wait_log(re.compile(r"out on (tcp://[^\s,]+)"))
+    sub: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"B")  # the subscription reaches the tower's thread
+    sub.connect(found.group(1))
+    try:
+        assert_dies_loudly(tower)
+    finally:
+        sub.close()
