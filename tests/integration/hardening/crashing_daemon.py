@@ -1,6 +1,6 @@
 """A ``dafka`` daemon whose node thread crashes once it runs, for the daemon-failure tests.
 
-    python crashing_daemon.py store|up ARGS...   # a store's runner raises 0.3 s after ready
+    python crashing_daemon.py store ARGS...      # a store's runner raises 0.3 s after ready
     python crashing_daemon.py tower ARGS...      # the tower raises on a subscription
 
 The command line is the real one (``dafka.cli.main``); only the crash is added, in the node's

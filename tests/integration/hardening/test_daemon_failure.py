@@ -62,12 +62,6 @@ def test_store_exits_non_zero_when_its_runner_dies(procs: Processes, tmp_path: P
 
 
 @pytest.mark.timeout(120)
-def test_up_exits_non_zero_when_a_store_dies(procs: Processes, tmp_path: Path) -> None:
-    up = crashing(procs, "up", "up", "--data", str(tmp_path / "up"), "--port", "0")
-    assert_dies_loudly(up)
-
-
-@pytest.mark.timeout(120)
 def test_tower_exits_non_zero_when_its_thread_dies(procs: Processes) -> None:
     tower = crashing(
         procs, "tower", "tower", "--sub", "tcp://127.0.0.1:*", "--pub", "tcp://127.0.0.1:*"

@@ -17,7 +17,7 @@ import pytest
 from dafka.client import Consumer, Producer
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import ConsumerConfig, ProducerConfig
-from dafka.server import LocalCluster
+from dafka.server import InProcessCluster
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import NodeNotReadyError, NodeRunner
 
@@ -76,7 +76,7 @@ def dafka_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("dafka-") and t.is_alive()]
 
 
-def test_producer_calls_raise_node_failed_after_a_crash(cluster: LocalCluster) -> None:
+def test_producer_calls_raise_node_failed_after_a_crash(cluster: InProcessCluster) -> None:
     producer = Producer("failing", cluster.client_transport(), producer_id="p-fail")
     assert producer.flush(10) is True
     producer.publish(b"one")
@@ -99,7 +99,7 @@ def test_producer_calls_raise_node_failed_after_a_crash(cluster: LocalCluster) -
     assert "dafka-producer-failing" not in dafka_threads()
 
 
-def test_a_blocked_flush_wakes_up_and_raises(cluster: LocalCluster) -> None:
+def test_a_blocked_flush_wakes_up_and_raises(cluster: InProcessCluster) -> None:
     for store in list(cluster.stores):  # nobody ACKs: flush blocks
         store.stop()
     cluster.stores.clear()
@@ -118,7 +118,7 @@ def test_a_blocked_flush_wakes_up_and_raises(cluster: LocalCluster) -> None:
 
 
 def test_a_publish_blocked_on_backpressure_wakes_on_crash_and_on_close(
-    cluster: LocalCluster,
+    cluster: InProcessCluster,
 ) -> None:
     for store in list(cluster.stores):
         store.stop()
@@ -148,7 +148,7 @@ def test_a_publish_blocked_on_backpressure_wakes_on_crash_and_on_close(
 
 
 def test_application_mistakes_are_type_errors_in_the_callers_thread(
-    cluster: LocalCluster,
+    cluster: InProcessCluster,
 ) -> None:
     with Producer("types", cluster.client_transport()) as producer:
         for wrong in ("a str", None, 42):
@@ -160,7 +160,7 @@ def test_application_mistakes_are_type_errors_in_the_callers_thread(
         assert producer.next_sequence == 2
 
 
-def test_consumer_poll_and_iteration_raise_node_failed(cluster: LocalCluster) -> None:
+def test_consumer_poll_and_iteration_raise_node_failed(cluster: InProcessCluster) -> None:
     consumer = Consumer("c-fail", cluster.client_transport(), ConsumerConfig())
     thread, out = in_thread(lambda: consumer.poll(timeout=60))
     time.sleep(0.2)
@@ -183,7 +183,7 @@ def test_consumer_poll_and_iteration_raise_node_failed(cluster: LocalCluster) ->
             call()
 
 
-def test_a_failed_init_leaves_no_thread(cluster: LocalCluster) -> None:
+def test_a_failed_init_leaves_no_thread(cluster: InProcessCluster) -> None:
     before = set(dafka_threads())
     nowhere = TransportConfig(
         tower_sub_addresses=("tcp://127.0.0.1:9",),
