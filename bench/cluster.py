@@ -117,7 +117,7 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
     first = last = 0
     ready_at: int | None = None
     cpu = time.process_time()
-    with Consumer(topic, transport(port, beacon), config) as consumer:
+    with Consumer(topic, transport=transport(port, beacon), config=config) as consumer:
         if peers == 0:
             out.put(("consumer-ready", os.getpid()))
         deadline = time.monotonic() + 300
@@ -141,7 +141,7 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
             if ready_at is not None and count - len(batch) < ready_at <= count:
                 out.put(("consumer-ready", os.getpid()))
                 cpu = time.process_time()
-            if batch[-1].content[:1] == b"E":
+            if batch[-1].value[:1] == b"E":
                 break
         cpu = time.process_time() - cpu
         stats = consumer.statistics()
@@ -177,14 +177,14 @@ def consume_latency(
     latencies: list[float] = []
     seen = 0
     config = ConsumerConfig(offset_reset="latest")
-    with Consumer(topic, transport(port, beacon), config) as consumer:
+    with Consumer(topic, transport=transport(port, beacon), config=config) as consumer:
         deadline = time.monotonic() + 120
         while len(latencies) < samples and time.monotonic() < deadline:
             for record in consumer.poll(timeout=1.0):
                 now = time.time_ns()
                 seen += 1
                 if seen > warmup:
-                    latencies.append((now - _STAMP.unpack_from(record.content)[0]) / 1000)
+                    latencies.append((now - _STAMP.unpack_from(record.value)[0]) / 1000)
         stats = consumer.statistics()
     latencies.sort()
     out.put(
@@ -207,7 +207,7 @@ def consume_first(port: int, beacon: float, topic: str, trials: int, out: Result
     config = ConsumerConfig(offset_reset="latest")
     for _ in range(trials):
         started = time.monotonic()
-        with Consumer(topic, transport(port, beacon), config) as consumer:
+        with Consumer(topic, transport=transport(port, beacon), config=config) as consumer:
             while not consumer.poll(timeout=5.0):
                 if time.monotonic() - started > 30:
                     break

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tempfile
 
-from dafka.client import ConsumedRecord, Consumer, Producer
+from dafka.client import Consumer, Producer, Record
 from dafka.node import ConsumerConfig
 from dafka.server import LocalCluster
 
@@ -23,14 +23,14 @@ def main(count: int = 1000) -> int:
                 raise SystemExit("the store did not acknowledge every record")
         # A consumer that starts after the producer is gone reads it all from the store.
         earliest = ConsumerConfig(offset_reset="earliest")
-        with Consumer("greetings", cluster.transport, earliest) as consumer:
-            received: list[ConsumedRecord] = []
+        with Consumer("greetings", transport=cluster.transport, config=earliest) as consumer:
+            received: list[Record] = []
             while len(received) < count:
                 batch = consumer.poll(timeout=30)
                 if not batch:
                     raise SystemExit(f"stalled after {len(received)} records")
                 received.extend(batch)
-    print(f"received {len(received)} records; last: {received[-1].content.decode()}")
+    print(f"received {len(received)} records; last: {received[-1].value.decode()}")
     return len(received)
 
 

@@ -44,15 +44,15 @@ def run_demo(records: int, size: int, data_dir: Path | None) -> None:
             first_at = None
             expected = 0
             config = ConsumerConfig(offset_reset="earliest")
-            with Consumer("demo", transport, config) as consumer:
+            with Consumer("demo", transport=transport, config=config) as consumer:
                 deadline = time.monotonic() + 120
                 while expected < records and time.monotonic() < deadline:
                     for record in consumer.poll(timeout=1.0):
                         if first_at is None:
                             first_at = time.perf_counter() - started
-                        if record.partition != partition or record.sequence != expected:
+                        if record.partition != partition or record.offset != expected:
                             raise click.ClickException(f"out of order: {record[:3]}")
-                        if int.from_bytes(record.content[:8], "big") != expected:
+                        if int.from_bytes(record.value[:8], "big") != expected:
                             raise click.ClickException(f"wrong content at {expected}")
                         expected += 1
             elapsed = time.perf_counter() - started

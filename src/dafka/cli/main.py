@@ -183,10 +183,10 @@ def consume(
     config = ConsumerConfig(offset_reset="earliest" if earliest else "latest")
     out = sys.stdout.buffer
     seen = 0
-    with Consumer(topics, transport, config) as consumer:
+    with Consumer(topics, transport=transport, config=config) as consumer:
         try:
             for record in consumer:
-                out.write(record.content + b"\n")
+                out.write(record.value + b"\n")
                 seen += 1
                 if count is not None and seen >= count:
                     break

@@ -1,81 +1,188 @@
-"""The public consumer: subscribe to topics and receive their records, in order, once.
+"""The public consumer: live subscriptions and assigned (bounded) reads, as :class:`Record`.
 
-The runner thread feeds the ``ConsumerMachine``; its ``Deliver`` batches are queued here and
-the application takes them with :meth:`Consumer.poll` or by iterating. The queue is bounded
-(``max_queued`` records): when the application falls behind, the runner stops reading the
-data sockets, ZeroMQ's high-water marks drop what does not fit, and the machine FETCHes it
-again once the application has caught up - memory stays bounded on every node.
+The runner thread feeds the ``ConsumerMachine``; its ``Deliver`` runs (RECORD contents of one
+partition, in order) are queued here and the application takes them with
+:meth:`Consumer.poll` or by iterating. The queue is bounded (``max_queued`` RECORDs): when
+the application falls behind, the runner stops reading the data sockets, ZeroMQ's high-water
+marks drop what does not fit, and the machine FETCHes it again once the application has
+caught up - memory stays bounded on every node.
+
+Unpacking happens in :meth:`Consumer.poll`, in the application's thread: a RECORD whose
+content starts with the batch magic (``_batch.is_batch``) is decoded into its messages
+(``index`` 0, 1, ...); any other content is one message (``index`` 0, no key, no headers, no
+timestamp: a C producer's record or ``batching=False``). Runs of plain RECORDs become
+Records in bulk (``map`` over ``zip`` of ``repeat``s: no Python frame per record).
+
+A batch that fails its checks (:class:`CorruptBatchError`) is **skipped**: counted
+(``poll_statistics().corrupt_batches``), logged as an error with its partition and offset,
+and never delivered; the position moves past it. We chose this over raising (Kafka's
+default on CRC errors) because a raise would leave the application stuck before a RECORD
+that can never be read differently; an application that must stop can check the counter.
+
+Positions count RECORDs (docs/client.md): ``position()`` is the next offset not fully handed
+to the application - the offset of a batch partly returned by a ``poll`` cut at
+``max_records`` stays the position until its last message is returned.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from itertools import repeat
 from types import TracebackType
+from typing import Any
 
 import zmq
 
+from dafka.client._batch import MAGIC, decode_batch
+from dafka.client._errors import CorruptBatchError
 from dafka.client._ids import new_node_id
-from dafka.client._records import ConsumedRecord
-from dafka.errors import NodeFailedError
-from dafka.node import (
-    ConsumerConfig,
-    ConsumerMachine,
-    ConsumerStatistics,
-    Deliver,
-    PartitionPosition,
-)
+from dafka.client._records import Record
+from dafka.client._settings import ConsumerSettings, resolve_settings
+from dafka.errors import ConfigError, NodeFailedError
+from dafka.node import ConsumerConfig, ConsumerMachine, ConsumerStatistics, Deliver
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 
+log = logging.getLogger(__name__)
+
+_new_record = tuple.__new__
+"""``tuple.__new__(Record, fields)``: what ``Record._make`` does, without its Python frame."""
+_startswith = bytes.startswith
+
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PollStatistics:
+    """What :meth:`Consumer.poll` did: RECORDs and messages handed out, batches refused."""
+
+    records_polled: int
+    messages_polled: int
+    corrupt_batches: int
+    last_corrupt_batch: str | None
+    queued_records: int
+
+
+def _plain(topic: str, partition: str, first: int, contents: Iterable[bytes]) -> list[Record]:
+    return list(
+        map(
+            _new_record,
+            repeat(Record),
+            zip(
+                repeat(topic),
+                repeat(partition),
+                range(first, 1 << 64),
+                repeat(0),
+                repeat(None),
+                contents,
+                repeat(()),
+                repeat(None),
+                repeat(None),
+            ),
+        )
+    )
+
+
+def _unpacked(topic: str, partition: str, offset: int, content: bytes) -> list[Record]:
+    """The messages of one batched RECORD (raises :class:`CorruptBatchError`)."""
+    columns = decode_batch(content)
+    return list(
+        map(
+            _new_record,
+            repeat(Record),
+            zip(
+                repeat(topic),
+                repeat(partition),
+                repeat(offset),
+                range(len(columns.values)),
+                columns.keys,
+                columns.values,
+                columns.headers,
+                columns.timestamps,
+                columns.uuids,
+            ),
+        )
+    )
+
 
 class Consumer:
-    """``with Consumer(["hello"], transport, ConsumerConfig(offset_reset="earliest")) as c:``"""
+    """``with Consumer(["orders"], towers="127.0.0.1:5556", offset_reset="earliest") as c:``
+
+    ``topics``: live subscriptions. ``assign``: ``{(topic, partition): start offset}`` read
+    by FETCH only; ``end_offsets``: ``{(topic, partition): end}`` (exclusive) for assigned
+    partitions, after which :meth:`at_end` turns True. Settings: ``settings=`` and/or any
+    :class:`ConsumerSettings` field as a keyword. ``transport``/``config`` (the runner's and
+    the machine's own config objects) and ``context`` are for the CLI and tests.
+    """
 
     def __init__(
         self,
-        topics: Iterable[str] | str,
+        topics: Iterable[str] | str | None = None,
+        *,
+        settings: ConsumerSettings | None = None,
+        assign: Mapping[Key, int] | None = None,
+        end_offsets: Mapping[Key, int] | None = None,
+        start_positions: Mapping[Key, int] | None = None,
+        consumer_id: str | None = None,
         transport: TransportConfig | None = None,
         config: ConsumerConfig | None = None,
-        *,
-        start_positions: Mapping[tuple[str, str], int] | None = None,
-        consumer_id: str | None = None,
-        max_queued: int = 200_000,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
-        ready_timeout: float | None = 10.0,
+        **fields: Any,
     ) -> None:
+        self.settings = resolve_settings(ConsumerSettings, settings, fields)
+        topic_list = [topics] if isinstance(topics, str) else list(topics or ())
+        assigned = dict(assign or {})
+        ends = dict(end_offsets or {})
+        extra = sorted(set(ends) - set(assigned))
+        if extra:
+            raise ConfigError(f"end_offsets for partitions not in assign: {extra}")
         self.consumer_id = consumer_id or new_node_id()
         self._machine = ConsumerMachine(
-            self.consumer_id, config or ConsumerConfig(), start_positions=start_positions
+            self.consumer_id,
+            config or self.settings.consumer_config(),
+            start_positions=start_positions,
         )
+        self._lock = threading.Condition()
         self._batches: collections.deque[Deliver] = collections.deque()
         self._queued = 0
-        self._max_queued = max_queued
-        self._ready = threading.Condition()
+        self._max_queued = self.settings.max_queued
         self._current: Deliver | None = None
         self._offset = 0
+        self._leftover: list[Record] = []
+        self._next: dict[Key, int] = {}
+        self._expect: dict[Key, int] = {}
+        self._records_polled = 0
+        self._messages_polled = 0
+        self._corrupt = 0
+        self._last_corrupt: str | None = None
         self._closed = False
         self._runner = NodeRunner(
             self._machine,
             [Identity(self.consumer_id)],
-            transport or TransportConfig(),
+            transport or self.settings.transport(),
             context=context,
             on_deliver=self._on_deliver,
             receive_paused=self._paused,
             name="consumer",
         )
         self._runner.failure.add_listener(self._on_failure)
-        self._runner.start(ready_timeout)  # stops its thread itself when it raises
+        self._runner.start(self.settings.ready_timeout)  # stops its thread itself if it raises
         try:
-            for topic in [topics] if isinstance(topics, str) else list(topics):
+            if assigned:
+                self._runner.call(lambda now: self._assign(assigned, ends, now))
+            for topic in topic_list:
                 self.subscribe(topic)
         except BaseException:
-            self._runner.stop()  # a failed __init__ leaves no thread behind
+            self._runner.stop()
             raise
+
+    # -- subscriptions and positions ---------------------------------------------------------
 
     def subscribe(self, topic: str) -> None:
         self._runner.call(lambda now: self._machine.subscribe(topic, now))
@@ -83,67 +190,155 @@ class Consumer:
     def unsubscribe(self, topic: str) -> None:
         self._runner.call(lambda now: self._machine.unsubscribe(topic, now))
 
-    def seek(self, topic: str, partition: str, next_sequence: int) -> None:
-        """Read ``partition`` of ``topic`` from ``next_sequence`` on."""
-        self._runner.call(lambda now: self._machine.seek(topic, partition, next_sequence, now))
+    def seek(self, topic: str, partition: str, offset: int) -> None:
+        """Read ``partition`` of ``topic`` from ``offset`` on; records of it already received
+        and not yet polled are dropped."""
+        self._runner.call(lambda now: self._seek(topic, partition, offset, now))
 
-    def positions(self) -> dict[tuple[str, str], PartitionPosition]:
-        """Where each partition stands, (topic, partition) -> position."""
-        return self._runner.call(lambda _now: self._machine.positions())
+    def position(self, topic: str, partition: str) -> int:
+        """The next offset of ``partition`` not fully handed to the application.
+
+        Raises ``KeyError`` for a partition the consumer does not know (yet)."""
+        key = (topic, partition)
+        with self._lock:
+            found = self._next.get(key)
+        if found is not None:
+            return found
+        return self.positions()[key]
+
+    def positions(self) -> dict[Key, int]:
+        """:meth:`position` of every known partition."""
+        machine = self._runner.call(
+            lambda _now: {k: p.next_sequence for k, p in self._machine.positions().items()}
+        )
+        with self._lock:
+            machine.update(self._next)
+        return machine
+
+    def heads(self) -> dict[Key, int]:
+        """The highest offset known to exist in every known partition (-1: none yet)."""
+        return self._runner.call(lambda _now: self._machine.heads())
+
+    def at_end(self) -> bool:
+        """True when every known partition is read up to its known head (and every end
+        offset reached) and the application has polled everything received."""
+        if not self._runner.call(self._machine.at_end):
+            return False
+        with self._lock:
+            return not (self._batches or self._current is not None or self._leftover)
 
     def statistics(self) -> ConsumerStatistics:
+        """The consumer machine's counters (FETCHes, drops, stores...)."""
         return self._runner.call(lambda _now: self._machine.statistics())
+
+    def poll_statistics(self) -> PollStatistics:
+        with self._lock:
+            return PollStatistics(
+                self._records_polled,
+                self._messages_polled,
+                self._corrupt,
+                self._last_corrupt,
+                self._queued,
+            )
 
     def transport_statistics(self) -> RunnerStats:
         """The runner's counters: messages received and sent, peers connected..."""
         return self._runner.statistics()
 
-    def poll(self, timeout: float | None = None, max_records: int = 10_000) -> list[ConsumedRecord]:
-        """Records received so far (at most ``max_records``); waits up to ``timeout`` for one.
+    # -- receiving -----------------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = 1.0, max_records: int = 10_000) -> list[Record]:
+        """Messages received so far (at most ``max_records``); waits up to ``timeout``
+        seconds (None: forever) for the first. An empty list on timeout or once closed.
 
         Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
         """
-        out: list[ConsumedRecord] = []
+        if max_records < 1:
+            raise ConfigError(f"max_records must be >= 1, got {max_records!r}")
         deadline = None if timeout is None else time.monotonic() + timeout
         failure = self._runner.failure
-        with self._ready:
+        with self._lock:
             failure.check()
-            while self._current is None and not self._batches:
+            while self._current is None and not self._batches and not self._leftover:
                 failure.check()
                 if self._closed:
-                    return out
+                    return []
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    return out
-                self._ready.wait(remaining)
-            while len(out) < max_records:
-                if self._current is None:
-                    if not self._batches:
-                        break
-                    self._current = self._batches.popleft()
-                    self._offset = 0
-                batch = self._current
-                contents = batch.contents
-                take = contents[self._offset : self._offset + max_records - len(out)]
-                first = batch.first_sequence + self._offset
-                topic, partition = batch.topic, batch.producer
-                # map() over repeat()s builds the tuples without a generator frame per record
-                out.extend(
-                    map(
-                        ConsumedRecord,
-                        repeat(topic),
-                        repeat(partition),
-                        range(first, first + len(take)),
-                        take,
-                    )
-                )
-                self._offset += len(take)
-                if self._offset >= len(contents):
-                    self._current = None
-            self._queued -= len(out)
+                    return []
+                self._lock.wait(remaining)
+            return self._take(max_records)
+
+    def _take(self, max_records: int) -> list[Record]:
+        """Build up to ``max_records`` Records from the queue (the lock is held)."""
+        out: list[Record] = []
+        taken = 0  # RECORDs fully consumed from the queue
+        nxt = self._next
+        while len(out) < max_records:
+            room = max_records - len(out)
+            leftover = self._leftover
+            if leftover:
+                first = leftover[0]
+                key = (first.topic, first.partition)
+                if len(leftover) <= room:
+                    out += leftover
+                    self._leftover = []
+                    nxt[key] = first.offset + 1
+                else:
+                    out += leftover[:room]
+                    self._leftover = leftover[room:]
+                continue
+            batch = self._current
+            if batch is None:
+                if not self._batches:
+                    break
+                batch = self._current = self._batches.popleft()
+                self._offset = 0
+            contents = batch.contents
+            start = self._offset
+            chunk = contents[start : start + room]
+            topic, partition = batch.topic, batch.producer
+            offset0 = batch.first_sequence + start
+            key = (topic, partition)
+            flags = list(map(_startswith, chunk, repeat(MAGIC)))
+            plain = flags.index(True) if True in flags else len(chunk)
+            if plain:
+                out += _plain(topic, partition, offset0, chunk[:plain])
+            used = plain
+            if plain < len(chunk):  # a batch: unpack it
+                offset = offset0 + plain
+                used += 1
+                try:
+                    messages = _unpacked(topic, partition, offset, chunk[plain])
+                except CorruptBatchError as exc:
+                    self._corrupt += 1
+                    self._last_corrupt = f"{topic}/{partition}@{offset}: {exc}"
+                    log.error("consumer: skipped a corrupt batch at %s", self._last_corrupt)
+                    messages = []
+                if len(messages) > room - plain:
+                    cut = room - plain
+                    out += messages[:cut]
+                    self._leftover = messages[cut:]
+                    nxt[key] = offset  # partly handed: its offset stays the position
+                    taken += used
+                    self._advance(batch, start + used)
+                    break
+                out += messages
+            taken += used
+            nxt[key] = offset0 + used
+            self._advance(batch, start + used)
+        self._queued -= taken
+        self._records_polled += taken
+        self._messages_polled += len(out)
         return out
 
-    def __iter__(self) -> Iterator[ConsumedRecord]:
+    def _advance(self, batch: Deliver, offset: int) -> None:
+        if offset >= len(batch.contents):
+            self._current = None
+        else:
+            self._offset = offset
+
+    def __iter__(self) -> Iterator[Record]:
         while not self._closed:
             yield from self.poll(timeout=0.5)
 
@@ -154,8 +349,8 @@ class Consumer:
             failure.check()
             return
         self._closed = True
-        with self._ready:
-            self._ready.notify_all()
+        with self._lock:
+            self._lock.notify_all()
         self._runner.stop()
         failure.check()
 
@@ -178,17 +373,50 @@ class Consumer:
 
     def _on_failure(self, _error: NodeFailedError) -> None:
         """The runner died: wake every ``poll`` waiting for records."""
-        with self._ready:
-            self._ready.notify_all()
+        with self._lock:
+            self._lock.notify_all()
+
+    def _assign(self, assigned: dict[Key, int], ends: dict[Key, int], now: float) -> None:
+        for (topic, partition), start in assigned.items():
+            self._machine.assign(topic, partition, start, ends.get((topic, partition)), now)
+
+    def _seek(self, topic: str, partition: str, offset: int, now: float) -> None:
+        key = (topic, partition)
+        self._machine.seek(topic, partition, offset, now)
+        with self._lock:
+            kept = collections.deque(b for b in self._batches if (b.topic, b.producer) != key)
+            dropped = sum(len(b.contents) for b in self._batches) - sum(
+                len(b.contents) for b in kept
+            )
+            self._batches = kept
+            current = self._current
+            if current is not None and (current.topic, current.producer) == key:
+                dropped += len(current.contents) - self._offset
+                self._current = None
+            if self._leftover and (self._leftover[0].topic, self._leftover[0].partition) == key:
+                self._leftover = []
+            self._queued -= dropped
+            self._next[key] = offset
+            # runs the machine took before the seek may still be in its outbox: drop
+            # everything of this partition until the run that starts at ``offset``
+            self._expect[key] = offset
 
     def _on_deliver(self, batch: Deliver) -> None:
-        with self._ready:
+        with self._lock:
+            key = (batch.topic, batch.producer)
+            if self._expect:
+                expected = self._expect.get(key)
+                if expected is not None:
+                    if batch.first_sequence != expected:
+                        return
+                    del self._expect[key]
+            self._next.setdefault(key, batch.first_sequence)
             self._batches.append(batch)
             self._queued += len(batch.contents)
-            self._ready.notify()
+            self._lock.notify()
 
     def _paused(self) -> bool:
         return self._queued >= self._max_queued
 
 
-__all__ = ["Consumer"]
+__all__ = ["Consumer", "PollStatistics"]

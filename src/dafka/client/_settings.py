@@ -233,6 +233,13 @@ class ConsumerSettings(_CommonSettings):
     """FETCH retries answered only from beyond a gap before skipping it (None: never)."""
     max_queued: int = 200_000
     """Records received and not yet polled; beyond it the consumer stops reading."""
+    latest_settle: float = 1.0
+    """Seconds after subscribing during which a partition first heard of counts as existing
+    at start (``latest`` reads it from its head on; later ones are read from their
+    beginning). ``at_end()`` is False before it is over."""
+    single_store_fetch: bool = True
+    """Address each FETCH to one store (fallback to the others on timeout) instead of
+    letting every store answer it (see docs/nodes.md)."""
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -248,6 +255,13 @@ class ConsumerSettings(_CommonSettings):
         if self.skip_unavailable_after is not None:
             _int("skip_unavailable_after", self.skip_unavailable_after, 1)
         _int("max_queued", self.max_queued, 1)
+        _number("latest_settle", self.latest_settle, allow_zero=True)
+        _require(
+            "single_store_fetch",
+            isinstance(self.single_store_fetch, bool),
+            self.single_store_fetch,
+            "True or False",
+        )
 
     def consumer_config(self) -> ConsumerConfig:
         """The :class:`ConsumerConfig` of the consumer's machine."""
@@ -260,6 +274,8 @@ class ConsumerSettings(_CommonSettings):
             ),
             heads_refresh=None if self.heads_refresh is None else float(self.heads_refresh),
             skip_unavailable_after=self.skip_unavailable_after,
+            latest_settle=float(self.latest_settle),
+            single_store_fetch=self.single_store_fetch,
         )
 
 

@@ -213,7 +213,10 @@ class ConsumerMachine:
         }
 
     def at_end(self, now: float) -> bool:
-        """Caught up: settle windows over, every known head taken, every end reached."""
+        """Caught up: settle windows over, every known head taken and handed out (no records
+        waiting for :meth:`take_actions`), every end reached."""
+        if self._dirty:
+            return False
         for due in self._settle.values():
             if now < due:
                 return False

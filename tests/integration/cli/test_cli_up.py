@@ -64,10 +64,12 @@ def test_local_cluster_serves_clients_and_restarts_a_store(tmp_path: Path) -> No
             assert producer.flush(30)
         cluster.kill("store-0")
         cluster.wait_restarted("store-0", 1)
-        with Consumer("t", cluster.transport, ConsumerConfig(offset_reset="earliest")) as c:
+        with Consumer(
+            "t", transport=cluster.transport, config=ConsumerConfig(offset_reset="earliest")
+        ) as c:
             got: list[bytes] = []
             deadline_rounds = 60
             while len(got) < 100 and deadline_rounds:
-                got += [r.content for r in c.poll(timeout=1.0)]
+                got += [r.value for r in c.poll(timeout=1.0)]
                 deadline_rounds -= 1
         assert got == [b"%d" % i for i in range(100)]

@@ -137,8 +137,8 @@ def consume(args: argparse.Namespace) -> int:
     received = 0
     with Consumer(
         args.topic,
-        transport(args.tower, args.beacon_interval),
-        config,
+        transport=transport(args.tower, args.beacon_interval),
+        config=config,
         max_queued=args.max_queued,
         ready_timeout=30.0,
     ) as consumer:
@@ -153,10 +153,10 @@ def consume(args: argparse.Namespace) -> int:
             while received < args.expect and time.monotonic() < deadline:
                 for record in consumer.poll(timeout=0.5, max_records=args.batch):
                     want = next_expected.get(record.partition, 0)
-                    wrong = record.sequence != want or sequence_of(record.content) != want
+                    wrong = record.offset != want or sequence_of(record.value) != want
                     if wrong and len(errors) < 20:
-                        errors.append(f"{record.partition}: got {record.sequence}, want {want}")
-                    next_expected[record.partition] = record.sequence + 1
+                        errors.append(f"{record.partition}: got {record.offset}, want {want}")
+                    next_expected[record.partition] = record.offset + 1
                     received += 1
                 if args.rate:
                     ahead = received / args.rate - (time.monotonic() - started)

@@ -61,12 +61,12 @@ def test_daemons_stop_cleanly_and_the_store_flushes(
     store = procs.store(store.data_dir, [tower])
     config = ConsumerConfig(offset_reset="earliest")
     got: list[int] = []
-    with Consumer(TOPIC, transport([tower.spec], 0.2), config) as consumer:
+    with Consumer(TOPIC, transport=transport([tower.spec], 0.2), config=config) as consumer:
         deadline = time.monotonic() + DEADLINE
         while len(got) < RECORDS and time.monotonic() < deadline:
             for record in consumer.poll(timeout=0.5):
-                assert record.content == payload(record.sequence)
-                got.append(record.sequence)
+                assert record.value == payload(record.offset)
+                got.append(record.offset)
     assert got == list(range(RECORDS))
     # Whatever the stopped store had not received, the restarted one fetched from the producer.
     assert producer.wait_exit() == 0, procs.describe()

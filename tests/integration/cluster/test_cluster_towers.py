@@ -40,12 +40,14 @@ def test_cluster_survives_a_tower_killed(procs: Processes, tmp_path: Path) -> No
     count = 0
     specs = [t.spec for t in towers]
     config = ConsumerConfig(offset_reset="earliest")
-    with Consumer(TOPIC, transport(specs, 0.2), config, ready_timeout=DEADLINE) as consumer:
+    with Consumer(
+        TOPIC, transport=transport(specs, 0.2), config=config, ready_timeout=DEADLINE
+    ) as consumer:
         deadline = time.monotonic() + DEADLINE
         while count < 2 * RECORDS and time.monotonic() < deadline:
             for record in consumer.poll(timeout=0.5):
-                assert record.content == payload(record.sequence)
-                received[record.partition].append(record.sequence)
+                assert record.value == payload(record.offset)
+                received[record.partition].append(record.offset)
                 count += 1
     for pid in ids:
         assert received[pid] == list(range(RECORDS)), f"partition {pid}: {len(received[pid])}"

@@ -161,7 +161,7 @@ def test_application_mistakes_are_type_errors_in_the_callers_thread(
 
 
 def test_consumer_poll_and_iteration_raise_node_failed(cluster: InProcessCluster) -> None:
-    consumer = Consumer("c-fail", cluster.client_transport(), ConsumerConfig())
+    consumer = Consumer("c-fail", transport=cluster.client_transport(), config=ConsumerConfig())
     thread, out = in_thread(lambda: consumer.poll(timeout=60))
     time.sleep(0.2)
     crash(runner_of(consumer))
@@ -194,7 +194,7 @@ def test_a_failed_init_leaves_no_thread(cluster: InProcessCluster) -> None:
     with pytest.raises(NodeNotReadyError):
         Producer("nowhere", nowhere, ready_timeout=0.3)
     with pytest.raises(NodeNotReadyError):
-        Consumer("nowhere", nowhere, ready_timeout=0.3)
+        Consumer("nowhere", transport=nowhere, ready_timeout=0.3)
     with pytest.raises(DafkaError):  # subscribe refuses the topic after the runner started
-        Consumer("x" * 1000, cluster.client_transport())
+        Consumer("x" * 1000, transport=cluster.client_transport())
     assert set(dafka_threads()) <= before

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 import pytest
 import zmq
 
-from dafka.client import ConsumedRecord, Consumer
+from dafka.client import Consumer
+from dafka.client import Record as ClientRecord
 from dafka.node import ConsumerConfig
 from dafka.protocol import Head, Record, encode
 from dafka.transport.config import TransportConfig
@@ -65,7 +66,7 @@ def test_runs_survive_heads_and_malformed_messages(tower: Tower) -> None:
     beacon.setsockopt(zmq.LINGER, 0)
     port = pub.bind_to_random_port("tcp://127.0.0.1")
     beacon.connect(tower.sub_endpoint)
-    consumer = Consumer(TOPIC, transport, ConsumerConfig(offset_reset="earliest"))
+    consumer = Consumer(TOPIC, transport=transport, config=ConsumerConfig(offset_reset="earliest"))
     try:
         subscribed = False
 
@@ -90,14 +91,14 @@ def test_runs_survive_heads_and_malformed_messages(tower: Tower) -> None:
             send(pub, record(sequence))
         send(pub, record(7))  # a duplicate inside what would be a run: dropped
 
-        got: list[ConsumedRecord] = []
+        got: list[ClientRecord] = []
 
         def all_received() -> bool:
             got.extend(consumer.poll(timeout=0.05))
             return len(got) >= 10
 
         wait_for(all_received, "the records")
-        assert [(r.sequence, r.content) for r in got] == [
+        assert [(r.offset, r.value) for r in got] == [
             (s, f"content-{s}".encode()) for s in range(10)
         ]
         wait_for(lambda: consumer.statistics().dropped_duplicates == 1, "the duplicate")

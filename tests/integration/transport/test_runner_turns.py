@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from dafka.client import ConsumedRecord, Consumer, Producer
+from dafka.client import Consumer, Producer, Record
 from dafka.node import ConsumerConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.tower import Tower
@@ -44,7 +44,9 @@ def transport() -> Iterator[TransportConfig]:
 
 
 def test_a_self_posting_callable_does_not_starve_the_turn(transport: TransportConfig) -> None:
-    with Consumer("turns", transport, ConsumerConfig(offset_reset="earliest")) as consumer:
+    with Consumer(
+        "turns", transport=transport, config=ConsumerConfig(offset_reset="earliest")
+    ) as consumer:
         runner = consumer._runner
         turns = 0
         stop = False
@@ -61,11 +63,11 @@ def test_a_self_posting_callable_does_not_starve_the_turn(transport: TransportCo
             producer = Producer("turns", transport)
             try:
                 producer.publish(b"while busy")
-                got: list[ConsumedRecord] = []
+                got: list[Record] = []
                 deadline = time.monotonic() + 10
                 while not got and time.monotonic() < deadline:
                     got = consumer.poll(timeout=0.1)
-                assert [r.content for r in got] == [b"while busy"]
+                assert [r.value for r in got] == [b"while busy"]
             finally:
                 producer.close(flush_timeout=None)  # no store here: nothing will ACK
         finally:
