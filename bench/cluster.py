@@ -43,7 +43,7 @@ from typing import Any, TypeAlias
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import ProcessCluster, cpu_seconds, percentile
-from dafka.client import Consumer, Producer
+from dafka.client import Consumer, PartitionProducer
 from dafka.node import ConsumerConfig
 from dafka.transport.config import TransportConfig
 
@@ -75,7 +75,7 @@ def produce_burst(
     trickle lets the live consumer prove it receives from this producer directly before the
     burst starts. The last record of the burst starts with ``E`` (the consumers stop there).
     """
-    with Producer(topic, transport(port, beacon)) as producer:
+    with PartitionProducer(topic, transport(port, beacon)) as producer:
         warm = b"w" * size
         producer.publish(warm)
         if not producer.flush(60):
@@ -153,7 +153,7 @@ def produce_steady(
 ) -> None:
     """Publish ``rate`` records/s, each starting with ``time.time_ns()``, until ``stop``."""
     padding = b"p" * max(0, size - _STAMP.size)
-    with Producer(topic, transport(port, beacon)) as producer:
+    with PartitionProducer(topic, transport(port, beacon)) as producer:
         out.put(("producer-ready", os.getpid()))
         interval = 1.0 / rate
         next_at = time.monotonic()
@@ -313,7 +313,7 @@ def latency(
 def produce_acked(port: int, beacon: float, samples: int, rate: float, out: Results) -> None:
     """Publish one record at a time and wait for its ACK (``flush``): the durability latency."""
     waits: list[float] = []
-    with Producer("acked", transport(port, beacon)) as producer:
+    with PartitionProducer("acked", transport(port, beacon)) as producer:
         producer.publish(b"w")
         producer.flush(60)
         interval = 1.0 / rate

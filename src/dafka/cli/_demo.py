@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from dafka.client import Consumer, Producer
+from dafka.client import Consumer, PartitionProducer
 from dafka.node import ConsumerConfig
 from dafka.server import InProcessCluster
 
@@ -27,7 +27,7 @@ def run_demo(records: int, size: int, data_dir: Path | None) -> None:
             click.echo(f"cluster up: tower {cluster.tower.sub_endpoint}, 2 stores in {root}")
             payload = b"x" * max(0, size - 8)
             started = time.perf_counter()
-            with Producer("demo", transport) as producer:
+            with PartitionProducer("demo", transport) as producer:
                 for i in range(records):
                     producer.publish(i.to_bytes(8, "big") + payload)
                 if not producer.flush(timeout=120):

@@ -147,10 +147,10 @@ def produce(
     flush_timeout: float,
 ) -> None:
     """Publish each line of standard input as one record of TOPIC."""
-    from dafka.client import Producer
+    from dafka.client import PartitionProducer
 
     transport = transport_config(towers, advertise, bind_host, beacon_interval)
-    with Producer(topic, transport) as producer:
+    with PartitionProducer(topic, transport) as producer:
         for line in sys.stdin.buffer:
             producer.publish(line.rstrip(b"\n"))
         if not producer.flush(flush_timeout):

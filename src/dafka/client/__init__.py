@@ -6,6 +6,7 @@ Applications import from :mod:`dafka` (the front door); this package is where th
 from dafka.client._batch import BatchColumns, decode_batch, encode_batch, is_batch
 from dafka.client._consumer import Consumer
 from dafka.client._errors import CorruptBatchError, DeliveryError
+from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
 from dafka.client._records import ConsumedRecord, Record, RecordMetadata, plain_record
 from dafka.client._settings import ConsumerSettings, ProducerSettings, parse_towers
@@ -17,6 +18,7 @@ __all__ = [
     "ConsumerSettings",
     "CorruptBatchError",
     "DeliveryError",
+    "PartitionProducer",
     "Producer",
     "ProducerSettings",
     "Record",

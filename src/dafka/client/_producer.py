@@ -1,154 +1,258 @@
-"""The public producer: publish records of one partition (its id) on one topic.
+"""The public producer: messages with keys to the N partitions of a topic, with futures.
 
-``publish`` runs in the application's thread and only queues the content; the node's
-runner thread hands queued records to the ``ProducerMachine`` in batches, so the
-application pays a deque append and an occasional wake-up, not a socket send.
+Design. ``send`` runs in the application's thread: it checks its arguments (mistakes are a
+``TypeError``/``ValueError`` there, never an error in the node's thread), picks the
+partition, creates the future and appends one tuple to a queue. The node's runner thread
+hands queued messages to the :class:`TopicProducerMachine` (batching, one
+``ProducerMachine`` per partition) at most ``DRAIN_SLICE`` per turn, and after each turn
+resolves the futures of every RECORD the stores acknowledged. So the application pays an
+append and an occasional wake-up per message, not a socket send.
 
-Backpressure: at most ``ProducerConfig.max_unacked_records`` records may be published and not
-yet ACKed by stores. ``publish`` then blocks until ACKs arrive (``backpressure="block"``,
-the default) or raises :class:`BackpressureError` (``"error"``).
+The drain slice matters: an application can queue up to ``max_in_flight`` (a million)
+messages while the runner is busy; handing them all over in one turn took seconds, during
+which the runner sent no beacon and read no socket, and the stores expired the producer,
+dropping every record still queued for them (they came back by FETCH, at twice the cost).
+A slice posts the next one, which runs after the rest of the turn (the runner runs only
+what was posted before a turn).
+
+Partitions. The producer owns ``partitions`` partitions named ``f"{name}.{i}"``, each a
+node identity of its own (its own data PUB, as the C reference gives one producer one
+identity); all subscriptions go on the first identity's SUB so that a message matching
+several prefixes (``K`` + ``w.1`` also matches ``w.10``) arrives once. A key picks its
+partition with the message layer's mapping (FNV-1a modulo N, or rendezvous); messages
+without a key stick to one partition until ``batch_size`` bytes went to it, then move to
+the next. A named producer resumes its partitions (see ``TopicProducerMachine``).
+
+Ordering. Messages of one partition are stored in the order ``send`` was called (one
+thread) and a key always maps to the same partition for the same ``name`` and
+``partitions``: two messages with the same key are delivered in the order they were sent.
+Across a restart with the same name, a resumed partition continues after its stored head,
+so the new messages come after the old ones.
+
+Backpressure: at most ``max_in_flight`` messages and ``max_in_flight_bytes`` bytes may be
+sent and not yet delivered; ``send`` then blocks (``backpressure="block"``) or raises
+:class:`BackpressureError`.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, InvalidStateError
 from types import TracebackType
+from typing import Any
 
 import zmq
 
+from dafka.client._errors import DeliveryError
 from dafka.client._ids import new_node_id
-from dafka.errors import DafkaError, NodeFailedError
-from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, ProducerStatistics
-from dafka.transport.config import TransportConfig
+from dafka.client._records import RecordMetadata
+from dafka.client._settings import ProducerSettings, resolve_settings
+from dafka.client._topic_machine import TopicProducerMachine
+from dafka.errors import ConfigError, DafkaError
+from dafka.message import fnv1a32, rendezvous_mapping
+from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
+from dafka.protocol import DataMessage, GetHeads
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 
+log = logging.getLogger(__name__)
+
 DRAIN_SLICE = 4096
-"""Records handed to the machine (and sent) per runner turn; see ``Producer._drain``."""
+"""Messages handed to the machine per runner turn; see the module docstring."""
+
+OnDelivery = Callable[[RecordMetadata | None, BaseException | None], None]
+HeadersArg = Sequence[tuple[str, bytes]] | None
 
 
 class Producer:
-    """``with Producer("hello", transport) as p: p.publish(b"...")``"""
+    """``with Producer("orders", towers="h:5556", name="w1", partitions=4) as p: p.send(b"v")``
+
+    Every :class:`ProducerSettings` field is also a keyword argument.
+    """
 
     def __init__(
         self,
         topic: str,
-        transport: TransportConfig | None = None,
-        config: ProducerConfig | None = None,
         *,
-        producer_id: str | None = None,
+        settings: ProducerSettings | None = None,
+        on_delivery: OnDelivery | None = None,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
-        ready_timeout: float | None = 10.0,
+        **fields: Any,
     ) -> None:
+        s = resolve_settings(ProducerSettings, settings, fields)
+        if s.min_stores > 1:
+            raise ConfigError(
+                "min_stores > 1 is not supported by the client yet: ACKs carry no store "
+                "identity on the wire and the runner cannot tell stores apart (docs/nodes.md)"
+            )
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+        self.settings = s
         self.topic = topic
-        self.producer_id = producer_id or new_node_id()
-        self.config = config or ProducerConfig()
-        self._machine = ProducerMachine(topic, self.producer_id, self.config)
-        self._pending: collections.deque[bytes] = collections.deque()
+        self.name = s.name if s.name is not None else new_node_id()
+        self.partitions: tuple[str, ...] = tuple(f"{self.name}.{i}" for i in range(s.partitions))
+        config = ProducerConfig(
+            head_interval=float(s.head_interval),
+            # the client's bounds (in messages) bind first: the machine's never do
+            max_unacked_records=s.max_in_flight,
+            max_unacked_bytes=2 * s.max_in_flight_bytes + 64 * s.max_in_flight + (64 << 20),
+        )
+        for partition in self.partitions:
+            ProducerMachine(topic, partition, config)  # checks the names here, not in the runner
+        self._on_delivery = on_delivery
+        self._index = {p: i for i, p in enumerate(self.partitions)}
+        self._route_key = self._key_router(s)
+        self._batch_size = s.batch_size
+        self._sticky = 0
+        self._sticky_bytes = 0
+        self._pending: collections.deque[tuple[Any, ...]] = collections.deque()
         self._scheduled = False
-        self._next = 0
-        self._acked_next = 0  # every sequence below it is ACKed (updated by the runner)
         self._lock = threading.Lock()
-        self._progress = threading.Condition()
+        self._room = threading.Condition()
+        self._in_flight = 0
+        self._in_flight_bytes = 0
         self._closed = False
+        self._resumed = threading.Event()
+        self._delivered = 0
+        self._failed = 0
+        resume = s.resume and s.name is not None
+        self._machine = TopicProducerMachine(
+            topic,
+            self.partitions,
+            config,
+            batching=s.batching,
+            batch_size=s.batch_size,
+            linger=s.linger_ms / 1000,
+            resume=resume,
+            settle=max(0.5, 1.5 * s.beacon_interval),
+            now=time.monotonic(),
+        )
         self._runner = NodeRunner(
             self._machine,
-            [Identity(self.producer_id)],
-            transport or TransportConfig(),
+            [Identity(p) for p in self.partitions],
+            s.transport(),
             context=context,
+            route_send=self._route_send,
             after_turn=self._after_turn,
-            name=f"producer-{topic}",
+            name=f"producer-{topic}-{self.name}",
         )
-        self._runner.failure.add_listener(self._on_failure)
-        self._runner.start(ready_timeout)  # stops its thread itself when it raises
+        self._runner.start(s.ready_timeout)
+        if not self._resumed.wait(s.resume_timeout if resume else s.ready_timeout):
+            self._runner.stop()
+            raise DeliveryError(
+                f"producer {self.name!r} of {topic!r}: no store told it its partitions' heads "
+                f"within resume_timeout={s.resume_timeout}s; a named producer resumes from the "
+                "stores (start the stores, or pass resume=False for a name known to be new)"
+            )
+        if self._machine.heads:
+            log.info("producer %s resumed %s at %s", self.name, topic, self._machine.heads)
 
     # -- application side ------------------------------------------------------------------
 
-    def publish(self, content: bytes | bytearray | memoryview, timeout: float | None = None) -> int:
-        """Queue one record; returns its sequence. Thread-safe.
+    def send(
+        self,
+        value: bytes,
+        key: bytes | None = None,
+        headers: HeadersArg = None,
+        timestamp: int | None = None,
+    ) -> Future[RecordMetadata]:
+        """Queue one message; the future resolves to its :class:`RecordMetadata` once stored.
 
-        Blocks (up to ``timeout``) or raises :class:`BackpressureError` when the unacked
-        bound is reached, as ``ProducerConfig.backpressure`` says. ``content`` must be
-        bytes-like (``TypeError`` here, in the caller's thread, not in the node's);
-        :class:`NodeFailedError` once the node died.
+        Thread-safe. Blocks (or raises :class:`BackpressureError`) at the in-flight bound.
         """
-        if content.__class__ is not bytes:
-            if not isinstance(content, bytes | bytearray | memoryview):
-                raise TypeError(
-                    f"a record's content is bytes, not {type(content).__name__}: "
-                    "encode text first (str.encode())"
-                )
-            content = bytes(content)
-        self._runner.failure.check()
-        if self._closed:
-            raise DafkaError("publish on a closed producer")
-        limit = self.config.max_unacked_records
+        if value.__class__ is not bytes:
+            value = _as_bytes("value", value)
+        size = len(value)
+        if key is not None:
+            if key.__class__ is not bytes:
+                key = _as_bytes("key", key)
+            size += len(key)
+            index = self._route_key(key)
+        else:
+            index = -1
+        if headers is not None:
+            headers = _check_headers(headers)
+            size += sum(len(n) + len(v) for n, v in headers)
+        if not self.settings.batching and (headers or timestamp is not None):
+            raise ValueError(
+                "headers and timestamps are not carried with batching=False (content = value)"
+            )
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        elif timestamp.__class__ is not int:
+            raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
+        future: Future[RecordMetadata] = Future()
+        settings = self.settings
         with self._lock:
-            if self._next - self._acked_next >= limit:
-                self._wait_for_room(limit, timeout)
-            sequence = self._next
-            self._next = sequence + 1
-            self._pending.append(content)
+            if self._closed:
+                raise DafkaError(f"send on a closed producer ({self.name})")
+            if self._in_flight and (
+                self._in_flight >= settings.max_in_flight
+                or self._in_flight_bytes + size > settings.max_in_flight_bytes
+            ):
+                self._wait_for_room(size)
+            if index < 0:
+                index = self._sticky
+                self._sticky_bytes += size
+                if self._sticky_bytes >= self._batch_size:
+                    self._sticky = (index + 1) % len(self.partitions)
+                    self._sticky_bytes = 0
+            self._in_flight += 1
+            self._in_flight_bytes += size
+            self._pending.append((index, value, key, headers, timestamp, (future, size)))
             if not self._scheduled:
                 self._scheduled = True
                 self._runner.post(self._drain)
-        return sequence
+        return future
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until stores ACKed every record published so far; False on timeout.
+    def partition_for(self, key: bytes) -> str:
+        """The partition ``key`` maps to (the same for the same name and partitions)."""
+        return self.partitions[self._route_key(_as_bytes("key", key))]
 
-        Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
-        """
-        target = self._next
+    def flush(self, timeout: float | None = None) -> int:
+        """Send open batches now and wait up to ``timeout`` until every message sent so far
+        is stored (or failed); returns how many are still in flight (0: all done)."""
+        if not self._closed:
+            self._runner.post(self._machine.close_all)
         deadline = None if timeout is None else time.monotonic() + timeout
-        failure = self._runner.failure
-        with self._progress:
-            failure.check()
-            while self._acked_next < target:
-                failure.check()
+        with self._room:
+            while self._in_flight:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    return False
-                self._progress.wait(remaining)
-        return True
+                    break
+                self._room.wait(remaining)
+            return self._in_flight
+
+    def __len__(self) -> int:
+        """Messages sent and not yet stored or failed."""
+        return self._in_flight
 
     @property
-    def next_sequence(self) -> int:
-        return self._next
-
-    @property
-    def acked(self) -> int:
-        """How many records (from sequence 0) stores have ACKed."""
-        return self._acked_next
-
-    def statistics(self) -> ProducerStatistics:
-        return self._runner.call(lambda _now: self._machine.statistics())
+    def delivered(self) -> int:
+        """Messages whose future resolved with metadata."""
+        return self._delivered
 
     def transport_statistics(self) -> RunnerStats:
-        """The runner's counters: messages received and sent, peers connected..."""
         return self._runner.statistics()
 
-    def close(self, flush_timeout: float | None = 5.0) -> None:
-        """Wait up to ``flush_timeout`` for ACKs, then leave the cluster.
-
-        Wakes a ``publish`` blocked on backpressure (it raises). Raises
-        :class:`NodeFailedError` if the node died (after releasing what it holds).
-        """
-        failure = self._runner.failure
-        if self._closed:
-            failure.check()
-            return
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Flush for up to ``timeout``, fail what is still in flight with
+        :class:`DeliveryError`, and leave the cluster."""
+        with self._lock:
+            if self._closed:
+                return
+        if timeout is None or timeout > 0:
+            self.flush(timeout)
+        with self._lock:
+            self._closed = True
         try:
-            if flush_timeout:
-                self.flush(flush_timeout)
+            self._runner.call(self._fail_unsent)
         finally:
-            with self._progress:
-                self._closed = True
-                self._progress.notify_all()
             self._runner.stop()
-        failure.check()
 
     def __enter__(self) -> Producer:
         return self
@@ -159,73 +263,138 @@ class Producer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is None:
-            self.close(flush_timeout=5.0)
-            return
-        with contextlib.suppress(NodeFailedError):  # the error in flight says more
-            self.close(flush_timeout=None)
+        self.close(timeout=0 if exc_type is not None else 10.0)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _key_router(self, s: ProducerSettings) -> Callable[[bytes], int]:
+        n = len(self.partitions)
+        if s.partitioner == "rendezvous":
+            parts = self.partitions
+            mapping = rendezvous_mapping(lambda k: k, lambda: parts)
+            index = self._index
+            return lambda key: index[mapping(key)]
+        return lambda key: fnv1a32(key) % n
+
+    def _wait_for_room(self, size: int) -> None:
+        s = self.settings
+        if s.backpressure == "error":
+            raise BackpressureError(self._in_flight, self._in_flight_bytes)
+        with self._room:
+            while self._in_flight and (
+                self._in_flight >= s.max_in_flight
+                or self._in_flight_bytes + size > s.max_in_flight_bytes
+            ):
+                self._room.wait()
+
+    def _route_send(self, message: DataMessage) -> int:
+        if message.__class__ is GetHeads:
+            return 0
+        return self._index.get(message.producer, 0)  # type: ignore[union-attr]
 
     # -- runner thread ---------------------------------------------------------------------
 
-    def _wait_for_room(self, limit: int, timeout: float | None) -> None:
-        if self.config.backpressure == "error":
-            raise BackpressureError(self._next - self._acked_next, 0)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        failure = self._runner.failure
-        with self._progress:
-            while self._next - self._acked_next >= limit:
-                failure.check()
-                if self._closed:
-                    raise DafkaError("the producer was closed while publish waited for room")
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise BackpressureError(self._next - self._acked_next, 0)
-                self._progress.wait(remaining)
-
     def _drain(self, now: float) -> None:
-        """Hand queued records to the machine, at most ``DRAIN_SLICE`` per runner turn.
-
-        The slice matters: an application can queue up to ``max_unacked_records`` (a
-        million) records while the runner is busy, and handing them all over in one turn
-        took seconds, during which the runner sent no beacon and read no socket; the stores
-        then expired the producer, dropping every record still queued for them (they came
-        back by FETCH, at twice the cost). A slice posts the next one, which runs after the
-        rest of the turn.
-        """
         self._scheduled = False
         pending = self._pending
-        publish = self._machine.publish
+        add = self._machine.add
         popleft = pending.popleft
-        try:
-            for _ in range(min(len(pending), DRAIN_SLICE)):
-                publish(pending[0], now)
-                popleft()
-        except BackpressureError:
-            # The byte bound (the machine refused without using a sequence; asking
-            # can_publish first cost as much as publishing): _after_turn resumes when ACKs
-            # make room.
-            return
+        for _ in range(min(len(pending), DRAIN_SLICE)):
+            index, value, key, headers, timestamp, token = popleft()
+            add(index, value, key, headers, timestamp, token, now)
+        if self.settings.linger_ms == 0:
+            self._machine.close_all(now)
         if pending:
-            # Not under self._lock: publish() may hold it while it waits for ACKs that only
-            # this thread can process. A second drain posted meanwhile by publish() is
-            # harmless (it takes the next slice); what must never happen is records queued
-            # with no drain to come, and this post rules that out.
+            # Not under self._lock: send() may hold it while it waits for room that only this
+            # thread can make. A second drain posted meanwhile is harmless; what must never
+            # happen is messages queued with no drain to come, and this post rules that out.
             self._scheduled = True
             self._runner.post(self._drain)
 
-    def _on_failure(self, _error: NodeFailedError) -> None:
-        """The runner died: wake every ``flush`` and ``publish`` waiting for ACKs."""
-        with self._progress:
-            self._progress.notify_all()
-
     def _after_turn(self, now: float) -> None:
-        if self._pending and not self._scheduled:
-            self._drain(now)
-        acked_next = self._machine.next_sequence - self._machine.unacked
-        if acked_next != self._acked_next:
-            with self._progress:
-                self._acked_next = acked_next
-                self._progress.notify_all()
+        machine = self._machine
+        if not machine.resumed:
+            return
+        if not self._resumed.is_set():
+            self._resumed.set()
+        done = machine.take_delivered()
+        if done:
+            self._resolve(done)
+        expired = machine.take_expired(now - self.settings.delivery_timeout)
+        if expired:
+            error = DeliveryError(
+                f"not stored within delivery_timeout={self.settings.delivery_timeout}s "
+                "(no store acknowledged it; it may still be stored later)"
+            )
+            self._fail([t for _, _, tokens in expired for t in tokens], error)
+
+    def _resolve(self, done: list[tuple[int, int, list[Any]]]) -> None:
+        topic, partitions, on_delivery = self.topic, self.partitions, self._on_delivery
+        count = size = 0
+        for index, sequence, tokens in done:
+            partition = partitions[index]
+            for i, (future, n) in enumerate(tokens):
+                meta = RecordMetadata(topic, partition, sequence, i)
+                size += n
+                with contextlib.suppress(InvalidStateError):  # cancelled by the application
+                    future.set_result(meta)
+                if on_delivery is not None:
+                    self._call_back(meta, None)
+            count += len(tokens)
+        self._delivered += count
+        self._release(count, size)
+
+    def _fail(self, tokens: list[Any], error: BaseException) -> None:
+        size = 0
+        for future, n in tokens:
+            size += n
+            with contextlib.suppress(InvalidStateError):
+                future.set_exception(error)
+            if self._on_delivery is not None:
+                self._call_back(None, error)
+        self._failed += len(tokens)
+        self._release(len(tokens), size)
+
+    def _fail_unsent(self, now: float) -> None:
+        del now
+        tokens = [entry[5] for entry in self._pending]
+        self._pending.clear()
+        tokens += self._machine.take_unsent()
+        if tokens:
+            self._fail(tokens, DeliveryError(f"producer {self.name} closed before it was stored"))
+
+    def _call_back(self, meta: RecordMetadata | None, error: BaseException | None) -> None:
+        assert self._on_delivery is not None
+        try:
+            self._on_delivery(meta, error)
+        except Exception:  # the application's bug must not kill the node's thread
+            log.exception("on_delivery callback raised")
+
+    def _release(self, count: int, size: int) -> None:
+        with self._room:
+            self._in_flight -= count
+            self._in_flight_bytes -= size
+            self._room.notify_all()
 
 
-__all__ = ["Producer"]
+def _as_bytes(what: str, data: object) -> bytes:
+    if isinstance(data, bytes):
+        return bytes(data)
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    hint = " (encode it: .encode())" if isinstance(data, str) else ""
+    raise TypeError(f"{what} must be bytes, got {type(data).__name__}{hint}")
+
+
+def _check_headers(headers: object) -> tuple[tuple[str, bytes], ...]:
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, Sequence):
+        raise TypeError(f"headers must be a list of (str, bytes) pairs, got {headers!r}")
+    out = []
+    for pair in headers:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise TypeError(f"a header must be a (str, bytes) pair, got {pair!r}")
+        out.append((pair[0], _as_bytes(f"header {pair[0]!r}", pair[1])))
+    return tuple(out)
+
+
+__all__ = ["DRAIN_SLICE", "Producer"]

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dafka.client import Consumer, Producer
+from dafka.client import Consumer, PartitionProducer
 from dafka.node import ConsumerConfig, ProducerConfig
 from dafka.transport.config import TransportConfig
 
@@ -92,7 +92,7 @@ class _Reporter:
 
 def produce(args: argparse.Namespace) -> int:
     config = ProducerConfig(head_interval=0.2)
-    with Producer(
+    with PartitionProducer(
         args.topic,
         transport(args.tower, args.beacon_interval),
         config,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from dafka.client import Consumer, Producer, Record
+from dafka.client import Consumer, PartitionProducer, Record
 from dafka.node import ConsumerConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.tower import Tower
@@ -60,7 +60,7 @@ def test_a_self_posting_callable_does_not_starve_the_turn(transport: TransportCo
         runner.post(busy)
         try:
             wait_for(lambda: turns > 10, "the busy callable to run")
-            producer = Producer("turns", transport)
+            producer = PartitionProducer("turns", transport)
             try:
                 producer.publish(b"while busy")
                 got: list[Record] = []

@@ -1,0 +1,298 @@
+"""The pure machine behind a topic-level :class:`Producer`: N partitions, batching, resume.
+
+It is a ``NodeMachine`` (the runner drives it) made of one :class:`ProducerMachine` per
+partition, plus what the client adds on top of them:
+
+* *Resume.* A named producer must not reuse sequences its previous run stored: stores keep
+  the first record they got for a sequence and would ACK new content as already stored. So
+  before any partition machine exists, the machine asks the stores for the topic's heads
+  (GET-HEADS, answered by each store's reader with one DIRECT-HEAD per stored partition;
+  it is re-sent every ``RESUME_ASK_INTERVAL`` because a PUB drops what it sends before a
+  store's SUB connected). It also subscribes to STORE-HELLO (``L`` + its first id): a store
+  whose reader we are connected to greets us, which proves a store is there. Resuming is
+  done when every partition has a head, or ``settle`` seconds after the first STORE-HELLO
+  (a partition no store reported has no stored record: it starts at 0). Each partition
+  then continues after the highest head any store reported.
+* *Batching.* Messages are queued per partition (``add``) and closed into one RECORD (the
+  batch format of ``dafka.client._batch``) when they reach ``batch_size`` bytes or have
+  waited ``linger`` seconds (a timer of this machine). Unbatched, each message is its own
+  RECORD.
+* *Delivery.* Each RECORD sent is remembered with the opaque tokens of its messages;
+  :meth:`take_delivered` hands back the tokens of RECORDs the partition machine released
+  (``min_stores`` ACKed them), with their sequence; :meth:`take_expired` those older than
+  the delivery timeout.
+
+Everything here runs in the runner thread; ``now`` comes from the runner.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dafka.client._batch import OVERHEAD_PER_MESSAGE, encode_batch
+from dafka.node import ProducerConfig, ProducerMachine
+from dafka.node.actions import Action, Send, Subscribe
+from dafka.protocol import Ack, DataMessage, DirectHead, Fetch, GetHeads, StoreHello
+
+RESUME_ASK_INTERVAL = 0.1
+"""Seconds between GET-HEADS while resuming."""
+
+Token = Any
+"""What the client attaches to a message (its future); opaque here."""
+
+
+@dataclass(slots=True)
+class _Open:
+    """A partition's batch being filled."""
+
+    opened: float
+    values: list[bytes] = field(default_factory=list)
+    keys: list[bytes | None] = field(default_factory=list)
+    headers: list[Sequence[tuple[str, bytes]] | None] = field(default_factory=list)
+    timestamps: list[int] = field(default_factory=list)
+    tokens: list[Token] = field(default_factory=list)
+    size: int = 0
+    any_key: bool = False
+    any_headers: bool = False
+
+
+@dataclass(slots=True)
+class _Sent:
+    sequence: int
+    sent: float
+    tokens: list[Token]
+
+
+class TopicProducerMachine:
+    """N :class:`ProducerMachine` s of one topic behind one ``NodeMachine`` interface."""
+
+    def __init__(
+        self,
+        topic: str,
+        partitions: Sequence[str],
+        config: ProducerConfig,
+        *,
+        batching: bool,
+        batch_size: int,
+        linger: float,
+        resume: bool,
+        settle: float,
+        now: float,
+    ) -> None:
+        self.topic = topic
+        self.partitions = list(partitions)
+        self._config = config
+        self._batching = batching
+        self._batch_size = batch_size
+        self._linger = linger
+        self._settle = settle
+        self._machines: list[ProducerMachine] = []
+        self._by_id: dict[str, ProducerMachine] = {}
+        self._index = {p: i for i, p in enumerate(self.partitions)}
+        self._open: list[_Open | None] = [None] * len(self.partitions)
+        self._sent: list[collections.deque[_Sent]] = [collections.deque() for _ in self.partitions]
+        self._out: list[Action] = []
+        self.heads: dict[str, int] = {}
+        """Stored heads learnt while resuming (partition -> last sequence)."""
+        self.store_hellos = 0
+        self._settle_at: float | None = None
+        self._ask_at: float | None = None
+        self.resumed = False
+        if resume:
+            requester = self.partitions[0]
+            self._out += [
+                Subscribe(b"E" + requester.encode()),
+                Subscribe(b"L" + requester.encode()),
+            ]
+            self._ask_at = now
+        else:
+            self._start(now)
+
+    # -- resume ------------------------------------------------------------------------------
+
+    def _start(self, now: float) -> None:
+        for name in self.partitions:
+            machine = ProducerMachine(
+                self.topic, name, self._config, next_sequence=self.heads.get(name, -1) + 1, now=now
+            )
+            self._machines.append(machine)
+            self._by_id[name] = machine
+        self.resumed = True
+        self._ask_at = None
+        self._settle_at = None
+
+    def _on_resume_message(self, message: DataMessage, now: float) -> None:
+        if type(message) is DirectHead:
+            if (
+                message.recipient == self.partitions[0]
+                and message.topic == self.topic
+                and message.producer in self._index
+            ):
+                old = self.heads.get(message.producer, -1)
+                self.heads[message.producer] = max(old, message.sequence)
+                if len(self.heads) == len(self.partitions):
+                    self._start(now)
+        elif type(message) is StoreHello and message.consumer == self.partitions[0]:
+            self.store_hellos += 1
+            if self._settle_at is None:
+                self._settle_at = now + self._settle
+                self._ask_at = now
+
+    def on_peer(self, node_id: str, now: float) -> None:
+        """A new peer is connected: while resuming, ask it for heads now."""
+        del node_id
+        if not self.resumed:
+            self._ask_at = now
+
+    # -- application side (called in the runner thread) -----------------------------------
+
+    @property
+    def machines(self) -> list[ProducerMachine]:
+        return self._machines
+
+    def add(
+        self,
+        index: int,
+        value: bytes,
+        key: bytes | None,
+        headers: Sequence[tuple[str, bytes]] | None,
+        timestamp: int,
+        token: Token,
+        now: float,
+    ) -> None:
+        """Queue one message for partition ``index`` (only once resumed)."""
+        if not self._batching:
+            sequence = self._machines[index].publish(value, now)
+            self._sent[index].append(_Sent(sequence, now, [token]))
+            return
+        batch = self._open[index]
+        if batch is None:
+            batch = self._open[index] = _Open(now)
+        batch.values.append(value)
+        batch.keys.append(key)
+        batch.headers.append(headers)
+        batch.timestamps.append(timestamp)
+        batch.tokens.append(token)
+        size = len(value) + OVERHEAD_PER_MESSAGE
+        if key is not None:
+            batch.any_key = True
+            size += len(key) + 4
+        if headers:
+            batch.any_headers = True
+            size += sum(len(n) + len(v) + 8 for n, v in headers)
+        batch.size += size + 4
+        if batch.size >= self._batch_size:
+            self.close_batch(index, now)
+
+    def close_batch(self, index: int, now: float) -> None:
+        """Send partition ``index``'s open batch now (if any)."""
+        batch = self._open[index]
+        if batch is None:
+            return
+        self._open[index] = None
+        content = encode_batch(
+            batch.values,
+            keys=batch.keys if batch.any_key else None,
+            headers=batch.headers if batch.any_headers else None,
+            timestamps=batch.timestamps,
+        )
+        sequence = self._machines[index].publish(content, now)
+        self._sent[index].append(_Sent(sequence, now, batch.tokens))
+
+    def close_all(self, now: float) -> None:
+        for index in range(len(self._open)):
+            self.close_batch(index, now)
+
+    def open_partitions(self) -> list[int]:
+        return [i for i, b in enumerate(self._open) if b is not None]
+
+    def take_delivered(self) -> list[tuple[int, int, list[Token]]]:
+        """(partition index, sequence, tokens) of every RECORD now stored."""
+        out: list[tuple[int, int, list[Token]]] = []
+        for index, machine in enumerate(self._machines):
+            sent = self._sent[index]
+            if not sent:
+                continue
+            acked_next = machine.next_sequence - machine.unacked
+            while sent and sent[0].sequence < acked_next:
+                record = sent.popleft()
+                out.append((index, record.sequence, record.tokens))
+        return out
+
+    def take_expired(self, older_than: float) -> list[tuple[int, int, list[Token]]]:
+        """RECORDs sent before ``older_than`` and still not stored (their futures fail)."""
+        out: list[tuple[int, int, list[Token]]] = []
+        for index, sent in enumerate(self._sent):
+            while sent and sent[0].sent < older_than:
+                record = sent.popleft()
+                out.append((index, record.sequence, record.tokens))
+        return out
+
+    def take_unsent(self) -> list[Token]:
+        """Tokens of every message not stored yet, forgetting them (on close)."""
+        out: list[Token] = []
+        for index, batch in enumerate(self._open):
+            if batch is not None:
+                out += batch.tokens
+                self._open[index] = None
+        for sent in self._sent:
+            for record in sent:
+                out += record.tokens
+            sent.clear()
+        return out
+
+    # -- NodeMachine -----------------------------------------------------------------------
+
+    def on_message(self, message: DataMessage, now: float) -> None:
+        cls = type(message)
+        if cls is Ack or cls is Fetch:
+            machine = self._by_id.get(message.producer)  # type: ignore[union-attr]
+            if machine is not None:
+                machine.on_message(message, now)
+        elif cls is GetHeads:
+            for machine in self._machines:
+                machine.on_message(message, now)
+        elif not self.resumed:
+            self._on_resume_message(message, now)
+
+    def on_timer(self, now: float) -> None:
+        if not self.resumed:
+            if self._settle_at is not None and now >= self._settle_at:
+                self._start(now)
+            elif self._ask_at is not None and now >= self._ask_at:
+                self._out.append(Send(GetHeads(self.topic, self.partitions[0])))
+                self._ask_at = now + RESUME_ASK_INTERVAL
+            return
+        for machine in self._machines:
+            due = machine.next_deadline()
+            if due is not None and due <= now:
+                machine.on_timer(now)
+        linger = self._linger
+        for index, batch in enumerate(self._open):
+            if batch is not None and batch.opened + linger <= now:
+                self.close_batch(index, now)
+
+    def next_deadline(self) -> float | None:
+        if not self.resumed:
+            pending = [d for d in (self._ask_at, self._settle_at) if d is not None]
+            return min(pending) if pending else None
+        deadlines = [m.next_deadline() for m in self._machines]
+        linger = self._linger
+        deadlines += [b.opened + linger for b in self._open if b is not None]
+        present = [d for d in deadlines if d is not None]
+        return min(present) if present else None
+
+    def take_actions(self) -> list[Action]:
+        out = self._out
+        self._out = []
+        for machine in self._machines:
+            actions = machine.take_actions()
+            if actions:
+                out += actions
+        return out
+
+
+__all__ = ["RESUME_ASK_INTERVAL", "TopicProducerMachine"]

@@ -1,0 +1,222 @@
+"""The topic-level Producer on a real cluster (tower + stores on loopback sockets)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from dafka.client import (
+    Consumer,
+    DeliveryError,
+    Producer,
+    Record,
+    RecordMetadata,
+    decode_batch,
+    is_batch,
+    plain_record,
+)
+from dafka.errors import ConfigError
+from dafka.node import BackpressureError, ConsumerConfig
+from dafka.server import LocalCluster
+
+BEACON = 0.2
+FAST = {"beacon_interval": BEACON, "beacon_timeout": 4 * BEACON}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    with LocalCluster(tmp_path, stores=2, beacon_interval=BEACON) as c:
+        yield c
+
+
+def read_back(cluster: LocalCluster, topic: str, count: int, timeout: float = 20) -> list[Record]:
+    """Every message of ``topic`` (batches unpacked), read by a late consumer."""
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    config = ConsumerConfig(offset_reset="earliest")
+    with Consumer(topic, cluster.transport, config) as consumer:
+        while len(out) < count and time.monotonic() < deadline:
+            for r in consumer.poll(timeout=0.5):
+                if not is_batch(r.content):
+                    out.append(plain_record(r.topic, r.partition, r.sequence, r.content))
+                    continue
+                cols = decode_batch(r.content)
+                out += [
+                    Record(r.topic, r.partition, r.sequence, i, k, v, h, t, u)
+                    for i, (k, v, h, t, u) in enumerate(
+                        zip(
+                            cols.keys,
+                            cols.values,
+                            cols.headers,
+                            cols.timestamps,
+                            cols.uuids,
+                            strict=True,
+                        )
+                    )
+                ]
+    assert len(out) == count, f"read {len(out)} of {count}"
+    return out
+
+
+def test_batched_round_trip_with_keys_headers_timestamps(cluster: LocalCluster) -> None:
+    with Producer("orders", towers=cluster.towers, partitions=3, **FAST) as p:
+        futures = [
+            p.send(
+                b"v%d" % i,
+                key=None if i % 4 == 0 else b"k%d" % (i % 7),
+                headers=[("n", str(i).encode())] if i % 2 else None,
+                timestamp=1_700_000_000_000 + i,
+            )
+            for i in range(500)
+        ]
+        assert p.flush(timeout=20) == 0
+        metas = [f.result(timeout=0) for f in futures]
+    records = read_back(cluster, "orders", 500)
+    by_value = {r.value: r for r in records}
+    for i, meta in enumerate(metas):
+        r = by_value[b"v%d" % i]
+        assert RecordMetadata(r.topic, r.partition, r.offset, r.index) == meta
+        assert r.key == (None if i % 4 == 0 else b"k%d" % (i % 7))
+        assert r.headers == ((("n", str(i).encode()),) if i % 2 else ())
+        assert r.timestamp == 1_700_000_000_000 + i
+    # per partition, messages come back in the order they were sent
+    for partition in {m.partition for m in metas}:
+        sent = [b"v%d" % i for i, m in enumerate(metas) if m.partition == partition]
+        got = [
+            r.value
+            for r in sorted(records, key=lambda r: (r.offset, r.index))
+            if r.partition == partition
+        ]
+        assert got == sent
+
+
+def test_unbatched_round_trip_is_plain_records(cluster: LocalCluster) -> None:
+    with Producer("plain", towers=cluster.towers, batching=False, **FAST) as p:
+        metas = [p.send(b"plain %d" % i).result(timeout=20) for i in range(50)]
+    assert [(m.offset, m.index) for m in metas] == [(i, 0) for i in range(50)]
+    records = read_back(cluster, "plain", 50)
+    assert sorted(r.value for r in records) == sorted(b"plain %d" % i for i in range(50))
+    assert all(r.key is None and r.timestamp is None for r in records)
+
+
+def test_futures_and_callbacks_resolve_after_storage(cluster: LocalCluster) -> None:
+    calls: list[tuple[RecordMetadata | None, BaseException | None]] = []
+    with Producer(
+        "stored",
+        towers=cluster.towers,
+        on_delivery=lambda m, e: calls.append((m, e)),
+        linger_ms=1,
+        **FAST,
+    ) as p:
+        for i in range(20):
+            meta = p.send(b"x%d" % i).result(timeout=20)
+            # once the future resolved, a store holds the RECORD durably
+            heads = [store.heads("stored").get(meta.partition, -1) for store in cluster.stores]
+            assert max(heads) >= meta.offset
+        assert p.flush(5) == 0
+    assert len(calls) == 20
+    assert all(m is not None and e is None for m, e in calls)
+
+
+def test_keyed_routing_is_stable_across_a_restart(cluster: LocalCluster) -> None:
+    keys = [b"user-%d" % i for i in range(30)]
+    first: dict[bytes, RecordMetadata] = {}
+    with Producer("keyed", towers=cluster.towers, name="writer", partitions=4, **FAST) as p:
+        for key in keys:
+            first[key] = p.send(b"one", key=key).result(timeout=20)
+    assert len({m.partition for m in first.values()}) > 1
+    with Producer("keyed", towers=cluster.towers, name="writer", partitions=4, **FAST) as p:
+        for key in keys:
+            meta = p.send(b"two", key=key).result(timeout=20)
+            assert meta.partition == first[key].partition
+            # resumed: the partition continues after its stored head (no sequence reused)
+            assert meta.offset > first[key].offset
+            assert p.partition_for(key) == meta.partition
+    records = read_back(cluster, "keyed", 60)
+    for key in keys:
+        mine = sorted((r.offset, r.index, r.value) for r in records if r.key == key)
+        assert [v for _, _, v in mine] == [b"one", b"two"]
+
+
+def test_rendezvous_partitioner(cluster: LocalCluster) -> None:
+    with Producer("rv", towers=cluster.towers, partitions=5, partitioner="rendezvous", **FAST) as p:
+        metas = [p.send(b"v", key=b"k%d" % (i % 10)).result(timeout=20) for i in range(40)]
+    by_key: dict[int, set[str]] = {}
+    for i, m in enumerate(metas):
+        by_key.setdefault(i % 10, set()).add(m.partition)
+    assert all(len(parts) == 1 for parts in by_key.values())
+
+
+def test_futures_fail_when_the_cluster_is_gone(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path, stores=1, beacon_interval=BEACON)
+    cluster.start()
+    try:
+        p = Producer("gone", towers=cluster.towers, delivery_timeout=1.0, **FAST)
+        assert p.send(b"before").result(timeout=20).offset == 0
+        for store in cluster.stores:
+            store.stop()
+        cluster.stores.clear()
+        future = p.send(b"after")
+        with pytest.raises(DeliveryError, match="delivery_timeout"):
+            future.result(timeout=20)
+        lost = p.send(b"on close")
+        p.close(timeout=0)
+        with pytest.raises(DeliveryError, match="closed"):
+            lost.result(timeout=5)
+    finally:
+        cluster.stop()
+
+
+def test_backpressure_error_at_the_in_flight_bound(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path, stores=0, beacon_interval=BEACON) as cluster:
+        with Producer(
+            "bp", towers=cluster.towers, max_in_flight=3, backpressure="error", **FAST
+        ) as p:
+            futures: list[Future[RecordMetadata]] = [p.send(b"x") for _ in range(3)]
+            with pytest.raises(BackpressureError):
+                p.send(b"one too many")
+            assert len(p) == 3
+            assert p.flush(timeout=0.2) == 3
+        for f in futures:  # closed unflushed: each future fails, none hangs
+            with pytest.raises(DeliveryError):
+                f.result(timeout=5)
+
+
+def test_a_named_producer_without_stores_fails_clearly(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path, stores=0, beacon_interval=BEACON) as cluster:
+        started = time.monotonic()
+        with pytest.raises(DeliveryError, match="resume"):
+            Producer("t", towers=cluster.towers, name="w", resume_timeout=1.0, **FAST)
+        assert time.monotonic() - started < 10
+        # a new name can say so
+        with Producer("t", towers=cluster.towers, name="w", resume=False, **FAST) as p:
+            assert p.partitions == ("w.0",)
+
+
+def test_application_mistakes_raise_in_the_caller(cluster: LocalCluster) -> None:
+    with Producer("mistakes", towers=cluster.towers, **FAST) as p:
+        for bad in ("text", None, 42):
+            with pytest.raises(TypeError, match="value must be bytes"):
+                p.send(bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="key"):
+            p.send(b"v", key="text")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="header"):
+            p.send(b"v", headers=[("h", "text")])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="timestamp"):
+            p.send(b"v", timestamp=1.5)  # type: ignore[arg-type]
+        assert p.send(bytearray(b"ok")).result(timeout=20).offset >= 0
+    with pytest.raises(ConfigError, match="linger_ms"):
+        Producer("t", towers=cluster.towers, linger_ms=-1)
+    with pytest.raises(ConfigError, match="lingerms"):
+        Producer("t", towers=cluster.towers, lingerms=1)
+    with pytest.raises(ConfigError, match="min_stores"):
+        Producer("t", towers=cluster.towers, min_stores=2)
+    with (
+        Producer("plain", towers=cluster.towers, batching=False, **FAST) as p,
+        pytest.raises(ValueError, match="batching=False"),
+    ):
+        p.send(b"v", headers=[("h", b"v")])
