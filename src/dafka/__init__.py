@@ -1,11 +1,41 @@
 """dafka: a decentralized, durable streaming platform over ZeroMQ.
 
+The front door (docs/client.md): applications import from here only::
+
+    from dafka import Producer, Consumer, LocalCluster
+
 Layers (see docs/architecture.md): ``protocol`` (wire codec) -> ``node`` (pure state machines)
 -> ``transport`` (the only zmq user) -> ``client`` / ``cli``. ``storage`` is the store's
 segmented log and ``message`` is Gazette's exactly-once layer; both are pure of networking.
 """
 
-from dafka.errors import DafkaError
+from dafka.client import (
+    Consumer,
+    ConsumerSettings,
+    CorruptBatchError,
+    DeliveryError,
+    Producer,
+    ProducerSettings,
+    Record,
+    RecordMetadata,
+)
+from dafka.errors import ConfigError, DafkaError
+from dafka.node import BackpressureError
+from dafka.server import LocalCluster
 
-__all__ = ["DafkaError", "__version__"]
+__all__ = [
+    "BackpressureError",
+    "ConfigError",
+    "Consumer",
+    "ConsumerSettings",
+    "CorruptBatchError",
+    "DafkaError",
+    "DeliveryError",
+    "LocalCluster",
+    "Producer",
+    "ProducerSettings",
+    "Record",
+    "RecordMetadata",
+    "__version__",
+]
 __version__ = "0.1.0"

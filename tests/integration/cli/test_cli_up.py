@@ -7,7 +7,7 @@ import re
 import signal
 from pathlib import Path
 
-from dafka.client import Consumer, Producer
+from dafka.client import Consumer, PartitionProducer
 from dafka.node import ConsumerConfig
 from dafka.server import LocalCluster, free_port_pair
 from tests.integration.cluster.cluster_procs import DAFKA, Processes, wait_until
@@ -58,7 +58,7 @@ def test_local_cluster_serves_clients_and_restarts_a_store(tmp_path: Path) -> No
         store = cluster.stores[0]
         assert store.running
         assert store.pid != os.getpid()
-        with Producer("t", cluster.transport) as producer:
+        with PartitionProducer("t", cluster.transport) as producer:
             for i in range(100):
                 producer.publish(b"%d" % i)
             assert producer.flush(30)

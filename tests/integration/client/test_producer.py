@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,19 +22,35 @@ from dafka.client import (
 )
 from dafka.errors import ConfigError
 from dafka.node import BackpressureError, ConsumerConfig
-from dafka.server import LocalCluster
+from dafka.server import InProcessCluster, free_port_pair
 
 BEACON = 0.2
-FAST = {"beacon_interval": BEACON, "beacon_timeout": 4 * BEACON}
+FAST: dict[str, Any] = {"beacon_interval": BEACON, "beacon_timeout": 4 * BEACON}
+
+
+class Cluster(InProcessCluster):
+    """In this process (the tests stop stores and read their heads), on a port pair."""
+
+    def __init__(self, data_dir: Path, stores: int) -> None:
+        self.port = free_port_pair()
+        super().__init__(data_dir, stores=stores, tower_port=self.port, beacon_interval=BEACON)
+
+    @property
+    def towers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    with LocalCluster(tmp_path, stores=2, beacon_interval=BEACON) as c:
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    with Cluster(tmp_path, stores=2) as c:
         yield c
 
 
-def read_back(cluster: LocalCluster, topic: str, count: int, timeout: float = 20) -> list[Record]:
+def read_back(cluster: Cluster, topic: str, count: int, timeout: float = 20) -> list[Record]:
     """Every message of ``topic`` (batches unpacked), read by a late consumer."""
     out: list[Record] = []
     deadline = time.monotonic() + timeout
@@ -62,7 +79,7 @@ def read_back(cluster: LocalCluster, topic: str, count: int, timeout: float = 20
     return out
 
 
-def test_batched_round_trip_with_keys_headers_timestamps(cluster: LocalCluster) -> None:
+def test_batched_round_trip_with_keys_headers_timestamps(cluster: Cluster) -> None:
     with Producer("orders", towers=cluster.towers, partitions=3, **FAST) as p:
         futures = [
             p.send(
@@ -94,7 +111,7 @@ def test_batched_round_trip_with_keys_headers_timestamps(cluster: LocalCluster) 
         assert got == sent
 
 
-def test_unbatched_round_trip_is_plain_records(cluster: LocalCluster) -> None:
+def test_unbatched_round_trip_is_plain_records(cluster: Cluster) -> None:
     with Producer("plain", towers=cluster.towers, batching=False, **FAST) as p:
         metas = [p.send(b"plain %d" % i).result(timeout=20) for i in range(50)]
     assert [(m.offset, m.index) for m in metas] == [(i, 0) for i in range(50)]
@@ -103,7 +120,7 @@ def test_unbatched_round_trip_is_plain_records(cluster: LocalCluster) -> None:
     assert all(r.key is None and r.timestamp is None for r in records)
 
 
-def test_futures_and_callbacks_resolve_after_storage(cluster: LocalCluster) -> None:
+def test_futures_and_callbacks_resolve_after_storage(cluster: Cluster) -> None:
     calls: list[tuple[RecordMetadata | None, BaseException | None]] = []
     with Producer(
         "stored",
@@ -122,7 +139,7 @@ def test_futures_and_callbacks_resolve_after_storage(cluster: LocalCluster) -> N
     assert all(m is not None and e is None for m, e in calls)
 
 
-def test_keyed_routing_is_stable_across_a_restart(cluster: LocalCluster) -> None:
+def test_keyed_routing_is_stable_across_a_restart(cluster: Cluster) -> None:
     keys = [b"user-%d" % i for i in range(30)]
     first: dict[bytes, RecordMetadata] = {}
     with Producer("keyed", towers=cluster.towers, name="writer", partitions=4, **FAST) as p:
@@ -142,7 +159,7 @@ def test_keyed_routing_is_stable_across_a_restart(cluster: LocalCluster) -> None
         assert [v for _, _, v in mine] == [b"one", b"two"]
 
 
-def test_rendezvous_partitioner(cluster: LocalCluster) -> None:
+def test_rendezvous_partitioner(cluster: Cluster) -> None:
     with Producer("rv", towers=cluster.towers, partitions=5, partitioner="rendezvous", **FAST) as p:
         metas = [p.send(b"v", key=b"k%d" % (i % 10)).result(timeout=20) for i in range(40)]
     by_key: dict[int, set[str]] = {}
@@ -152,7 +169,7 @@ def test_rendezvous_partitioner(cluster: LocalCluster) -> None:
 
 
 def test_futures_fail_when_the_cluster_is_gone(tmp_path: Path) -> None:
-    cluster = LocalCluster(tmp_path, stores=1, beacon_interval=BEACON)
+    cluster = Cluster(tmp_path, stores=1)
     cluster.start()
     try:
         p = Producer("gone", towers=cluster.towers, delivery_timeout=1.0, **FAST)
@@ -172,7 +189,7 @@ def test_futures_fail_when_the_cluster_is_gone(tmp_path: Path) -> None:
 
 
 def test_backpressure_error_at_the_in_flight_bound(tmp_path: Path) -> None:
-    with LocalCluster(tmp_path, stores=0, beacon_interval=BEACON) as cluster:
+    with Cluster(tmp_path, stores=0) as cluster:
         with Producer(
             "bp", towers=cluster.towers, max_in_flight=3, backpressure="error", **FAST
         ) as p:
@@ -187,7 +204,7 @@ def test_backpressure_error_at_the_in_flight_bound(tmp_path: Path) -> None:
 
 
 def test_a_named_producer_without_stores_fails_clearly(tmp_path: Path) -> None:
-    with LocalCluster(tmp_path, stores=0, beacon_interval=BEACON) as cluster:
+    with Cluster(tmp_path, stores=0) as cluster:
         started = time.monotonic()
         with pytest.raises(DeliveryError, match="resume"):
             Producer("t", towers=cluster.towers, name="w", resume_timeout=1.0, **FAST)
@@ -197,7 +214,7 @@ def test_a_named_producer_without_stores_fails_clearly(tmp_path: Path) -> None:
             assert p.partitions == ("w.0",)
 
 
-def test_application_mistakes_raise_in_the_caller(cluster: LocalCluster) -> None:
+def test_application_mistakes_raise_in_the_caller(cluster: Cluster) -> None:
     with Producer("mistakes", towers=cluster.towers, **FAST) as p:
         for bad in ("text", None, 42):
             with pytest.raises(TypeError, match="value must be bytes"):
@@ -208,7 +225,8 @@ def test_application_mistakes_raise_in_the_caller(cluster: LocalCluster) -> None
             p.send(b"v", headers=[("h", "text")])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="timestamp"):
             p.send(b"v", timestamp=1.5)  # type: ignore[arg-type]
-        assert p.send(bytearray(b"ok")).result(timeout=20).offset >= 0
+        future = p.send(bytearray(b"ok"))  # type: ignore[arg-type]
+        assert future.result(timeout=20).offset >= 0
     with pytest.raises(ConfigError, match="linger_ms"):
         Producer("t", towers=cluster.towers, linger_ms=-1)
     with pytest.raises(ConfigError, match="lingerms"):

@@ -21,4 +21,4 @@ def test_quickstart_receives_every_record() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "received 1000 records; last: hello #999" in result.stdout
+    assert "received 1000 messages; last of its key: hello #999" in result.stdout
