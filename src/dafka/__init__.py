@@ -19,7 +19,7 @@ from dafka.client import (
     Record,
     RecordMetadata,
 )
-from dafka.errors import ConfigError, DafkaError
+from dafka.errors import ConfigError, DafkaError, NodeFailedError
 from dafka.node import BackpressureError
 from dafka.server import LocalCluster
 
@@ -32,6 +32,7 @@ __all__ = [
     "DafkaError",
     "DeliveryError",
     "LocalCluster",
+    "NodeFailedError",
     "Producer",
     "ProducerSettings",
     "Record",

@@ -53,7 +53,7 @@ from dafka.client._ids import new_node_id
 from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import TopicProducerMachine
-from dafka.errors import ConfigError, DafkaError
+from dafka.errors import ConfigError, DafkaError, NodeFailedError
 from dafka.message import fnv1a32, rendezvous_mapping
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
 from dafka.protocol import DataMessage, GetHeads
@@ -140,9 +140,12 @@ class Producer:
             after_turn=self._after_turn,
             name=f"producer-{topic}-{self.name}",
         )
-        self._runner.start(s.ready_timeout)
+        self._failure = self._runner.failure
+        self._failure.add_listener(self._on_failure)
+        self._runner.start(s.ready_timeout)  # stops its thread itself when it raises
         if not self._resumed.wait(s.resume_timeout if resume else s.ready_timeout):
             self._runner.stop()
+            self._failure.check()
             raise DeliveryError(
                 f"producer {self.name!r} of {topic!r}: no store told it its partitions' heads "
                 f"within resume_timeout={s.resume_timeout}s; a named producer resumes from the "
@@ -188,6 +191,8 @@ class Producer:
         future: Future[RecordMetadata] = Future()
         settings = self.settings
         with self._lock:
+            if self._failure.error is not None:
+                raise self._failure.error
             if self._closed:
                 raise DafkaError(f"send on a closed producer ({self.name})")
             if self._in_flight and (
@@ -221,6 +226,7 @@ class Producer:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._room:
             while self._in_flight:
+                self._failure.check()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
@@ -242,17 +248,22 @@ class Producer:
     def close(self, timeout: float | None = 10.0) -> None:
         """Flush for up to ``timeout``, fail what is still in flight with
         :class:`DeliveryError`, and leave the cluster."""
-        with self._lock:
-            if self._closed:
-                return
-        if timeout is None or timeout > 0:
-            self.flush(timeout)
-        with self._lock:
-            self._closed = True
+        if self._closed:
+            self._failure.check()
+            return
         try:
-            self._runner.call(self._fail_unsent)
+            if timeout is None or timeout > 0:
+                self.flush(timeout)
         finally:
-            self._runner.stop()
+            with self._room:  # not self._lock: a send waiting for room holds it
+                self._closed = True
+                self._room.notify_all()
+            try:
+                if self._failure.error is None:
+                    self._runner.call(self._fail_unsent)
+            finally:
+                self._runner.stop()
+        self._failure.check()
 
     def __enter__(self) -> Producer:
         return self
@@ -263,7 +274,11 @@ class Producer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close(timeout=0 if exc_type is not None else 10.0)
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(NodeFailedError):  # the error in flight says more
+            self.close(timeout=0)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -285,6 +300,9 @@ class Producer:
                 self._in_flight >= s.max_in_flight
                 or self._in_flight_bytes + size > s.max_in_flight_bytes
             ):
+                self._failure.check()
+                if self._closed:
+                    raise DafkaError("the producer was closed while send waited for room")
                 self._room.wait()
 
     def _route_send(self, message: DataMessage) -> int:
@@ -362,6 +380,16 @@ class Producer:
         tokens += self._machine.take_unsent()
         if tokens:
             self._fail(tokens, DeliveryError(f"producer {self.name} closed before it was stored"))
+
+    def _on_failure(self, error: NodeFailedError) -> None:
+        """The runner died: every message in flight fails with ``error``; waiters wake."""
+        tokens = [entry[5] for entry in self._pending]
+        self._pending.clear()
+        tokens += self._machine.take_unsent()
+        if tokens:
+            self._fail(tokens, error)
+        with self._room:
+            self._room.notify_all()
 
     def _call_back(self, meta: RecordMetadata | None, error: BaseException | None) -> None:
         assert self._on_delivery is not None

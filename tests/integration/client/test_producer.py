@@ -20,7 +20,7 @@ from dafka.client import (
     is_batch,
     plain_record,
 )
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, NodeFailedError
 from dafka.node import BackpressureError, ConsumerConfig
 from dafka.server import InProcessCluster, free_port_pair
 
@@ -238,3 +238,21 @@ def test_application_mistakes_raise_in_the_caller(cluster: Cluster) -> None:
         pytest.raises(ValueError, match="batching=False"),
     ):
         p.send(b"v", headers=[("h", b"v")])
+
+
+def test_a_dead_node_fails_futures_and_every_later_call(cluster: Cluster) -> None:
+    """The runner thread dies (a bug injected through its post queue, as the hardening tests
+    do): in-flight futures fail with NodeFailedError and so does every later call."""
+    p = Producer("crash", towers=cluster.towers, linger_ms=60_000, **FAST)
+    waiting = p.send(b"never sent")  # lingers in its open batch
+
+    def boom(now: float) -> None:
+        raise RuntimeError("injected")
+
+    p._runner.post(boom)
+    with pytest.raises(NodeFailedError) as caught:
+        waiting.result(timeout=10)
+    assert isinstance(caught.value.cause, RuntimeError)
+    for call in (lambda: p.send(b"x"), lambda: p.flush(1), p.close, p.close):
+        with pytest.raises(NodeFailedError):
+            call()

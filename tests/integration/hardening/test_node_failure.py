@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dafka.client import Consumer, Producer
+from dafka.client import Consumer, PartitionProducer
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import ConsumerConfig, ProducerConfig
 from dafka.server import InProcessCluster
@@ -39,7 +39,7 @@ def crash(runner: NodeRunner) -> None:
     assert runner.failure.event.wait(WAKE_WITHIN), "the runner did not record its failure"
 
 
-def runner_of(client: Producer | Consumer) -> NodeRunner:
+def runner_of(client: PartitionProducer | Consumer) -> NodeRunner:
     return client._runner
 
 
@@ -77,7 +77,7 @@ def dafka_threads() -> list[str]:
 
 
 def test_producer_calls_raise_node_failed_after_a_crash(cluster: InProcessCluster) -> None:
-    producer = Producer("failing", cluster.client_transport(), producer_id="p-fail")
+    producer = PartitionProducer("failing", cluster.client_transport(), producer_id="p-fail")
     assert producer.flush(10) is True
     producer.publish(b"one")
     assert producer.flush(10)
@@ -103,7 +103,7 @@ def test_a_blocked_flush_wakes_up_and_raises(cluster: InProcessCluster) -> None:
     for store in list(cluster.stores):  # nobody ACKs: flush blocks
         store.stop()
     cluster.stores.clear()
-    producer = Producer("blocked", cluster.client_transport())
+    producer = PartitionProducer("blocked", cluster.client_transport())
     producer.publish(b"never acked")
     thread, out = in_thread(lambda: producer.flush(60))
     time.sleep(0.2)  # let it block (what is asserted is the wake-up below, not this)
@@ -124,8 +124,8 @@ def test_a_publish_blocked_on_backpressure_wakes_on_crash_and_on_close(
         store.stop()
     cluster.stores.clear()
     config = ProducerConfig(max_unacked_records=5)
-    crashing = Producer("bp", cluster.client_transport(), config)
-    closing = Producer("bp", cluster.client_transport(), config)
+    crashing = PartitionProducer("bp", cluster.client_transport(), config)
+    closing = PartitionProducer("bp", cluster.client_transport(), config)
     for producer in (crashing, closing):
         for i in range(5):
             producer.publish(b"%d" % i)
@@ -150,7 +150,7 @@ def test_a_publish_blocked_on_backpressure_wakes_on_crash_and_on_close(
 def test_application_mistakes_are_type_errors_in_the_callers_thread(
     cluster: InProcessCluster,
 ) -> None:
-    with Producer("types", cluster.client_transport()) as producer:
+    with PartitionProducer("types", cluster.client_transport()) as producer:
         for wrong in ("a str", None, 42):
             with pytest.raises(TypeError):
                 producer.publish(wrong)  # type: ignore[arg-type]
@@ -192,7 +192,7 @@ def test_a_failed_init_leaves_no_thread(cluster: InProcessCluster) -> None:
         beacon_timeout=0.4,
     )
     with pytest.raises(NodeNotReadyError):
-        Producer("nowhere", nowhere, ready_timeout=0.3)
+        PartitionProducer("nowhere", nowhere, ready_timeout=0.3)
     with pytest.raises(NodeNotReadyError):
         Consumer("nowhere", transport=nowhere, ready_timeout=0.3)
     with pytest.raises(DafkaError):  # subscribe refuses the topic after the runner started
