@@ -16,12 +16,9 @@ from dafka.client import (
     Producer,
     Record,
     RecordMetadata,
-    decode_batch,
-    is_batch,
-    plain_record,
 )
 from dafka.errors import ConfigError, NodeFailedError
-from dafka.node import BackpressureError, ConsumerConfig
+from dafka.node import BackpressureError
 from dafka.server import InProcessCluster, free_port_pair
 
 BEACON = 0.2
@@ -51,30 +48,12 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def read_back(cluster: Cluster, topic: str, count: int, timeout: float = 20) -> list[Record]:
-    """Every message of ``topic`` (batches unpacked), read by a late consumer."""
+    """Every message of ``topic``, read by a late consumer (batches unpacked by it)."""
     out: list[Record] = []
     deadline = time.monotonic() + timeout
-    config = ConsumerConfig(offset_reset="earliest")
-    with Consumer(topic, cluster.transport, config) as consumer:
+    with Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST) as consumer:
         while len(out) < count and time.monotonic() < deadline:
-            for r in consumer.poll(timeout=0.5):
-                if not is_batch(r.content):
-                    out.append(plain_record(r.topic, r.partition, r.sequence, r.content))
-                    continue
-                cols = decode_batch(r.content)
-                out += [
-                    Record(r.topic, r.partition, r.sequence, i, k, v, h, t, u)
-                    for i, (k, v, h, t, u) in enumerate(
-                        zip(
-                            cols.keys,
-                            cols.values,
-                            cols.headers,
-                            cols.timestamps,
-                            cols.uuids,
-                            strict=True,
-                        )
-                    )
-                ]
+            out += consumer.poll(timeout=0.5)
     assert len(out) == count, f"read {len(out)} of {count}"
     return out
 
