@@ -10,6 +10,7 @@ segmented log and ``message`` is Gazette's exactly-once layer; both are pure of 
 """
 
 from dafka.client import (
+    AsyncConsumer,
     Consumer,
     ConsumerSettings,
     CorruptBatchError,
@@ -24,6 +25,7 @@ from dafka.node import BackpressureError
 from dafka.server import LocalCluster
 
 __all__ = [
+    "AsyncConsumer",
     "BackpressureError",
     "ConfigError",
     "Consumer",

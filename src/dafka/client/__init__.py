@@ -3,8 +3,9 @@
 Applications import from :mod:`dafka` (the front door); this package is where they live.
 """
 
+from dafka.client._async_consumer import AsyncConsumer
 from dafka.client._batch import BatchColumns, decode_batch, encode_batch, is_batch
-from dafka.client._consumer import Consumer
+from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import CorruptBatchError, DeliveryError
 from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
@@ -12,6 +13,7 @@ from dafka.client._records import ConsumedRecord, Record, RecordMetadata, plain_
 from dafka.client._settings import ConsumerSettings, ProducerSettings, parse_towers
 
 __all__ = [
+    "AsyncConsumer",
     "BatchColumns",
     "ConsumedRecord",
     "Consumer",
@@ -19,6 +21,7 @@ __all__ = [
     "CorruptBatchError",
     "DeliveryError",
     "PartitionProducer",
+    "PollStatistics",
     "Producer",
     "ProducerSettings",
     "Record",

@@ -31,7 +31,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from types import TracebackType
@@ -162,6 +162,9 @@ class Consumer:
         self._corrupt = 0
         self._last_corrupt: str | None = None
         self._closed = False
+        self._wakeup: Callable[[], None] | None = None
+        """Called (in the runner thread) when records arrive in an empty queue or the node
+        fails: how :class:`AsyncConsumer` wakes its event loop."""
         self._runner = NodeRunner(
             self._machine,
             [Identity(self.consumer_id)],
@@ -269,6 +272,14 @@ class Consumer:
                 self._lock.wait(remaining)
             return self._take(max_records)
 
+    def _poll_now(self, max_records: int) -> list[Record]:
+        """What :meth:`poll` returns without waiting (the asyncio flavour's building block)."""
+        if max_records < 1:
+            raise ConfigError(f"max_records must be >= 1, got {max_records!r}")
+        with self._lock:
+            self._runner.failure.check()
+            return self._take(max_records)
+
     def _take(self, max_records: int) -> list[Record]:
         """Build up to ``max_records`` Records from the queue (the lock is held)."""
         out: list[Record] = []
@@ -351,6 +362,8 @@ class Consumer:
         self._closed = True
         with self._lock:
             self._lock.notify_all()
+        if self._wakeup is not None:
+            self._wakeup()
         self._runner.stop()
         failure.check()
 
@@ -375,6 +388,8 @@ class Consumer:
         """The runner died: wake every ``poll`` waiting for records."""
         with self._lock:
             self._lock.notify_all()
+        if self._wakeup is not None:
+            self._wakeup()
 
     def _assign(self, assigned: dict[Key, int], ends: dict[Key, int], now: float) -> None:
         for (topic, partition), start in assigned.items():
@@ -411,9 +426,12 @@ class Consumer:
                         return
                     del self._expect[key]
             self._next.setdefault(key, batch.first_sequence)
+            was_empty = not self._batches and self._current is None and not self._leftover
             self._batches.append(batch)
             self._queued += len(batch.contents)
             self._lock.notify()
+        if was_empty and self._wakeup is not None:
+            self._wakeup()
 
     def _paused(self) -> bool:
         return self._queued >= self._max_queued

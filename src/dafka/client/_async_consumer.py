@@ -1,0 +1,159 @@
+"""The asyncio consumer: the same machine, runner and queue as :class:`Consumer`.
+
+Bridging: the runner thread, when records land in an empty queue (or the node fails, or the
+consumer closes), schedules ``event.set()`` on the application's loop with
+``call_soon_threadsafe`` - one hand-over per burst, not per record. ``poll`` takes what is
+queued without blocking (the same ``_take`` that builds Records in bulk) and otherwise
+awaits the event. Calls that need the node thread (``seek``, ``positions``, ``heads``,
+``at_end``...) and starting/closing (which wait for a tower's welcome / the thread's exit)
+run in the loop's default executor so the loop never blocks on them.
+
+``async with AsyncConsumer(["orders"], towers=...) as consumer:`` starts it (or ``await
+consumer.start()``); ``async for record in consumer`` iterates until it is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from dafka.client._consumer import Consumer, Key, PollStatistics
+from dafka.client._records import Record
+from dafka.errors import DafkaError, NodeFailedError
+from dafka.node import ConsumerStatistics
+
+
+class AsyncConsumer:
+    """asyncio flavour of :class:`Consumer`; takes the same arguments."""
+
+    def __init__(
+        self,
+        topics: Iterable[str] | str | None = None,
+        *,
+        assign: Mapping[Key, int] | None = None,
+        end_offsets: Mapping[Key, int] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._make = functools.partial(
+            Consumer, topics, assign=assign, end_offsets=end_offsets, **kwargs
+        )
+        self._consumer: Consumer | None = None
+        self._event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self) -> None:
+        """Join the cluster (waits for a tower's welcome in an executor thread)."""
+        if self._consumer is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        consumer = await loop.run_in_executor(None, self._make)
+        consumer._wakeup = self._wake
+        self._consumer = consumer
+        self._event.set()  # records may have arrived before the hook was set
+
+    def _wake(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: no one is waiting any more
+            loop.call_soon_threadsafe(self._event.set)
+
+    @property
+    def consumer(self) -> Consumer:
+        """The underlying blocking consumer (same node); raises before :meth:`start`."""
+        if self._consumer is None:
+            raise DafkaError("AsyncConsumer not started: use 'async with' or 'await start()'")
+        return self._consumer
+
+    @property
+    def consumer_id(self) -> str:
+        return self.consumer.consumer_id
+
+    async def poll(self, timeout: float | None = 1.0, max_records: int = 10_000) -> list[Record]:
+        """Like :meth:`Consumer.poll`, awaiting instead of blocking."""
+        consumer = self.consumer
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        event = self._event
+        while True:
+            records = consumer._poll_now(max_records)
+            if records or consumer._closed:
+                return records
+            event.clear()
+            records = consumer._poll_now(max_records)  # what arrived before the clear
+            if records:
+                return records
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return []
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except TimeoutError:
+                return consumer._poll_now(max_records)
+
+    def __aiter__(self) -> AsyncIterator[Record]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Record]:
+        consumer = self.consumer
+        while not consumer._closed:
+            for record in await self.poll(timeout=0.5):
+                yield record
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    async def seek(self, topic: str, partition: str, offset: int) -> None:
+        await self._run(self.consumer.seek, topic, partition, offset)
+
+    async def position(self, topic: str, partition: str) -> int:
+        result: int = await self._run(self.consumer.position, topic, partition)
+        return result
+
+    async def positions(self) -> dict[Key, int]:
+        result: dict[Key, int] = await self._run(self.consumer.positions)
+        return result
+
+    async def heads(self) -> dict[Key, int]:
+        result: dict[Key, int] = await self._run(self.consumer.heads)
+        return result
+
+    async def at_end(self) -> bool:
+        result: bool = await self._run(self.consumer.at_end)
+        return result
+
+    async def statistics(self) -> ConsumerStatistics:
+        result: ConsumerStatistics = await self._run(self.consumer.statistics)
+        return result
+
+    def poll_statistics(self) -> PollStatistics:
+        return self.consumer.poll_statistics()
+
+    async def close(self) -> None:
+        if self._consumer is None:
+            return
+        await self._run(self._consumer.close)
+
+    async def __aenter__(self) -> AsyncConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            await self.close()
+            return
+        with contextlib.suppress(NodeFailedError):  # the error in flight says more
+            await self.close()
+
+
+__all__ = ["AsyncConsumer"]
