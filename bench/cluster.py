@@ -145,7 +145,20 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
                 break
         cpu = time.process_time() - cpu
         stats = consumer.statistics()
-    out.put(("consumed", started, first, last, count, cpu, stats.fetches_sent, stats.arrived_ahead))
+        received = consumer.transport_statistics().received
+    out.put(
+        (
+            "consumed",
+            started,
+            first,
+            last,
+            count,
+            cpu,
+            stats.fetches_sent,
+            stats.arrived_ahead,
+            received,
+        )
+    )
 
 
 def produce_steady(
@@ -271,12 +284,15 @@ def throughput(
         _expect(out, "consumer-ready")
         got["consumed"] = _expect(out, "consumed", 600)
     consumer.join()
-    _, consumer_started, first, last, count, consumer_cpu, fetches, ahead = got["consumed"]
+    _, consumer_started, first, last, count, consumer_cpu, fetches, ahead, received = got[
+        "consumed"
+    ]
     if count != total:
         print(f"  ! the consumer got {count} of {total} records")
     result["consumer_us"] = consumer_cpu / count * 1e6
     result["fetches"] = fetches
     result["arrived_ahead"] = ahead
+    result["received_ratio"] = received / max(count, 1)
     if live:
         result["consume"] = records / ((last - started) / 1e9)
     else:
@@ -405,7 +421,12 @@ def main() -> None:
                         + ("live" if live else "late")
                         + f" consumer {r['consume']:>9,.0f} rec/s "
                         f"{r['consume'] * size / MB:6.1f} MB/s"
-                        + ("" if live else f" (first after {r['first_ms']:.0f} ms)")
+                        + (
+                            ""
+                            if live
+                            else f" (first after {r['first_ms']:.0f} ms, received/delivered "
+                            f"{r['received_ratio']:.2f})"
+                        )
                         + f"\n{'':<26}CPU per record: producer {r['producer_us']:.1f} us, "
                         f"store {r['store_us']:.1f} us, consumer {r['consumer_us']:.1f} us; the "
                         f"consumer sent {r['fetches']:.0f} FETCHes, "

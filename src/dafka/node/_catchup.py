@@ -262,7 +262,11 @@ class FetchScheduler:
                 continue
             low = cursor.answer_low
             cursor.answer_low = -1
-            cursor.refused = cursor.refused + 1 if low > cursor.last + 1 else 0
+            if low > cursor.last + 1:
+                cursor.refused += 1
+            elif low >= 0 or not cursor.target:
+                cursor.refused = 0
+            # else: the one store asked did not answer at all - no news about the gap
             if skip_after is not None and cursor.refused >= skip_after:
                 gone.append((cursor, low))
                 continue

@@ -334,6 +334,48 @@ class ConsumerMachine:
         for offset, content in enumerate(contents):
             on_message(Record(topic, producer, first_sequence + offset, content), now)
 
+    def on_direct_records(
+        self,
+        recipient: str,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        now: float,
+    ) -> None:
+        """A run of DIRECT-RECORDs (a FETCH reply): ``contents[i]`` at ``first_sequence + i``.
+
+        Exactly what feeding them one by one to :meth:`on_message` does, for the driver's
+        bursts: a run that continues the partition in order (no records kept ahead, within
+        its end) is taken at once and the fetch told of the progress once (a catch-up's
+        whole cost per record is then a list extend); anything else goes record by record.
+        """
+        if recipient != self.consumer_id and not recipient.startswith(self._marked):
+            self._foreign += len(contents)
+            return
+        cursor = self._cursors.get((topic, producer))
+        if (
+            cursor is not None
+            and contents
+            and first_sequence == cursor.last + 1
+            and not cursor.ahead
+            and first_sequence + len(contents) - 1 <= cursor.limit
+        ):
+            pending = cursor.pending
+            if not pending:
+                cursor.pending_first = first_sequence
+                self._dirty.append(cursor)
+            pending.extend(contents)
+            cursor.last = first_sequence + len(contents) - 1
+            if cursor.fetching:
+                self._fetcher.progress(cursor, now, self._out)
+            return
+        on_message = self.on_message
+        for offset, content in enumerate(contents):
+            on_message(
+                DirectRecord(recipient, topic, producer, first_sequence + offset, content), now
+            )
+
     def on_timer(self, now: float) -> None:
         for cursor, first in self._fetcher.on_timer(now, self._out):
             self._flush(cursor, self._out)  # pending runs must not straddle the jump

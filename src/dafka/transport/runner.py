@@ -57,6 +57,7 @@ from dafka.node.actions import (
 from dafka.protocol import (
     DataMessage,
     DecodeError,
+    DirectRecord,
     Record,
     decode_data,
     decode_discovery,
@@ -175,6 +176,9 @@ class NodeRunner:
         self._calls_lock = threading.Lock()
         self.failure.add_listener(self._wake_callers)
         self._endpoints: list[_Endpoint] = []
+        self._on_direct_records: Callable[[str, str, str, int, list[bytes], float], None] | None = (
+            getattr(machine, "on_direct_records", None)
+        )
         self._on_records: Callable[[str, str, int, list[bytes], float], None] | None = getattr(
             machine, "on_records", None
         )
@@ -461,11 +465,15 @@ class NodeRunner:
         frames whose frame 0 is that header followed by the next sequence joins the run
         without being decoded into a ``Record``. This is the decoder's own header-cache
         argument (equal bytes, equal verdict), so nothing is accepted that decoding would
-        refuse; anything else ends the run, which is fed before that message.
+        refuse; anything else ends the run, which is fed before that message. The same holds
+        for DIRECT-RECORDs (a FETCH reply) with a machine that has ``on_direct_records``
+        (the consumer): the header then also fixes the recipient.
         """
         on_message = self.machine.on_message
         flt = self._inbound_filter
         on_records = self._on_records if flt is None else None
+        on_direct = self._on_direct_records if flt is None else None
+        run_recipient: str | None = None
         stats = self._stats
         recv = sock.recv
         received = 0
@@ -495,7 +503,10 @@ class NodeRunner:
                             run.append(frames[1])
                             run_next += 1
                             continue
-                    on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                    if run_recipient is None:
+                        on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                    else:
+                        on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
                     run_header = None
                 try:
                     message = decode_data(frames)
@@ -508,6 +519,16 @@ class NodeRunner:
                     continue
                 if on_records is not None and message.__class__ is Record:
                     run_header = frames[0][:-8]
+                    run_recipient = None
+                    run_topic = message.topic
+                    run_producer = message.producer
+                    run_first = message.sequence
+                    run_next = run_first + 1
+                    run = [frames[1]]
+                    continue
+                if on_direct is not None and message.__class__ is DirectRecord:
+                    run_header = frames[0][:-8]
+                    run_recipient = message.recipient
                     run_topic = message.topic
                     run_producer = message.producer
                     run_first = message.sequence
@@ -520,7 +541,10 @@ class NodeRunner:
         finally:
             stats.received += received
         if run_header is not None:
-            on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+            if run_recipient is None:
+                on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+            else:
+                on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
 
     def _receive_notices(
         self, sock: zmq.Socket[bytes], handler: Callable[[bytes, bool, float], None], now: float

@@ -170,3 +170,29 @@ def test_two_stores_serve_a_late_consumer_once() -> None:
     assert [d.sequence for d in net.delivered("consumer")] == list(range(500))
     assert stats.dropped_duplicates == 0
     assert stats.stores_known == 2
+
+
+@pytest.mark.parametrize("first", [0, 5, 60])
+def test_direct_record_runs_equal_records_one_by_one(first: int) -> None:
+    """``on_direct_records`` (the runner's FETCH-reply bursts) == feeding them one by one."""
+    outcomes = []
+    for as_run in (False, True):
+        consumer, peer = make(reset="earliest")
+        consumer.subscribe("t", 0.0)
+        peer.send(DirectHead(CID, "t", "P", 149))
+        peer.recv_all()
+        if first == 60:  # something kept ahead, and a foreign run
+            consumer.on_message(DirectRecord(CID, "t", "P", 70, b"k"), 0.0)
+            consumer.on_direct_records("OTHER", "t", "P", 0, [b"x"], 0.0)
+        contents = [b"%d" % s for s in range(first, first + 100)]
+        if as_run:
+            consumer.on_direct_records(CID, "t", "P", first, contents, 0.0)
+        else:
+            for offset, content in enumerate(contents):
+                consumer.on_message(DirectRecord(CID, "t", "P", first + offset, content), 0.0)
+        peer.drain()
+        stats = consumer.statistics()
+        outcomes.append(
+            (peer.delivered, peer.recv_all(), consumer.positions(), stats.dropped_foreign)
+        )
+    assert outcomes[0] == outcomes[1]
