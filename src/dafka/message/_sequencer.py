@@ -585,6 +585,19 @@ class Sequencer(Generic[M]):
         self._last_offsets = dict(self._offsets)
         return SequencerCheckpoint(dict(self._offsets), states)
 
+    def pending_begin(self, partition: str) -> int:
+        """The lowest ``begin`` of an open span in ``partition``, or -1 if none is open.
+
+        Everything of ``partition`` before it is decided (committed, rolled back or a
+        duplicate): the *last stable offset* of batch readers.
+        """
+        lowest = -1
+        for partial in self._partials.get(partition, {}).values():
+            begin = partial.begin
+            if begin != -1 and (lowest == -1 or begin < lowest):
+                lowest = begin
+        return lowest
+
     @property
     def offsets(self) -> dict[str, int]:
         """A copy of the read-through offsets."""

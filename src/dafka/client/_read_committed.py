@@ -1,0 +1,323 @@
+"""Read committed: the message layer's sequencer over a consumer's records.
+
+:class:`CommittedFilter` is pure: records in (every message of every partition, in each
+partition's order), committed records out, each once, ACKs hidden. Messages without a UUID
+(C producers, plain RECORDs) are delivered at once (clock 0). The sequencer's offsets are
+message positions ``offset << 32 | index`` (``end = begin + 1``), keyed by
+``topic + "\\0" + partition``. When a committed span has left the ring, the filter asks its
+``replay`` function for the RECORDs ``[first, last]`` of that partition again; the
+:class:`ReadCommittedConsumer` serves that with a bounded ``Consumer(assign=...,
+end_offsets=...)`` read from the stores, so memory stays bounded by the ring.
+
+Checkpoints (:meth:`CommittedFilter.checkpoint`) are small JSON-able dicts: read-through
+positions and producer states. A filter restored from one skips the messages below the
+read-through and re-delivers exactly what was not yet handed out. See docs/exactly-once.md.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid as uuidlib
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, cast
+
+from dafka.client._consumer import Consumer
+from dafka.client._records import Record
+from dafka.client._settings import ConsumerSettings, resolve_settings
+from dafka.errors import ConfigError
+from dafka.message import (
+    Envelope,
+    MustStartReplay,
+    ProducerID,
+    ProducerState,
+    Sequencer,
+)
+
+Key = tuple[str, str]
+ReplayFunc = Callable[[str, str, int, int], Iterable[Record]]
+"""``replay(topic, partition, first, last)``: the Records of RECORDs ``first..last``."""
+
+CHECKPOINT_VERSION = 1
+_SEP = "\0"
+_ACK_BITS = 0x2 << 48
+_FLAG_MASK = 0x3FF << 48
+_INDEX_BITS = 32
+
+
+class _Id:
+    """Stands in for a ``uuid.UUID``: the sequencer only reads ``.int``."""
+
+    __slots__ = ("int",)
+
+    def __init__(self, value: int) -> None:
+        self.int = value
+
+
+_NIL = _Id(0)
+
+
+class _Msg:
+    """A Record as a sequencer message."""
+
+    __slots__ = ("record", "uuid")
+
+    def __init__(self, record: Record, uid: _Id) -> None:
+        self.record = record
+        self.uuid = cast(uuidlib.UUID, uid)
+
+    def new_acknowledgement(self, partition: str) -> _Msg:
+        raise TypeError("a reader does not build acknowledgements")
+
+
+def _key(topic: str, partition: str) -> str:
+    return topic + _SEP + partition
+
+
+def _split(key: str) -> Key:
+    topic, _, partition = key.partition(_SEP)
+    return topic, partition
+
+
+class CommittedFilter:
+    """Committed records of a stream of records (see the module docstring). Not thread-safe."""
+
+    def __init__(
+        self,
+        checkpoint: Mapping[str, Any] | None = None,
+        *,
+        replay: ReplayFunc | None = None,
+        buffer: int = 8192,
+    ) -> None:
+        offsets: dict[str, int] = {}
+        states: list[ProducerState] = []
+        if checkpoint is not None:
+            offsets, states = _decode_checkpoint(checkpoint)
+        self._seq: Sequencer[_Msg] = Sequencer(offsets, states, buffer=buffer)
+        self._skip: dict[str, int] = dict(offsets)  # below it: already processed
+        self._fed: dict[str, int] = {k: o >> _INDEX_BITS for k, o in offsets.items()}
+        self._keys: dict[Key, str] = {}
+        self._replay = replay
+        self._backlog: list[Record] = []
+        self._ready: list[Record] = []
+        self.replays = 0
+        """Spans served by replaying RECORDs from the stores."""
+
+    def start_positions(self) -> dict[Key, int]:
+        """Where a consumer resumed from this filter's checkpoint must start reading."""
+        return {_split(k): o >> _INDEX_BITS for k, o in self._skip.items()}
+
+    def feed(self, records: Iterable[Record]) -> list[Record]:
+        """Queue ``records`` (each partition in order); the committed ones, in order.
+
+        If a replay fails (the exception propagates), nothing is lost: the records not yet
+        queued and the committed ones not yet returned are kept for the next call, which
+        retries the replay first.
+        """
+        out = self._ready
+        self._ready = []
+        pending = self._backlog
+        todo = pending + list(records) if pending else list(records)
+        self._backlog = []
+        seq = self._seq
+        queue = seq.queue_uncommitted
+        keys = self._keys
+        skip = self._skip
+        fed = self._fed
+        i = -1
+        try:
+            if seq.committing:
+                self._drain(out)
+            for i, record in enumerate(todo):  # noqa: B007 - i is read after the loop
+                kt = (record.topic, record.partition)
+                key = keys.get(kt)
+                if key is None:
+                    key = keys[kt] = _key(*kt)
+                begin = record.offset << _INDEX_BITS | record.index
+                if skip and begin < skip.get(key, -1):
+                    continue
+                fed[key] = record.offset + 1
+                raw = record.uuid
+                msg = _Msg(record, _Id(int.from_bytes(raw, "big")) if raw else _NIL)
+                queue(Envelope(key, begin, begin + 1, msg))
+                if seq.committing:
+                    self._drain(out)
+        except BaseException:
+            self._backlog = todo[i + 1 :]
+            self._ready = out
+            raise
+        return out
+
+    def _drain(self, out: list[Record]) -> None:
+        seq = self._seq
+        while True:
+            try:
+                env = seq.step()
+            except MustStartReplay as needed:
+                seq.start_replay(self._replayed(needed.partition, needed.begin, needed.end))
+                continue
+            if env is None:
+                return
+            message: _Msg = env.message
+            if message.uuid.int & _FLAG_MASK != _ACK_BITS:
+                out.append(message.record)
+
+    def _replayed(self, key: str, begin: int, end: int) -> list[Envelope[_Msg]]:
+        if self._replay is None:
+            raise MustStartReplay(key, begin, end)
+        self.replays += 1
+        topic, partition = _split(key)
+        first, last = begin >> _INDEX_BITS, (end - 1) >> _INDEX_BITS
+        envs: list[Envelope[_Msg]] = []
+        for record in self._replay(topic, partition, first, last):
+            at = record.offset << _INDEX_BITS | record.index
+            if begin <= at < end and record.partition == partition and record.topic == topic:
+                raw = record.uuid
+                msg = _Msg(record, _Id(int.from_bytes(raw, "big")) if raw else _NIL)
+                envs.append(Envelope(key, at, at + 1, msg))
+        return envs
+
+    def checkpoint(self) -> dict[str, Any]:
+        """A JSON-able checkpoint: read-through positions and producer states."""
+        offsets, states = self._seq.checkpoint()
+        return {
+            "version": CHECKPOINT_VERSION,
+            "offsets": [[*_split(k), o] for k, o in sorted(offsets.items())],
+            "producers": [
+                [*_split(s.partition), s.producer.hex(), s.last_ack, s.begin] for s in states
+            ],
+        }
+
+    def last_stable_position(self, topic: str, partition: str) -> int:
+        """The RECORD offset below which every message of the partition is decided."""
+        key = _key(topic, partition)
+        fed = self._fed.get(key, 0)
+        pending = self._seq.pending_begin(key)
+        if pending == -1:
+            return fed
+        return min(fed, pending >> _INDEX_BITS)
+
+    def last_stable_positions(self) -> dict[Key, int]:
+        """:meth:`last_stable_position` of every partition seen."""
+        return {_split(k): self.last_stable_position(*_split(k)) for k in self._fed}
+
+
+def _decode_checkpoint(doc: Mapping[str, Any]) -> tuple[dict[str, int], list[ProducerState]]:
+    try:
+        if int(doc["version"]) != CHECKPOINT_VERSION:
+            raise ValueError(f"unknown checkpoint version {doc['version']!r}")
+        offsets = {_key(str(t), str(p)): int(o) for t, p, o in doc["offsets"]}
+        states = [
+            ProducerState(_key(str(t), str(p)), ProducerID.fromhex(str(h)), int(a), int(b))
+            for t, p, h, a, b in doc["producers"]
+        ]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"checkpoint: not a read-committed checkpoint ({exc})") from None
+    return offsets, states
+
+
+class ReadCommittedConsumer:
+    """A :class:`Consumer` that delivers only committed messages, each once.
+
+    Same arguments as :class:`Consumer`, plus ``checkpoint=`` (from :meth:`checkpoint`) to
+    resume. Replays are served by a bounded read of the stores.
+    """
+
+    def __init__(
+        self,
+        topics: Iterable[str] | str | None = None,
+        *,
+        checkpoint: Mapping[str, Any] | None = None,
+        settings: ConsumerSettings | None = None,
+        assign: Mapping[Key, int] | None = None,
+        end_offsets: Mapping[Key, int] | None = None,
+        buffer: int = 8192,
+        replay_timeout: float = 30.0,
+        **fields: Any,
+    ) -> None:
+        self.settings = resolve_settings(ConsumerSettings, settings, fields)
+        self._filter = CommittedFilter(checkpoint, replay=self._replay, buffer=buffer)
+        self._replay_timeout = replay_timeout
+        inner = self.settings
+        if inner.isolation_level != "read_uncommitted":
+            inner = resolve_settings(
+                ConsumerSettings, inner, {"isolation_level": "read_uncommitted"}
+            )
+        self._inner_settings = inner
+        starts = self._filter.start_positions()
+        assigned = dict(assign or {})
+        for key, offset in starts.items():
+            if key in assigned:
+                assigned[key] = max(assigned[key], offset)
+        self._consumer = Consumer(
+            topics,
+            settings=inner,
+            assign=assigned or None,
+            end_offsets=end_offsets,
+            start_positions=starts or None,
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = 1.0, max_records: int = 10_000) -> list[Record]:
+        """Committed records received so far; waits up to ``timeout`` for some."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            out = self._filter.feed(self._consumer.poll(remaining, max_records))
+            if out or (deadline is not None and time.monotonic() >= deadline):
+                return out
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Positions and producer states (JSON-able): store it with your output."""
+        return self._filter.checkpoint()
+
+    def last_stable_position(self, topic: str, partition: str) -> int:
+        return self._filter.last_stable_position(topic, partition)
+
+    def last_stable_positions(self) -> dict[Key, int]:
+        return self._filter.last_stable_positions()
+
+    def heads(self) -> dict[Key, int]:
+        return self._consumer.heads()
+
+    def at_end(self) -> bool:
+        """Every RECORD the consumer knows of was read (some may await their commit)."""
+        return self._consumer.at_end()
+
+    @property
+    def replays(self) -> int:
+        return self._filter.replays
+
+    def _replay(self, topic: str, partition: str, first: int, last: int) -> list[Record]:
+        key = (topic, partition)
+        with Consumer(
+            settings=self._inner_settings,
+            assign={key: first},
+            end_offsets={key: last + 1},
+        ) as reader:
+            records: list[Record] = []
+            deadline = time.monotonic() + self._replay_timeout
+            while not reader.at_end():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"replay of {topic}/{partition} [{first}, {last}]")
+                records.extend(reader.poll(0.1))
+            records.extend(reader.poll(0))
+        return records
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> ReadCommittedConsumer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = ["CHECKPOINT_VERSION", "CommittedFilter", "ReadCommittedConsumer", "ReplayFunc"]

@@ -1,0 +1,250 @@
+"""The transaction log: its records, and what a successor must append (pure, no I/O).
+
+See docs/exactly-once.md. Each instance of a transactional producer owns one log partition
+in :data:`TXN_TOPIC`, named ``f"{tid}~{nonce}.0"`` (a named producer's partition 0), and
+writes JSON records to it:
+
+* :class:`EpochRecord` - first record: the instance's epoch, ProducerIDs, partitions, its
+  opening clock ``c0``, and the predecessors whose leftovers it must resolve, each pinned at
+  the log head it saw (records of a predecessor after its pin are void for everyone);
+* :class:`IntentRecord` - the commit point of a transaction: the ACK of every partition it
+  wrote, the exact UUID bytes that are appended;
+* :class:`RecoveredRecord` - the pinned predecessors are resolved.
+
+:func:`instance_state` folds a log into an :class:`InstanceState`; its
+:meth:`~InstanceState.resolving_acks` are the ACKs a successor appends: per partition the
+instance's last ACK (its ``c0`` opening ACK, or the one of its latest INTENT). Appending it
+finishes a commit whose ACK never arrived and rolls back a span left open; where the ACK
+did arrive it is a no-op for readers. This is the one rule that makes recovery idempotent:
+the same bytes, whatever state the instance died in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dafka.client._errors import DeliveryError
+from dafka.errors import DafkaError
+from dafka.message import Flags, ProducerID, build_uuid
+
+TXN_TOPIC = "__dafka_txn"
+"""The topic that holds every transaction log."""
+
+_SEPARATOR = "~"
+
+
+class TransactionError(DafkaError):
+    """A transaction could not be begun, committed or aborted (the message says why)."""
+
+
+class ProducerFencedError(TransactionError):
+    """Another instance with the same ``transactional_id`` took over: this one must stop.
+
+    Raised by every call of a fenced producer; nothing it had not committed becomes visible.
+    """
+
+
+class CorruptLogError(TransactionError):
+    """A transaction-log record that does not decode (never written by dafka)."""
+
+
+def log_partition(transactional_id: str, nonce: str) -> str:
+    """The log partition of one instance (``name`` ``f"{tid}~{nonce}"``, partition 0)."""
+    return f"{transactional_id}{_SEPARATOR}{nonce}.0"
+
+
+def log_owner(partition: str) -> str | None:
+    """The transactional id of a log partition name, or None if it is not one."""
+    if not partition.endswith(".0") or _SEPARATOR not in partition:
+        return None
+    return partition[:-2].rsplit(_SEPARATOR, 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """A predecessor instance's log partition, up to the head its successor saw."""
+
+    log: str
+    head: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"log": self.log, "head": self.head}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Pin:
+        return cls(str(doc["log"]), int(doc["head"]))
+
+
+@dataclass(frozen=True, slots=True)
+class EpochRecord:
+    epoch: int
+    nonce: str
+    topic: str
+    partitions: tuple[str, ...]
+    p_txn: ProducerID
+    p_out: ProducerID
+    c0: int
+    pins: tuple[Pin, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IntentRecord:
+    txn: int
+    acks: tuple[tuple[str, bytes], ...]
+    """(partition, 16 UUID bytes of its ACK), in fan-out order."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveredRecord:
+    logs: tuple[str, ...]
+
+
+LogRecord = EpochRecord | IntentRecord | RecoveredRecord
+
+
+def encode_record(record: LogRecord) -> bytes:
+    """The RECORD content of a log record (compact JSON)."""
+    doc: dict[str, Any]
+    if isinstance(record, EpochRecord):
+        doc = {
+            "type": "epoch",
+            "epoch": record.epoch,
+            "nonce": record.nonce,
+            "topic": record.topic,
+            "partitions": list(record.partitions),
+            "p_txn": record.p_txn.hex(),
+            "p_out": record.p_out.hex(),
+            "c0": record.c0,
+            "pins": [p.to_json() for p in record.pins],
+        }
+    elif isinstance(record, IntentRecord):
+        doc = {"type": "intent", "txn": record.txn, "acks": [[p, u.hex()] for p, u in record.acks]}
+    else:
+        doc = {"type": "recovered", "logs": list(record.logs)}
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def decode_record(content: bytes) -> LogRecord:
+    """Inverse of :func:`encode_record`; :class:`CorruptLogError` for anything else."""
+    try:
+        doc = json.loads(content)
+        kind = doc["type"]
+        if kind == "epoch":
+            return EpochRecord(
+                int(doc["epoch"]),
+                str(doc["nonce"]),
+                str(doc["topic"]),
+                tuple(str(p) for p in doc["partitions"]),
+                ProducerID.fromhex(doc["p_txn"]),
+                ProducerID.fromhex(doc["p_out"]),
+                int(doc["c0"]),
+                tuple(Pin.from_json(p) for p in doc["pins"]),
+            )
+        if kind == "intent":
+            acks = tuple((str(p), bytes.fromhex(u)) for p, u in doc["acks"])
+            if any(len(u) != 16 for _, u in acks):
+                raise ValueError("an ACK UUID is 16 bytes")
+            return IntentRecord(int(doc["txn"]), acks)
+        if kind == "recovered":
+            return RecoveredRecord(tuple(str(x) for x in doc["logs"]))
+        raise ValueError(f"unknown record type {kind!r}")
+    except (ValueError, KeyError, TypeError, DafkaError) as exc:
+        raise CorruptLogError(f"transaction log record does not decode: {exc}") from None
+
+
+def ack_uuid(producer: ProducerID, clock: int) -> bytes:
+    """The 16 UUID bytes of ``producer``'s ACK at ``clock``."""
+    return build_uuid(producer, clock, Flags.ACK_TXN).bytes
+
+
+@dataclass(slots=True)
+class InstanceState:
+    """What one instance's log says (up to a pin): enough to resolve what it left."""
+
+    log: str
+    epoch: EpochRecord
+    last_acks: dict[str, bytes] = field(default_factory=dict)
+    """Partition -> UUID bytes of the instance's last ACK there (opening or committed)."""
+    last_txn: int = -1
+    recovered: bool = False
+
+    @property
+    def unresolved_pins(self) -> tuple[Pin, ...]:
+        """The predecessors this instance had to resolve and did not say it had."""
+        return () if self.recovered else self.epoch.pins
+
+    def resolving_acks(self) -> list[tuple[str, bytes]]:
+        """One ACK per partition: finishes its last commit, rolls back an open span."""
+        return [(p, self.last_acks[p]) for p in self.epoch.partitions]
+
+    def key(self) -> tuple[int, str]:
+        """Instances of one id are ordered by (epoch, nonce): the greatest one owns it."""
+        return (self.epoch.epoch, self.epoch.nonce)
+
+
+def instance_state(log: str, contents: Iterable[bytes]) -> InstanceState | None:
+    """Fold a log's records (from sequence 0, in order); None if it has no EPOCH yet."""
+    state: InstanceState | None = None
+    for content in contents:
+        record = decode_record(content)
+        if state is None:
+            if not isinstance(record, EpochRecord):
+                raise CorruptLogError(f"log {log} does not start with an EPOCH record")
+            opening = ack_uuid(record.p_txn, record.c0)
+            state = InstanceState(log, record, dict.fromkeys(record.partitions, opening))
+        elif isinstance(record, IntentRecord):
+            for partition, uuid in record.acks:
+                if partition not in state.last_acks:
+                    raise CorruptLogError(f"log {log}: INTENT for a foreign partition {partition}")
+                state.last_acks[partition] = uuid
+            state.last_txn = record.txn
+        elif isinstance(record, RecoveredRecord):
+            state.recovered = True
+        else:
+            raise CorruptLogError(f"log {log}: a second EPOCH record")
+    return state
+
+
+def obligations(
+    predecessor: InstanceState, pinned_logs: Mapping[str, Sequence[bytes]]
+) -> list[InstanceState]:
+    """The instances a successor of ``predecessor`` resolves, oldest first.
+
+    ``predecessor`` itself always (it may have died anywhere); and, if it never wrote
+    RECOVERED, the ones it had to resolve, read from ``pinned_logs`` (each log's contents,
+    already cut at its pin), recursively.
+    """
+    out: list[InstanceState] = []
+    for pin in predecessor.unresolved_pins:
+        contents = pinned_logs.get(pin.log)
+        if contents is None:
+            raise DeliveryError(f"transaction log {pin.log} could not be read")
+        state = instance_state(pin.log, contents[: pin.head + 1])
+        if state is not None:
+            out.extend(obligations(state, pinned_logs))
+    out.append(predecessor)
+    return out
+
+
+__all__ = [
+    "TXN_TOPIC",
+    "CorruptLogError",
+    "EpochRecord",
+    "InstanceState",
+    "IntentRecord",
+    "LogRecord",
+    "Pin",
+    "ProducerFencedError",
+    "RecoveredRecord",
+    "TransactionError",
+    "ack_uuid",
+    "decode_record",
+    "encode_record",
+    "instance_state",
+    "log_owner",
+    "log_partition",
+    "obligations",
+]

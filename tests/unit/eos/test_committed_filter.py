@@ -1,0 +1,162 @@
+"""The read-committed filter over Records (pure: an in-memory log stands in for the stores)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import pytest
+
+from dafka.client._read_committed import CommittedFilter
+from dafka.client._records import Record
+from dafka.errors import ConfigError
+from dafka.message import Flags, ProducerID, build_uuid
+
+pytestmark = pytest.mark.unit
+
+T = "orders"
+P = ProducerID.fromhex("01000000000a")
+Q = ProducerID.fromhex("01000000000b")
+CONT, ACK, OUT = Flags.CONTINUE_TXN, Flags.ACK_TXN, Flags.OUTSIDE_TXN
+
+
+class Log:
+    """Partitions of RECORDs, each a list of (value, uuid) messages."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[list[tuple[bytes, bytes | None]]]] = {}
+
+    def append(self, partition: str, *messages: tuple[bytes, bytes | None]) -> None:
+        self.parts.setdefault(partition, []).append(list(messages))
+
+    def records(self, partition: str, first: int = 0, last: int | None = None) -> list[Record]:
+        out = []
+        recs = self.parts.get(partition, [])
+        stop = len(recs) - 1 if last is None else last
+        for offset in range(first, stop + 1):
+            for index, (value, uuid) in enumerate(recs[offset]):
+                out.append(Record(T, partition, offset, index, None, value, (), None, uuid))
+        return out
+
+    def replay(self, topic: str, partition: str, first: int, last: int) -> list[Record]:
+        assert topic == T
+        self.replayed.append((partition, first, last))
+        return self.records(partition, first, last)
+
+    replayed: list[tuple[str, int, int]]
+
+
+def m(value: bytes, producer: bytes, clock: int, flags: int) -> tuple[bytes, bytes]:
+    return value, build_uuid(producer, clock, flags).bytes
+
+
+def values(records: Iterable[Record]) -> list[bytes]:
+    return [r.value for r in records]
+
+
+def make_log() -> Log:
+    log = Log()
+    log.replayed = []
+    return log
+
+
+def test_a_transaction_across_partitions_appears_at_its_acks_without_them() -> None:
+    log = make_log()
+    log.append("a", m(b"a1", P, 10, CONT), m(b"a2", P, 11, CONT))
+    log.append("b", m(b"b1", P, 12, CONT))
+    f = CommittedFilter()
+    assert f.feed(log.records("a") + log.records("b")) == []
+    log.append("a", m(b"", P, 13, ACK))
+    log.append("b", m(b"", P, 14, ACK))
+    assert values(f.feed(log.records("a", 1))) == [b"a1", b"a2"]
+    assert values(f.feed(log.records("b", 1))) == [b"b1"]
+
+
+def test_plain_records_are_delivered_at_once_and_outside_messages_once() -> None:
+    log = make_log()
+    log.append("a", (b"plain", None), m(b"o1", Q, 5, OUT))
+    log.append("a", m(b"o1", Q, 5, OUT), (b"plain", None))  # a retry: same UUID again
+    f = CommittedFilter()
+    assert values(f.feed(log.records("a"))) == [b"plain", b"o1", b"plain"]
+
+
+def test_duplicates_and_rolled_back_spans_are_never_delivered() -> None:
+    log = make_log()
+    log.append("a", m(b"x", P, 20, CONT), m(b"x", P, 20, CONT))  # duplicated by a retry
+    log.append("a", m(b"", P, 21, ACK))
+    log.append("a", m(b"dead", P, 22, CONT))
+    log.append("a", m(b"", P, 21, ACK))  # re-sent last ACK: rolls "dead" back
+    log.append("a", m(b"", P, 21, ACK))
+    f = CommittedFilter()
+    assert values(f.feed(log.records("a"))) == [b"x"]
+
+
+def test_an_evicted_span_is_replayed_from_the_log() -> None:
+    log = make_log()
+    log.append("a", *[m(b"t%d" % i, P, 100 + i, CONT) for i in range(5)])
+    log.append("a", m(b"noise", Q, 1, CONT), m(b"noise", Q, 2, CONT))
+    log.append("a", m(b"", P, 200, ACK))
+    f = CommittedFilter(replay=log.replay, buffer=3)
+    assert values(f.feed(log.records("a"))) == [b"t0", b"t1", b"t2", b"t3", b"t4"]
+    assert log.replayed == [("a", 0, 1)]
+    assert f.replays == 1
+
+
+def test_a_failing_replay_raises_and_the_next_feed_loses_nothing() -> None:
+    log = make_log()
+    log.append("a", *[m(b"t%d" % i, P, 100 + i, CONT) for i in range(4)])
+    log.append("a", m(b"", P, 200, ACK), m(b"after", Q, 7, OUT))
+    calls = []
+
+    def flaky(topic: str, partition: str, first: int, last: int) -> list[Record]:
+        calls.append(first)
+        if len(calls) == 1:
+            raise TimeoutError("stores unreachable")
+        return log.records(partition, first, last)
+
+    f = CommittedFilter(replay=flaky, buffer=2)
+    with pytest.raises(TimeoutError):
+        f.feed(log.records("a"))
+    assert values(f.feed([])) == [b"t0", b"t1", b"t2", b"t3", b"after"]
+
+
+def test_checkpoint_restore_delivers_each_committed_message_exactly_once() -> None:
+    log = make_log()
+    log.append("a", m(b"c1", P, 10, CONT), (b"plain1", None))
+    log.append("a", m(b"c2", P, 11, CONT), m(b"o1", Q, 3, OUT))
+    log.append("a", m(b"", P, 12, ACK), (b"plain2", None))
+    log.append("a", m(b"c3", P, 13, CONT))
+    log.append("a", m(b"", P, 14, ACK))
+    everything = log.records("a")
+    expected = values(CommittedFilter(replay=log.replay).feed(everything))
+    assert expected == [b"plain1", b"o1", b"c1", b"c2", b"plain2", b"c3"]
+    # Crash after every prefix: restore from a checkpoint taken there, read on.
+    for cut in range(len(everything) + 1):
+        first = CommittedFilter(replay=log.replay)
+        got = values(first.feed(everything[:cut]))
+        cp = json.loads(json.dumps(first.checkpoint()))
+        second = CommittedFilter(cp, replay=log.replay)
+        start = second.start_positions().get((T, "a"), 0)
+        got += values(second.feed(log.records("a", start)))
+        assert got == expected, cut
+
+
+def test_last_stable_position_stops_at_an_open_span() -> None:
+    log = make_log()
+    log.append("a", (b"p", None))
+    log.append("a", m(b"c", P, 10, CONT))
+    log.append("a", (b"q", None))
+    f = CommittedFilter()
+    f.feed(log.records("a"))
+    assert f.last_stable_position(T, "a") == 1
+    log.append("a", m(b"", P, 11, ACK))
+    f.feed(log.records("a", 3))
+    assert f.last_stable_position(T, "a") == 4
+    assert f.last_stable_positions() == {(T, "a"): 4}
+
+
+def test_a_bad_checkpoint_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        CommittedFilter({"version": 99, "offsets": [], "producers": []})
+    with pytest.raises(ConfigError):
+        CommittedFilter({"offsets": "x"})

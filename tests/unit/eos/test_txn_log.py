@@ -1,0 +1,109 @@
+"""Transaction-log records and what a successor appends (pure)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from dafka.client._txn_log import (
+    CorruptLogError,
+    EpochRecord,
+    IntentRecord,
+    LogRecord,
+    Pin,
+    RecoveredRecord,
+    ack_uuid,
+    decode_record,
+    encode_record,
+    instance_state,
+    log_owner,
+    log_partition,
+    obligations,
+)
+from dafka.message import Flags, ProducerID, get_clock, get_flags
+
+pytestmark = pytest.mark.unit
+
+P1 = ProducerID.fromhex("01000000000a")
+P2 = ProducerID.fromhex("01000000000b")
+PARTS = ("w.0", "w.1", "w.2")
+
+
+def epoch(n: int, p: ProducerID, c0: int, pins: tuple[Pin, ...] = ()) -> EpochRecord:
+    return EpochRecord(n, f"n{n}", "t", PARTS, p, P2, c0, pins)
+
+
+def test_records_round_trip() -> None:
+    records: list[LogRecord] = [
+        epoch(3, P1, 1000, (Pin("w~a.0", 4),)),
+        IntentRecord(7, (("w.0", ack_uuid(P1, 1001)), ("w.2", ack_uuid(P1, 1002)))),
+        RecoveredRecord(("w~a.0",)),
+    ]
+    for record in records:
+        assert decode_record(encode_record(record)) == record
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"not json",
+        b"{}",
+        b'{"type":"nope"}',
+        b'{"type":"intent","txn":1,"acks":[["w.0","00"]]}',
+    ],
+)
+def test_garbage_is_a_corrupt_log_error(content: bytes) -> None:
+    with pytest.raises(CorruptLogError):
+        decode_record(content)
+
+
+def test_partition_names() -> None:
+    name = log_partition("orders.writer", "abc")
+    assert name == "orders.writer~abc.0"
+    assert log_owner(name) == "orders.writer"
+    assert log_owner("orders.writer.0") is None
+
+
+def test_resolving_acks_are_the_last_ack_of_every_partition() -> None:
+    intent1 = IntentRecord(0, (("w.0", ack_uuid(P1, 1001)), ("w.1", ack_uuid(P1, 1002))))
+    intent2 = IntentRecord(1, (("w.1", ack_uuid(P1, 1003)),))
+    contents = [encode_record(r) for r in (epoch(1, P1, 1000), intent1, intent2)]
+    state = instance_state("w~n1.0", contents)
+    assert state is not None
+    acks = dict(state.resolving_acks())
+    assert acks == {
+        "w.0": ack_uuid(P1, 1001),
+        "w.1": ack_uuid(P1, 1003),
+        "w.2": ack_uuid(P1, 1000),  # the opening ACK: rolls back a span opened there
+    }
+    assert all(get_flags(uuid.UUID(bytes=u)) == Flags.ACK_TXN for u in acks.values())
+    assert get_clock(uuid.UUID(bytes=acks["w.2"])) == 1000
+    assert state.last_txn == 1
+
+
+def test_an_empty_log_is_no_instance_and_a_log_must_start_with_its_epoch() -> None:
+    assert instance_state("x", []) is None
+    with pytest.raises(CorruptLogError):
+        instance_state("x", [encode_record(RecoveredRecord(()))])
+    with pytest.raises(CorruptLogError):
+        instance_state("x", [encode_record(epoch(1, P1, 5)), encode_record(epoch(2, P1, 5))])
+
+
+def test_obligations_follow_unrecovered_predecessors_up_to_their_pins() -> None:
+    old = [
+        encode_record(epoch(1, P1, 100)),
+        encode_record(IntentRecord(0, (("w.0", ack_uuid(P1, 101)),))),
+    ]
+    # The INTENT after the pin (head 0) is void: the successor pinned the log before it.
+    mid = [encode_record(epoch(2, P2, 200, (Pin("w~n1.0", 0),)))]
+    middle = instance_state("w~n2.0", mid)
+    assert middle is not None
+    chain = obligations(middle, {"w~n1.0": old})
+    assert [s.log for s in chain] == ["w~n1.0", "w~n2.0"]
+    assert dict(chain[0].resolving_acks())["w.0"] == ack_uuid(P1, 100)
+    # Once the middle one wrote RECOVERED, its predecessor is no longer an obligation.
+    done = instance_state("w~n2.0", [*mid, encode_record(RecoveredRecord(("w~n1.0",)))])
+    assert done is not None
+    assert [s.log for s in obligations(done, {})] == ["w~n2.0"]
