@@ -1,0 +1,507 @@
+"""The transactional producer: atomic writes across partitions, fenced, recoverable.
+
+The design, and why a commit is atomic even when the producer dies in the middle of it, is
+in docs/exactly-once.md. In short:
+
+* data goes to the partitions ``f"{tid}.{i}"`` of the topic (a named :class:`Producer`,
+  resumed after the stored heads), in batches whose messages carry v1 UUIDs:
+  ``CONTINUE_TXN`` inside a transaction (ProducerID ``p_txn``), ``OUTSIDE_TXN`` outside
+  (ProducerID ``p_out``);
+* each instance owns a log partition in :data:`TXN_TOPIC` (``f"{tid}~{nonce}.0"``): an
+  ``EPOCH`` record first, an ``INTENT`` per commit (the commit point, written before any
+  ACK), ``RECOVERED`` once its predecessors' leftovers are resolved;
+* at start an instance claims the id (EPOCH with the predecessor pinned), waits one
+  ``txn_lease`` so that a predecessor still running notices and stops, then appends to
+  every partition the predecessor's last ACK (finishing its last commit or rolling back an
+  open transaction: the same bytes either way), then its own opening ACK;
+* an instance is fenced (:class:`ProducerFencedError`) once it reads the EPOCH of a newer
+  instance of its id; it checks before every INTENT and at least every ``txn_lease / 4``.
+
+Test hook: ``DAFKA_TEST_KILL_AFTER_ACKS=k`` makes ``commit_transaction`` SIGKILL its own
+process once ``k`` ACKs of the commit are stored (integration tests kill it mid-commit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any
+
+import zmq
+
+from dafka.client._batch import encode_batch
+from dafka.client._consumer import Consumer
+from dafka.client._errors import DeliveryError
+from dafka.client._producer import Producer
+from dafka.client._records import Record, RecordMetadata
+from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
+from dafka.client._txn_log import (
+    TXN_TOPIC,
+    CorruptLogError,
+    EpochRecord,
+    InstanceState,
+    IntentRecord,
+    LogRecord,
+    Pin,
+    ProducerFencedError,
+    RecoveredRecord,
+    TransactionError,
+    ack_uuid,
+    encode_record,
+    instance_state,
+    log_owner,
+    log_partition,
+    obligations,
+)
+from dafka.errors import ConfigError
+from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
+
+KILL_AFTER_ACKS_ENV = "DAFKA_TEST_KILL_AFTER_ACKS"
+
+
+class _OpenBatch:
+    __slots__ = ("futures", "headers", "keys", "size", "timestamps", "uuids", "values")
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+        self.keys: list[bytes | None] = []
+        self.headers: list[tuple[tuple[str, bytes], ...] | None] = []
+        self.timestamps: list[int] = []
+        self.uuids: list[bytes] = []
+        self.futures: list[Future[RecordMetadata]] = []
+        self.size = 0
+
+
+class TransactionalProducer:
+    """``Producer(topic, transactional_id="w", towers=...)``: see the module docstring.
+
+    Settings are :class:`ProducerSettings` (``partitions``, ``towers``, ``batch_size``...);
+    ``name`` is the transactional id. ``txn_lease``: seconds a new instance waits before it
+    writes where its predecessor wrote (larger than the time a running instance needs to
+    notice it: a few ``beacon_interval`` s).
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        transactional_id: str,
+        *,
+        settings: ProducerSettings | None = None,
+        txn_lease: float = 5.0,
+        log_topic: str = TXN_TOPIC,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        **fields: Any,
+    ) -> None:
+        if not isinstance(transactional_id, str) or not transactional_id or "~" in transactional_id:
+            raise ConfigError(
+                f"transactional_id must be a non-empty str without '~': {transactional_id!r}"
+            )
+        if not txn_lease > 0:
+            raise ConfigError(f"txn_lease must be > 0, got {txn_lease!r}")
+        s = resolve_settings(ProducerSettings, settings, fields)
+        self.settings = dataclasses.replace(s, name=transactional_id, batching=False, resume=True)
+        self.topic = topic
+        self.transactional_id = transactional_id
+        self.txn_lease = float(txn_lease)
+        self._log_topic = log_topic
+        self._context = context
+        self._lock = threading.RLock()
+        self._clock = Clock()
+        self._clock.update()
+        self.p_txn = new_producer_id()
+        self.p_out = new_producer_id()
+        self.nonce = f"{time.time_ns():016x}{os.urandom(4).hex()}"
+        self.partitions: tuple[str, ...] = tuple(
+            f"{transactional_id}.{i}" for i in range(s.partitions)
+        )
+        self._open: dict[int, _OpenBatch] = {}
+        self._touched: dict[int, None] = {}  # partitions written by the open transaction
+        self._in_txn = False
+        self._txn = 0
+        self._fenced_by: str | None = None
+        self._closed = False
+        self._logs: dict[str, list[bytes]] = {}
+        self._kill_after = int(os.environ.get(KILL_AFTER_ACKS_ENV, "-1"))
+        self._log: Producer | None = None
+        self._watch: Consumer | None = None
+        self._data: Producer | None = None
+        self.resolved: list[str] = []
+        """Log partitions of predecessors this instance resolved at start."""
+        try:
+            self._start()
+        except BaseException:
+            self._shutdown()
+            raise
+
+    # -- start: claim, wait, resolve --------------------------------------------------------
+
+    def _start(self) -> None:
+        s = self.settings
+        self.log_partition = log_partition(self.transactional_id, self.nonce)
+        self._log = Producer(
+            self._log_topic,
+            settings=dataclasses.replace(
+                s, name=self.log_partition[:-2], partitions=1, resume=True, batching=False
+            ),
+            context=self._context,
+        )
+        self._watch = Consumer(
+            [self._log_topic],
+            settings=ConsumerSettings(
+                towers=s.towers,
+                offset_reset="earliest",
+                heads_refresh=max(0.25, self.txn_lease / 4),
+                beacon_interval=s.beacon_interval,
+                beacon_timeout=s.beacon_timeout,
+                advertised_host=s.advertised_host,
+                bind_host=s.bind_host,
+            ),
+            context=self._context,
+        )
+        self._read_all_logs(deadline=time.monotonic() + s.resume_timeout)
+        mine = {name: st for name, st in self._instances().items() if name != self.log_partition}
+        predecessor = max(mine.values(), key=InstanceState.key, default=None)
+        pins: tuple[Pin, ...] = ()
+        epoch = 1
+        if predecessor is not None:
+            epoch = predecessor.epoch.epoch + 1
+            pins = (Pin(predecessor.log, len(self._logs[predecessor.log]) - 1),)
+        self._c0 = self._clock.tick()
+        self.epoch = EpochRecord(
+            epoch,
+            self.nonce,
+            self.topic,
+            self.partitions,
+            self.p_txn,
+            self.p_out,
+            self._c0,
+            pins,
+        )
+        self._append_log(self.epoch)
+        # Wait one lease: a predecessor still running reads our EPOCH and stops writing.
+        deadline = time.monotonic() + self.txn_lease
+        while time.monotonic() < deadline:
+            self._ingest(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+            self._check_fenced()
+        todo: list[InstanceState] = []
+        if predecessor is not None:
+            pinned = instance_state(
+                predecessor.log, self._logs[predecessor.log][: pins[0].head + 1]
+            )
+            assert pinned is not None
+            todo = obligations(pinned, self._logs)
+        self._data = Producer(self.topic, settings=s, context=self._context)
+        self._route = _routing_keys(self._data, len(self.partitions))
+        for state in todo:
+            for partition, ack in state.resolving_acks():
+                if partition not in self.partitions:
+                    raise ConfigError(
+                        f"transactional_id {self.transactional_id!r} was used with partition "
+                        f"{partition}; start it with the same partitions ({state.epoch.partitions})"
+                    )
+                self._send_ack(partition, ack)
+        opening = ack_uuid(self.p_txn, self._c0)
+        for partition in self.partitions:
+            self._send_ack(partition, opening)
+        self._flush_data(s.delivery_timeout)
+        self._last_ack = dict.fromkeys(self.partitions, opening)
+        self.resolved = [st.log for st in todo]
+        self._append_log(RecoveredRecord(tuple(self.resolved)))
+        self._checked = time.monotonic()
+
+    def _read_all_logs(self, deadline: float) -> None:
+        """Read the log topic until a store greeted us and everything it holds is read."""
+        watch = self._watch
+        assert watch is not None
+        greeted: float | None = None
+        settle = max(0.5, 1.5 * self.settings.beacon_interval)
+        while True:
+            self._ingest(timeout=0.05)
+            now = time.monotonic()
+            if greeted is None and watch.statistics().stores_known > 0:
+                greeted = now
+            if greeted is not None and now - greeted >= settle and watch.at_end():
+                return
+            if now > deadline:
+                raise DeliveryError(
+                    f"transactional producer {self.transactional_id!r}: could not read the "
+                    f"transaction logs ({self._log_topic}) from a store within "
+                    f"{self.settings.resume_timeout}s"
+                )
+
+    def _ingest(self, timeout: float) -> None:
+        """Take what the watch consumer read of the log topic (records of every log)."""
+        watch = self._watch
+        assert watch is not None
+        records: list[Record] = watch.poll(timeout)
+        tid = self.transactional_id
+        for record in records:
+            if log_owner(record.partition) != tid:
+                continue
+            contents = self._logs.setdefault(record.partition, [])
+            if record.offset == len(contents):
+                contents.append(record.value)
+            # A log is read from 0 in order; anything else is a repeat, already held.
+
+    def _instances(self) -> dict[str, InstanceState]:
+        out: dict[str, InstanceState] = {}
+        for name, contents in self._logs.items():
+            try:
+                state = instance_state(name, contents[:1])
+            except CorruptLogError:
+                continue  # not ours to judge: a log we cannot read never fences us
+            if state is not None:
+                out[name] = state
+        return out
+
+    def _check_fenced(self) -> None:
+        if self._fenced_by is None and hasattr(self, "epoch"):
+            mine = (self.epoch.epoch, self.epoch.nonce)
+            for name, state in self._instances().items():
+                if name != self.log_partition and state.key() > mine:
+                    self._fenced_by = name
+                    break
+        if self._fenced_by is not None:
+            raise ProducerFencedError(
+                f"transactional_id {self.transactional_id!r}: instance {self._fenced_by} "
+                f"took over from this one ({self.log_partition})"
+            )
+
+    def _fence_check(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._checked > self.txn_lease / 4:
+            self._ingest(timeout=0)
+            self._check_fenced()
+            self._checked = now
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _append_log(self, record: LogRecord) -> None:
+        assert self._log is not None
+        future = self._log.send(encode_record(record))
+        future.result(self.settings.delivery_timeout)
+
+    def _send_ack(self, partition: str, ack: bytes) -> Future[RecordMetadata]:
+        assert self._data is not None
+        index = self.partitions.index(partition)
+        return self._data.send(encode_batch([b""], uuids=[ack]), key=self._route[index])
+
+    def _flush_data(self, timeout: float | None) -> None:
+        assert self._data is not None
+        left = self._data.flush(timeout)
+        if left:
+            raise DeliveryError(f"{left} records of {self.topic} not stored within {timeout}s")
+
+    def _close_batch(self, index: int) -> None:
+        batch = self._open.pop(index, None)
+        if batch is None:
+            return
+        assert self._data is not None
+        content = encode_batch(
+            batch.values, batch.keys, batch.headers, batch.timestamps, batch.uuids
+        )
+        stored = self._data.send(content, key=self._route[index])
+        futures = batch.futures
+        topic, partition = self.topic, self.partitions[index]
+
+        def done(f: Future[RecordMetadata]) -> None:
+            error = f.exception()
+            for i, future in enumerate(futures):
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(RecordMetadata(topic, partition, f.result().offset, i))
+
+        stored.add_done_callback(done)
+
+    def send(
+        self,
+        value: bytes,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        timestamp: int | None = None,
+    ) -> Future[RecordMetadata]:
+        """Send one message: in the open transaction, or committed on its own outside one."""
+        if not isinstance(value, bytes):
+            raise TypeError(f"value must be bytes, got {type(value).__name__}")
+        if key is not None and not isinstance(key, bytes):
+            raise TypeError(f"key must be bytes or None, got {type(key).__name__}")
+        with self._lock:
+            self._usable()
+            self._fence_check()
+            n = len(self.partitions)
+            index = fnv1a32(key) % n if key is not None else self._txn % n
+            future: Future[RecordMetadata] = Future()
+            hdrs = tuple(headers) if headers else None
+            ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
+            batch = self._open.get(index)
+            if batch is None:
+                batch = self._open[index] = _OpenBatch()
+            if self._in_txn:
+                uuid = build_uuid(self.p_txn, self._clock.tick(), Flags.CONTINUE_TXN).bytes
+                self._touched[index] = None
+            else:
+                uuid = build_uuid(self.p_out, self._clock.tick(), Flags.OUTSIDE_TXN).bytes
+            batch.values.append(value)
+            batch.keys.append(key)
+            batch.headers.append(hdrs)
+            batch.timestamps.append(ts)
+            batch.uuids.append(uuid)
+            batch.futures.append(future)
+            batch.size += len(value) + (len(key) if key else 0) + 32
+            if batch.size >= self.settings.batch_size or not self._in_txn:
+                self._close_batch(index)
+            return future
+
+    # -- transactions -----------------------------------------------------------------------
+
+    def begin_transaction(self) -> None:
+        with self._lock:
+            self._usable()
+            if self._in_txn:
+                raise TransactionError("a transaction is already open")
+            self._fence_check()
+            self._in_txn = True
+            self._touched = {}
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Make every message of the transaction visible, atomically; raises
+        :class:`ProducerFencedError` (nothing becomes visible) if another instance took over."""
+        with self._lock:
+            self._usable()
+            if not self._in_txn:
+                raise TransactionError("no transaction is open")
+            timeout = self.settings.delivery_timeout if timeout is None else timeout
+            for index in list(self._open):
+                self._close_batch(index)
+            self._flush_data(timeout)
+            self._fence_check(force=True)
+            acks = [
+                (self.partitions[i], ack_uuid(self.p_txn, self._clock.tick()))
+                for i in self._touched
+            ]
+            if acks:
+                self._append_log(IntentRecord(self._txn, tuple(acks)))  # the commit point
+                for done, (partition, ack) in enumerate(acks):
+                    if done == self._kill_after:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    self._send_ack(partition, ack)
+                    if self._kill_after >= 0:
+                        self._flush_data(timeout)
+                self._flush_data(timeout)
+                self._last_ack.update(acks)
+            self._txn += 1
+            self._in_txn = False
+            self._touched = {}
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop the open transaction: what was sent of it is rolled back for readers."""
+        with self._lock:
+            if not self._in_txn:
+                raise TransactionError("no transaction is open")
+            self._in_txn = False
+            for batch in self._open.values():
+                for future in batch.futures:
+                    future.set_exception(TransactionError("transaction aborted"))
+            self._open = {}
+            touched, self._touched = self._touched, {}
+            if self._fenced_by is not None or self._closed:
+                return  # a fenced instance writes nothing: its successor rolls back
+            for index in touched:
+                partition = self.partitions[index]
+                self._send_ack(partition, self._last_ack[partition])  # re-sent: rolls back
+            self._flush_data(self.settings.delivery_timeout if timeout is None else timeout)
+            self._txn += 1
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[TransactionalProducer]:
+        """``with p.transaction(): p.send(...)`` commits on exit, aborts on an exception."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            with contextlib.suppress(TransactionError, DeliveryError):
+                self.abort_transaction()
+            raise
+        self.commit_transaction()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_txn
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Outside a transaction: wait until what was sent is stored (0: all)."""
+        with self._lock:
+            self._usable()
+            if self._in_txn:
+                raise TransactionError("flush inside a transaction: commit it instead")
+            assert self._data is not None
+            return self._data.flush(timeout)
+
+    def _usable(self) -> None:
+        if self._closed:
+            raise TransactionError("the transactional producer is closed")
+        if self._fenced_by is not None:
+            self._check_fenced()
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Abort an open transaction, flush, and leave the cluster."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._in_txn:
+                with contextlib.suppress(TransactionError, DeliveryError):
+                    self.abort_transaction(timeout)
+            self._closed = True
+            self._shutdown(timeout)
+
+    def _shutdown(self, timeout: float | None = 10.0) -> None:
+        for closer in (self._data, self._log):
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    closer.close(timeout)
+        if self._watch is not None:
+            with contextlib.suppress(Exception):
+                self._watch.close()
+
+    def __enter__(self) -> TransactionalProducer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _routing_keys(producer: Producer, n: int) -> list[bytes]:
+    """A key per partition index that the producer routes there (its routing is by key)."""
+    keys: list[bytes | None] = [None] * n
+    index = {p: i for i, p in enumerate(producer.partitions)}
+    found = 0
+    j = 0
+    while found < n:
+        key = b"%d" % j
+        i = index[producer.partition_for(key)]
+        if keys[i] is None:
+            keys[i] = key
+            found += 1
+        j += 1
+    return [k for k in keys if k is not None]
+
+
+__all__ = [
+    "KILL_AFTER_ACKS_ENV",
+    "ProducerFencedError",
+    "TransactionError",
+    "TransactionalProducer",
+]
