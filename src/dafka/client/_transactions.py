@@ -215,6 +215,32 @@ class TransactionalProducer:
         self.resolved = [st.log for st in todo]
         self._append_log(RecoveredRecord(tuple(self.resolved)))
         self._checked = time.monotonic()
+        self._stop = threading.Event()
+        self._watchdog = threading.Thread(
+            target=self._watch_for_successor,
+            name=f"txn-watchdog-{self.transactional_id}",
+            daemon=True,
+        )
+        self._watchdog.start()
+
+    def _watch_for_successor(self) -> None:
+        """Notice a successor even while idle, and then leave the cluster at once.
+
+        A fenced instance must release its partition identities quickly: its successor
+        resumes them after one lease, and Dafka allows one live writer per identity.
+        """
+        period = self.txn_lease / 4
+        while not self._stop.wait(period):
+            with self._lock:
+                if self._closed:
+                    return
+                try:
+                    self._fence_check(force=True)
+                except ProducerFencedError:
+                    self._release()
+                    return
+                except Exception:  # the next call reports the node failure
+                    return
 
     def _read_all_logs(self, deadline: float) -> None:
         """Read the log topic until a store greeted us and everything it holds is read."""
@@ -269,6 +295,7 @@ class TransactionalProducer:
                     self._fenced_by = name
                     break
         if self._fenced_by is not None:
+            self._release()
             raise ProducerFencedError(
                 f"transactional_id {self.transactional_id!r}: instance {self._fenced_by} "
                 f"took over from this one ({self.log_partition})"
@@ -462,7 +489,22 @@ class TransactionalProducer:
             self._closed = True
             self._shutdown(timeout)
 
+    def _release(self) -> None:
+        """Fenced: fail what is pending and leave the cluster without writing anything."""
+        if getattr(self, "_released", False):
+            return
+        self._released = True
+        for batch in self._open.values():
+            for future in batch.futures:
+                if not future.done():
+                    future.set_exception(ProducerFencedError("fenced before it was sent"))
+        self._open = {}
+        self._shutdown(timeout=0)
+
     def _shutdown(self, timeout: float | None = 10.0) -> None:
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
         for closer in (self._data, self._log):
             if closer is not None:
                 with contextlib.suppress(Exception):

@@ -1,0 +1,141 @@
+"""Programs the exactly-once tests run as real processes (and SIGKILL).
+
+``writer``: commits transaction A, then leaves transaction B open (or, with
+``DAFKA_TEST_KILL_AFTER_ACKS`` set, dies in the middle of committing C).
+``pipeline``: consume -> transform -> produce with checkpoints stored in the output
+transactions; resumes from the last committed checkpoint after a kill.
+Progress goes to stdout, one line per step, flushed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from dafka.client._read_committed import ReadCommittedConsumer
+from dafka.client._transactions import TransactionalProducer
+
+CHECKPOINT_HEADER = "checkpoint"
+
+
+def common(towers: str) -> dict[str, Any]:
+    return {
+        "towers": towers,
+        "advertised_host": "127.0.0.1",
+        "bind_host": "127.0.0.1",
+        "beacon_interval": 0.2,
+        "beacon_timeout": 0.8,
+        "ready_timeout": 30.0,
+    }
+
+
+def say(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def writer(args: argparse.Namespace) -> None:
+    p = TransactionalProducer(
+        args.topic,
+        args.tid,
+        partitions=args.partitions,
+        txn_lease=args.lease,
+        batch_size=1,  # every message its own RECORD: sent at once, visible read-uncommitted
+        **common(args.towers),
+    )
+    say("started", log=p.log_partition)
+    if args.mode == "mid-txn":
+        with p.transaction():
+            for i in range(10):
+                p.send(b"A-%d" % i, key=b"%d" % i)
+        say("committed_a")
+        p.begin_transaction()
+        futures = [p.send(b"B-%d" % i, key=b"%d" % i) for i in range(10)]
+        for future in futures:
+            future.result(30)
+        say("sent_b")
+    else:
+        p.begin_transaction()
+        for i in range(12):
+            p.send(b"C-%d" % i, key=b"%d" % i)
+        say("committing_c")
+        p.commit_transaction()
+        say("committed_c")  # not reached when the kill hook fires
+    while True:
+        time.sleep(1)  # wait for SIGKILL
+
+
+def read_checkpoint(args: argparse.Namespace) -> tuple[int, dict[str, Any] | None]:
+    """The last committed checkpoint in the output topic (n, checkpoint)."""
+    best: tuple[int, dict[str, Any] | None] = (-1, None)
+    with ReadCommittedConsumer(
+        [args.output], offset_reset="earliest", **common(args.towers)
+    ) as out:
+        started = time.monotonic()
+        quiet_since = time.monotonic()
+        while True:
+            records = out.poll(0.1)
+            now = time.monotonic()
+            if records:
+                quiet_since = now
+            for record in records:
+                if any(name == CHECKPOINT_HEADER for name, _ in record.headers):
+                    doc = json.loads(record.value)
+                    if doc["n"] > best[0]:
+                        best = (doc["n"], doc["cp"])
+            if now - started > 2.0 and now - quiet_since > 1.0 and out.at_end():
+                return best
+
+
+def pipeline(args: argparse.Namespace) -> None:
+    p = TransactionalProducer(
+        args.output,
+        args.tid,
+        partitions=args.partitions,
+        txn_lease=args.lease,
+        **common(args.towers),
+    )
+    n, checkpoint = read_checkpoint(args)
+    say("resumed", n=n)
+    done = 0 if checkpoint is None else int(checkpoint.get("done", 0))
+    cp = None if checkpoint is None else checkpoint["consumer"]
+    with ReadCommittedConsumer(
+        [args.input], checkpoint=cp, offset_reset="earliest", **common(args.towers)
+    ) as source:
+        while done < args.total:
+            records = source.poll(0.5, max_records=args.txn_size)
+            if not records:
+                continue
+            n += 1
+            with p.transaction():
+                for record in records:
+                    p.send(b"out-" + record.value, key=record.value)
+                done += len(records)
+                state = {"n": n, "cp": {"consumer": source.checkpoint(), "done": done}}
+                p.send(json.dumps(state).encode(), headers=[(CHECKPOINT_HEADER, b"1")])
+            say("txn", n=n, done=done)
+    p.close()
+    say("finished")
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("program", choices=["writer", "pipeline"])
+    parser.add_argument("--towers", required=True)
+    parser.add_argument("--tid", required=True)
+    parser.add_argument("--topic", default="t")
+    parser.add_argument("--mode", default="mid-txn")
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--lease", type=float, default=1.0)
+    parser.add_argument("--input", default="in")
+    parser.add_argument("--output", default="out")
+    parser.add_argument("--total", type=int, default=0)
+    parser.add_argument("--txn-size", type=int, default=20)
+    args = parser.parse_args(argv)
+    writer(args) if args.program == "writer" else pipeline(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,189 @@
+"""Exactly-once on a real cluster: producers and pipelines SIGKILLed, zombies fenced.
+
+The cluster (tower and two stores) runs in its own processes; the programs under test run
+as processes of ``eos_app.py`` and are killed with SIGKILL. Read-committed readers then show
+what an application would see.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dafka.client import Consumer, Producer
+from dafka.client._read_committed import ReadCommittedConsumer
+from dafka.client._records import Record
+from dafka.client._transactions import KILL_AFTER_ACKS_ENV, TransactionalProducer
+from dafka.client._txn_log import ProducerFencedError
+from dafka.server import LocalCluster
+from tests.integration.cluster.cluster_procs import Proc, Processes
+
+pytestmark = pytest.mark.integration
+
+APP = str(Path(__file__).with_name("eos_app.py"))
+DEADLINE = 60.0
+
+
+def common(cluster: LocalCluster) -> dict[str, Any]:
+    return {
+        "towers": cluster.towers,
+        "advertised_host": "127.0.0.1",
+        "bind_host": "127.0.0.1",
+        "beacon_interval": 0.2,
+        "beacon_timeout": 0.8,
+        "ready_timeout": 30.0,
+    }
+
+
+def app(
+    procs: Processes,
+    name: str,
+    cluster: LocalCluster,
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> Proc:
+    argv = [sys.executable, APP, *args, "--towers", cluster.towers]
+    if env:
+        os.environ.update(env)
+        try:
+            return procs.spawn(name, argv)
+        finally:
+            for key in env:
+                del os.environ[key]
+    return procs.spawn(name, argv)
+
+
+def read_all(cluster: LocalCluster, topic: str, *, committed: bool, expect: int) -> list[Record]:
+    """Everything readable of ``topic``: at least ``expect`` messages, then quiet and at end."""
+    kind = ReadCommittedConsumer if committed else Consumer
+    with kind([topic], offset_reset="earliest", **common(cluster)) as consumer:
+        got: list[Record] = []
+        quiet = time.monotonic()
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            records = consumer.poll(0.1)
+            now = time.monotonic()
+            if records:
+                got += records
+                quiet = now
+            if len(got) >= expect and now - quiet > 1.5 and consumer.at_end():
+                return got
+            if now > deadline:
+                raise AssertionError(f"read {len(got)} of {expect} from {topic}")
+
+
+def values(records: list[Record]) -> list[bytes]:
+    return [r.value for r in records if r.value]
+
+
+def test_a_producer_killed_mid_transaction_never_shows_it(
+    cluster: LocalCluster, procs: Processes
+) -> None:
+    writer = app(
+        procs, "writer", cluster, "writer", "--tid", "w1", "--topic", "t1", "--mode", "mid-txn"
+    )
+    writer.wait_event("sent_b", timeout=DEADLINE)
+    writer.kill()
+    # B is in the log (read uncommitted shows it) ...
+    raw = values(read_all(cluster, "t1", committed=False, expect=20))
+    assert sorted(v for v in raw if v.startswith(b"B-")) == sorted(b"B-%d" % i for i in range(10))
+    # ... but read committed shows A exactly once and no B.
+    expected = sorted(b"A-%d" % i for i in range(10))
+    assert sorted(values(read_all(cluster, "t1", committed=True, expect=10))) == expected
+    # The successor rolls B back for good; its own transaction is seen, A still once.
+    with TransactionalProducer("t1", "w1", partitions=3, txn_lease=1.0, **common(cluster)) as p:
+        assert len(p.resolved) == 1
+        with p.transaction():
+            p.send(b"D-0", key=b"0")
+    got = values(read_all(cluster, "t1", committed=True, expect=11))
+    assert sorted(got) == sorted([*expected, b"D-0"])
+
+
+@pytest.mark.parametrize("acks_before_kill", [1, 2])
+def test_a_producer_killed_mid_commit_is_finished_by_its_successor(
+    cluster: LocalCluster, procs: Processes, acks_before_kill: int
+) -> None:
+    tid, topic = f"w2-{acks_before_kill}", f"t2-{acks_before_kill}"
+    writer = app(
+        procs,
+        "writer",
+        cluster,
+        "writer",
+        "--tid",
+        tid,
+        "--topic",
+        topic,
+        "--mode",
+        "commit",
+        env={KILL_AFTER_ACKS_ENV: str(acks_before_kill)},
+    )
+    writer.wait_event("committing_c", timeout=DEADLINE)
+    assert writer.wait_exit(DEADLINE) == -signal.SIGKILL
+    assert writer.last("committed_c") is None
+    expected = sorted(b"C-%d" % i for i in range(12))
+    half = values(read_all(cluster, topic, committed=True, expect=1))
+    assert 0 < len(half) < 12  # some partitions got their ACK: a prefix in time
+    with TransactionalProducer(topic, tid, partitions=3, txn_lease=1.0, **common(cluster)) as p:
+        assert len(p.resolved) == 1
+    assert sorted(values(read_all(cluster, topic, committed=True, expect=12))) == expected
+
+
+def test_a_zombie_is_fenced_and_cannot_commit(cluster: LocalCluster) -> None:
+    settings = {"partitions": 2, "txn_lease": 2.0, **common(cluster)}
+    zombie = TransactionalProducer("t3", "w3", **settings)
+    try:
+        with zombie.transaction():
+            zombie.send(b"Z-ok", key=b"1")
+        zombie.begin_transaction()
+        zombie.send(b"Z-lost", key=b"2")
+        with TransactionalProducer("t3", "w3", **settings) as successor:
+            with pytest.raises(ProducerFencedError):
+                zombie.commit_transaction()
+            with pytest.raises(ProducerFencedError):
+                zombie.send(b"Z-after")
+            with successor.transaction():
+                successor.send(b"S-ok", key=b"3")
+        got = values(read_all(cluster, "t3", committed=True, expect=2))
+        assert sorted(got) == [b"S-ok", b"Z-ok"]
+    finally:
+        zombie.close()
+
+
+def test_pipeline_killed_at_random_points_outputs_each_message_exactly_once(
+    cluster: LocalCluster, procs: Processes
+) -> None:
+    total = 300
+    with Producer("in", name="source", partitions=2, batching=False, **common(cluster)) as source:
+        for i in range(total):
+            source.send(b"%d" % i, key=b"%d" % i)
+        assert source.flush(30) == 0
+    rng = random.Random(10)
+    args = ["pipeline", "--tid", "pipe", "--input", "in", "--output", "out", "--total", str(total)]
+    args += ["--txn-size", "7"]
+    kills = 0
+    while True:
+        proc = app(procs, "pipeline", cluster, *args)
+        if kills < 3:
+            proc.wait_event("txn", timeout=DEADLINE)
+            time.sleep(rng.uniform(0.0, 0.6))  # a random point of its work, not a wait for state
+            proc.kill()
+            kills += 1
+            continue
+        proc.wait_event("finished", timeout=120)
+        break
+    got = [
+        v
+        for v in values(read_all(cluster, "out", committed=True, expect=total))
+        if v.startswith(b"out-")
+    ]
+    counts = Counter(got)
+    assert {v for v, n in counts.items() if n > 1} == set()
+    assert set(counts) == {b"out-%d" % i for i in range(total)}
