@@ -16,9 +16,11 @@ from dafka.client import (
     CorruptBatchError,
     DeliveryError,
     Producer,
+    ProducerFencedError,
     ProducerSettings,
     Record,
     RecordMetadata,
+    TransactionError,
 )
 from dafka.errors import ConfigError, DafkaError, NodeFailedError
 from dafka.node import BackpressureError
@@ -36,9 +38,11 @@ __all__ = [
     "LocalCluster",
     "NodeFailedError",
     "Producer",
+    "ProducerFencedError",
     "ProducerSettings",
     "Record",
     "RecordMetadata",
+    "TransactionError",
     "__version__",
 ]
 __version__ = "0.1.0"

@@ -9,8 +9,11 @@ from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import CorruptBatchError, DeliveryError
 from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
+from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._records import ConsumedRecord, Record, RecordMetadata, plain_record
 from dafka.client._settings import ConsumerSettings, ProducerSettings, parse_towers
+from dafka.client._transactions import TransactionalProducer
+from dafka.client._txn_log import ProducerFencedError, TransactionError
 
 __all__ = [
     "AsyncConsumer",
@@ -23,9 +26,13 @@ __all__ = [
     "PartitionProducer",
     "PollStatistics",
     "Producer",
+    "ProducerFencedError",
     "ProducerSettings",
+    "ReadCommittedConsumer",
     "Record",
     "RecordMetadata",
+    "TransactionError",
+    "TransactionalProducer",
     "decode_batch",
     "encode_batch",
     "is_batch",

@@ -121,6 +121,20 @@ class Consumer:
     the machine's own config objects) and ``context`` are for the CLI and tests.
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Consumer:
+        """``isolation_level="read_committed"`` builds a ``ReadCommittedConsumer`` (issue 10:
+        dafka.client._read_committed), a subclass that delivers committed messages only."""
+        if cls is Consumer:
+            settings = kwargs.get("settings")
+            level = kwargs.get(
+                "isolation_level", getattr(settings, "isolation_level", "read_uncommitted")
+            )
+            if level == "read_committed":
+                from dafka.client._read_committed import ReadCommittedConsumer
+
+                return super().__new__(ReadCommittedConsumer)
+        return super().__new__(cls)
+
     def __init__(
         self,
         topics: Iterable[str] | str | None = None,

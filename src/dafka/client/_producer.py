@@ -74,6 +74,17 @@ class Producer:
     Every :class:`ProducerSettings` field is also a keyword argument.
     """
 
+    def __new__(
+        cls, topic: str, *args: Any, transactional_id: str | None = None, **kwargs: Any
+    ) -> Producer:
+        """``transactional_id=`` builds a ``TransactionalProducer`` (issue 10:
+        dafka.client._transactions; docs/exactly-once.md)."""
+        if transactional_id is not None and cls is Producer:
+            from dafka.client._transactions import TransactionalProducer
+
+            return TransactionalProducer(topic, transactional_id, *args, **kwargs)  # type: ignore[return-value]
+        return super().__new__(cls)
+
     def __init__(
         self,
         topic: str,
@@ -81,8 +92,10 @@ class Producer:
         settings: ProducerSettings | None = None,
         on_delivery: OnDelivery | None = None,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        transactional_id: str | None = None,  # not None: __new__ built a TransactionalProducer
         **fields: Any,
     ) -> None:
+        del transactional_id
         s = resolve_settings(ProducerSettings, settings, fields)
         if s.min_stores > 1:
             raise ConfigError(

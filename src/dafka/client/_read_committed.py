@@ -16,10 +16,10 @@ read-through and re-delivers exactly what was not yet handed out. See docs/exact
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping
-from types import TracebackType
 from typing import Any, cast
 
 from dafka.client._consumer import Consumer
@@ -216,11 +216,14 @@ def _decode_checkpoint(doc: Mapping[str, Any]) -> tuple[dict[str, int], list[Pro
     return offsets, states
 
 
-class ReadCommittedConsumer:
+class ReadCommittedConsumer(Consumer):
     """A :class:`Consumer` that delivers only committed messages, each once.
 
-    Same arguments as :class:`Consumer`, plus ``checkpoint=`` (from :meth:`checkpoint`) to
-    resume. Replays are served by a bounded read of the stores.
+    ``Consumer(..., isolation_level="read_committed")`` builds one. Same arguments as
+    :class:`Consumer`, plus ``checkpoint=`` (from :meth:`checkpoint`) to resume, ``buffer``
+    (the sequencer's ring) and ``replay_timeout``. A span that left the ring is replayed by
+    a bounded read of the stores. ``position()`` / ``positions()`` are those of the records
+    read (committed or not); resume with :meth:`checkpoint`, which is exact.
     """
 
     def __init__(
@@ -231,62 +234,54 @@ class ReadCommittedConsumer:
         settings: ConsumerSettings | None = None,
         assign: Mapping[Key, int] | None = None,
         end_offsets: Mapping[Key, int] | None = None,
+        start_positions: Mapping[Key, int] | None = None,
         buffer: int = 8192,
         replay_timeout: float = 30.0,
         **fields: Any,
     ) -> None:
-        self.settings = resolve_settings(ConsumerSettings, settings, fields)
+        wanted = resolve_settings(ConsumerSettings, settings, fields)
         self._filter = CommittedFilter(checkpoint, replay=self._replay, buffer=buffer)
         self._replay_timeout = replay_timeout
-        inner = self.settings
-        if inner.isolation_level != "read_uncommitted":
-            inner = resolve_settings(
-                ConsumerSettings, inner, {"isolation_level": "read_uncommitted"}
-            )
-        self._inner_settings = inner
-        starts = self._filter.start_positions()
+        self._inner_settings = dataclasses.replace(wanted, isolation_level="read_uncommitted")
+        starts = dict(start_positions or {})
+        starts.update(self._filter.start_positions())
         assigned = dict(assign or {})
         for key, offset in starts.items():
             if key in assigned:
                 assigned[key] = max(assigned[key], offset)
-        self._consumer = Consumer(
+        super().__init__(
             topics,
-            settings=inner,
+            settings=self._inner_settings,
             assign=assigned or None,
             end_offsets=end_offsets,
             start_positions=starts or None,
         )
-
-    # -- reading ---------------------------------------------------------------------------
+        self.settings = wanted
 
     def poll(self, timeout: float | None = 1.0, max_records: int = 10_000) -> list[Record]:
-        """Committed records received so far; waits up to ``timeout`` for some."""
+        """Committed messages received so far; waits up to ``timeout`` for some."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        feed = self._filter.feed
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            out = self._filter.feed(self._consumer.poll(remaining, max_records))
-            if out or (deadline is not None and time.monotonic() >= deadline):
+            out = feed(super().poll(remaining, max_records))
+            if out or self._closed or (deadline is not None and time.monotonic() >= deadline):
                 return out
 
     def checkpoint(self) -> dict[str, Any]:
-        """Positions and producer states (JSON-able): store it with your output."""
+        """Positions and producer states (JSON-able): store it atomically with your output."""
         return self._filter.checkpoint()
 
     def last_stable_position(self, topic: str, partition: str) -> int:
+        """The offset below which every message of the partition read so far is decided."""
         return self._filter.last_stable_position(topic, partition)
 
     def last_stable_positions(self) -> dict[Key, int]:
         return self._filter.last_stable_positions()
 
-    def heads(self) -> dict[Key, int]:
-        return self._consumer.heads()
-
-    def at_end(self) -> bool:
-        """Every RECORD the consumer knows of was read (some may await their commit)."""
-        return self._consumer.at_end()
-
     @property
     def replays(self) -> int:
+        """Spans served by a bounded read of the stores."""
         return self._filter.replays
 
     def _replay(self, topic: str, partition: str, first: int, last: int) -> list[Record]:
@@ -305,19 +300,8 @@ class ReadCommittedConsumer:
             records.extend(reader.poll(0))
         return records
 
-    def close(self) -> None:
-        self._consumer.close()
-
     def __enter__(self) -> ReadCommittedConsumer:
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 __all__ = ["CHECKPOINT_VERSION", "CommittedFilter", "ReadCommittedConsumer", "ReplayFunc"]

@@ -63,8 +63,11 @@ def app(
 
 def read_all(cluster: LocalCluster, topic: str, *, committed: bool, expect: int) -> list[Record]:
     """Everything readable of ``topic``: at least ``expect`` messages, then quiet and at end."""
-    kind = ReadCommittedConsumer if committed else Consumer
-    with kind([topic], offset_reset="earliest", **common(cluster)) as consumer:
+    level = "read_committed" if committed else "read_uncommitted"
+    with Consumer(
+        [topic], offset_reset="earliest", isolation_level=level, **common(cluster)
+    ) as consumer:
+        assert isinstance(consumer, ReadCommittedConsumer) == committed
         got: list[Record] = []
         quiet = time.monotonic()
         deadline = time.monotonic() + DEADLINE
@@ -138,7 +141,9 @@ def test_a_producer_killed_mid_commit_is_finished_by_its_successor(
 
 def test_a_zombie_is_fenced_and_cannot_commit(cluster: LocalCluster) -> None:
     settings = {"partitions": 2, "txn_lease": 2.0, **common(cluster)}
-    zombie = TransactionalProducer("t3", "w3", **settings)
+    front: object = Producer("t3", transactional_id="w3", **settings)  # the front door
+    assert isinstance(front, TransactionalProducer)
+    zombie = front
     try:
         with zombie.transaction():
             zombie.send(b"Z-ok", key=b"1")
@@ -176,6 +181,10 @@ def test_pipeline_killed_at_random_points_outputs_each_message_exactly_once(
             time.sleep(rng.uniform(0.0, 0.6))  # a random point of its work, not a wait for state
             proc.kill()
             kills += 1
+            if kills == 2:  # and a store dies too (the cluster restarts it)
+                store = cluster.member("store-0")
+                assert store.pid is not None
+                os.kill(store.pid, signal.SIGKILL)
             continue
         proc.wait_event("finished", timeout=120)
         break
