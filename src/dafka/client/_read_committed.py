@@ -55,6 +55,7 @@ class _Id:
 
 
 _NIL = _Id(0)
+_new_tuple = tuple.__new__
 
 
 class _Msg:
@@ -120,27 +121,35 @@ class CommittedFilter:
         todo = pending + list(records) if pending else list(records)
         self._backlog = []
         seq = self._seq
-        queue = seq.queue_uncommitted
+        queue = seq.queue_with_uuid
         keys = self._keys
         skip = self._skip
         fed = self._fed
+        new_env = _new_tuple
+        from_bytes = int.from_bytes
+        last_topic = last_partition = key = ""
         i = -1
         try:
-            if seq.committing:
+            if seq._emit is not None:
                 self._drain(out)
+            # The hot loop: one Record unpacked, one Envelope built (tuple.__new__), no
+            # wrapper object; the sequencer gets the UUID as an int.
             for i, record in enumerate(todo):  # noqa: B007 - i is read after the loop
-                kt = (record.topic, record.partition)
-                key = keys.get(kt)
-                if key is None:
-                    key = keys[kt] = _key(*kt)
-                begin = record.offset << _INDEX_BITS | record.index
+                topic, partition, offset, index, _, _, _, _, raw = record
+                if partition is not last_partition or topic is not last_topic:
+                    last_topic, last_partition = topic, partition
+                    key = keys.get((topic, partition))  # type: ignore[assignment]
+                    if key is None:
+                        key = keys[(topic, partition)] = _key(topic, partition)
+                begin = offset << 32 | index
                 if skip and begin < skip.get(key, -1):
                     continue
-                fed[key] = record.offset + 1
-                raw = record.uuid
-                msg = _Msg(record, _Id(int.from_bytes(raw, "big")) if raw else _NIL)
-                queue(Envelope(key, begin, begin + 1, msg))
-                if seq.committing:
+                fed[key] = offset + 1
+                queue(
+                    new_env(Envelope, (key, begin, begin + 1, record)),
+                    from_bytes(raw, "big") if raw else 0,
+                )
+                if seq._emit is not None:
                     self._drain(out)
         except BaseException:
             self._backlog = todo[i + 1 :]
@@ -150,6 +159,7 @@ class CommittedFilter:
 
     def _drain(self, out: list[Record]) -> None:
         seq = self._seq
+        append = out.append
         while True:
             try:
                 env = seq.step()
@@ -158,9 +168,12 @@ class CommittedFilter:
                 continue
             if env is None:
                 return
-            message: _Msg = env.message
-            if message.uuid.int & _FLAG_MASK != _ACK_BITS:
-                out.append(message.record)
+            record = env[3]
+            if type(record) is _Msg:  # replayed
+                record = record.record
+            raw = record[8]
+            if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
+                append(record)
 
     def _replayed(self, key: str, begin: int, end: int) -> list[Envelope[_Msg]]:
         if self._replay is None:

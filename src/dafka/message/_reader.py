@@ -117,9 +117,9 @@ class ReadCommittedIter(Generic[M]):
             env = self._step()
             if env is not None:
                 return env
-        queue = seq.queue_uncommitted
+        queue = seq.queue_with_uuid
         for uncommitted in self._source:
-            queue(uncommitted)
+            queue(uncommitted, uncommitted.message.uuid.int)
             if seq._emit is not None:
                 env = self._step()
                 if env is not None:

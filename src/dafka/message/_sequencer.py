@@ -247,6 +247,15 @@ class Sequencer(Generic[M]):
 
         Raises :class:`SequencerError` if committed messages remain to be stepped through.
         """
+        return self.queue_with_uuid(env, env.message.uuid.int)
+
+    def queue_with_uuid(self, env: Envelope[Any], uuid_int: int) -> QueueOutcome:
+        """:meth:`queue_uncommitted` for a caller that holds the UUID as a 128-bit int.
+
+        The envelope's message is then never asked for its UUID on the ring's path (it may
+        be any object: a reader's record), which saves a wrapper object per message. A
+        replayed envelope is still read through ``message.uuid``.
+        """
         if self._emit is not None:
             raise SequencerError("committed messages remain to dequeue: step() until None")
         head = self._head
@@ -263,8 +272,8 @@ class Sequencer(Generic[M]):
             ring_owner[head] = None
             self._ring_env[head] = None
 
-        partition, begin, end, message = env
-        i = message.uuid.int
+        partition, begin, end, _ = env
+        i = uuid_int
         clock = (
             ((i >> 92) & 0xFFFFFFFF0)
             | ((i >> 44) & 0xFFFF000000000)

@@ -1,0 +1,93 @@
+"""Exactly-once costs on a real local cluster (tower + stores in their own processes).
+
+    .venv/bin/python bench/eos.py [--messages 100000] [--txn 1000] [--partitions 4] [--size 100]
+
+Writes ``--messages`` messages with a transactional producer in transactions of ``--txn``
+messages (commit latency p50/p99: ``commit_transaction()`` = flush, INTENT stored, ACKs
+stored), then reads the topic from the start twice in the same run, one after the other:
+read uncommitted and read committed. Prints messages/s of each and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from typing import Any
+
+from dafka import Consumer, LocalCluster, Producer
+from dafka.client import TransactionalProducer
+
+
+def _read(common: dict[str, Any], topic: str, level: str, expect: int) -> tuple[int, float]:
+    """Messages with a value read from ``topic``, and the seconds it took."""
+    with Consumer([topic], offset_reset="earliest", isolation_level=level, **common) as c:
+        start = time.perf_counter()
+        got = 0
+        deadline = time.monotonic() + 300
+        while got < expect and time.monotonic() < deadline:
+            got += sum(1 for r in c.poll(0.2) if r.value)
+        return got, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--txn", type=int, default=1000, help="messages per transaction")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--size", type=int, default=100, help="value bytes")
+    parser.add_argument("--stores", type=int, default=1)
+    args = parser.parse_args()
+    value = os.urandom(args.size)
+    with LocalCluster(stores=args.stores, beacon_interval=0.2) as cluster:
+        common: dict[str, Any] = {
+            "towers": cluster.towers,
+            "advertised_host": "127.0.0.1",
+            "bind_host": "127.0.0.1",
+            "beacon_interval": 0.2,
+            "beacon_timeout": 0.8,
+            "ready_timeout": 30.0,
+        }
+        producer = Producer(
+            "bench-eos",
+            transactional_id="bench",
+            partitions=args.partitions,
+            txn_lease=1.0,
+            **common,
+        )
+        assert isinstance(producer, TransactionalProducer)
+        commits: list[float] = []
+        start = time.perf_counter()
+        sent = 0
+        with producer:
+            while sent < args.messages:
+                producer.begin_transaction()
+                for i in range(min(args.txn, args.messages - sent)):
+                    producer.send(value, key=b"%d" % (sent + i))
+                sent += min(args.txn, args.messages - sent)
+                t0 = time.perf_counter()
+                producer.commit_transaction()
+                commits.append(time.perf_counter() - t0)
+        wrote = time.perf_counter() - start
+        n_uncommitted, t_uncommitted = _read(common, "bench-eos", "read_uncommitted", sent)
+        n_committed, t_committed = _read(common, "bench-eos", "read_committed", sent)
+    q = statistics.quantiles(commits, n=100) if len(commits) > 1 else commits * 99
+    rate_u = n_uncommitted / t_uncommitted
+    rate_c = n_committed / t_committed
+    print(
+        f"transactional produce: {sent} messages of {args.size} B in transactions of "
+        f"{args.txn} over {args.partitions} partitions, {args.stores} store(s): "
+        f"{sent / wrote:,.0f} msg/s"
+    )
+    print(
+        f"commit latency ({len(commits)} commits): p50 {q[49] * 1000:.1f} ms, "
+        f"p99 {q[98] * 1000:.1f} ms"
+    )
+    print(f"read uncommitted: {n_uncommitted} messages, {rate_u:,.0f} msg/s")
+    print(f"read committed:   {n_committed} messages, {rate_c:,.0f} msg/s")
+    print(f"read committed / read uncommitted: {rate_c / rate_u:.0%}")
+
+
+if __name__ == "__main__":
+    main()
