@@ -49,7 +49,7 @@ def main() -> None:
             "beacon_timeout": 0.8,
             "ready_timeout": 30.0,
         }
-        producer = Producer(
+        producer: object = Producer(
             "bench-eos",
             transactional_id="bench",
             partitions=args.partitions,

@@ -138,9 +138,10 @@ class CommittedFilter:
                 topic, partition, offset, index, _, _, _, _, raw = record
                 if partition is not last_partition or topic is not last_topic:
                     last_topic, last_partition = topic, partition
-                    key = keys.get((topic, partition))  # type: ignore[assignment]
-                    if key is None:
-                        key = keys[(topic, partition)] = _key(topic, partition)
+                    found = keys.get((topic, partition))
+                    if found is None:
+                        found = keys[(topic, partition)] = _key(topic, partition)
+                    key = found
                 begin = offset << 32 | index
                 if skip and begin < skip.get(key, -1):
                     continue
@@ -168,9 +169,8 @@ class CommittedFilter:
                 continue
             if env is None:
                 return
-            record = env[3]
-            if type(record) is _Msg:  # replayed
-                record = record.record
+            message: Any = env[3]
+            record: Record = message.record if type(message) is _Msg else message  # replayed
             raw = record[8]
             if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
                 append(record)
