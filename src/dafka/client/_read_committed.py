@@ -161,6 +161,14 @@ class CommittedFilter:
     def _drain(self, out: list[Record]) -> None:
         seq = self._seq
         append = out.append
+        ready = seq.drain_ring()
+        if ready is not None:  # the common case: the whole commit in the ring, one loop
+            for entry in ready:
+                record: Record = entry[3]  # type: ignore[assignment]
+                raw = record[8]
+                if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
+                    append(record)
+            return
         while True:
             try:
                 env = seq.step()
@@ -170,10 +178,10 @@ class CommittedFilter:
             if env is None:
                 return
             message: Any = env[3]
-            record: Record = message.record if type(message) is _Msg else message  # replayed
-            raw = record[8]
+            found: Record = message.record if type(message) is _Msg else message  # replayed
+            raw = found[8]
             if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
-                append(record)
+                append(found)
 
     def _replayed(self, key: str, begin: int, end: int) -> list[Envelope[_Msg]]:
         if self._replay is None:

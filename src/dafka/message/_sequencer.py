@@ -520,12 +520,54 @@ class Sequencer(Generic[M]):
 
     def drain(self) -> list[Envelope[M]]:
         """Step through the whole commit at once; the envelopes in delivery order."""
+        fast = self.drain_ring()
+        if fast is not None:
+            return fast
         out: list[Envelope[M]] = []
         step = self.step
         env = step()
         while env is not None:
             out.append(env)
             env = step()
+        return out
+
+    def drain_ring(self) -> list[Envelope[M]] | None:
+        """The whole pending commit at once when it is in the ring and nothing of it was
+        stepped yet (the common case); None otherwise (use :meth:`step`).
+
+        Exactly what stepping through it delivers, with the same final state, in one loop
+        without a method call per message.
+        """
+        emit = self._emit
+        if (
+            emit is None
+            or self._replay_needed
+            or self._replay_it is not None
+            or self._dequeued is not None
+        ):
+            return None
+        out: list[Envelope[M]] = []
+        append = out.append
+        ring_env = self._ring_env
+        ring_clock = self._ring_clock
+        nxt = self._next
+        min_clock = emit.min_clock
+        max_clock = emit.max_clock
+        idx = emit.ring_start
+        while idx != -1:
+            clock = ring_clock[idx]
+            env = ring_env[idx]
+            idx = nxt[idx]
+            if clock != 0 and clock <= min_clock:
+                continue  # a duplicate of a message delivered earlier in this commit
+            if clock > max_clock:
+                continue  # above the ACK: not committed by it
+            append(env)  # type: ignore[arg-type]
+            min_clock = clock
+        emit.min_clock = emit.max_clock = min_clock
+        self._offsets[emit.partition] = self._emit_end
+        emit.begin = emit.ring_start = emit.ring_stop = -1
+        self._emit = None
         return out
 
     # -- replays ------------------------------------------------------------------------

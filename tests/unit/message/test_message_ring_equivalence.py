@@ -83,3 +83,43 @@ def test_small_ring_with_replays_equals_unbounded_ring(
             minted.append((PRODUCERS[p], clocks[p], flags))
             log.append(gen(*minted[-1]))
     assert run(log, buffer) == run(log, 10_000)
+
+
+def run_drained(
+    log: list[Envelope[JsonMessage]], buffer: int
+) -> tuple[list[QueueOutcome], list[int], SequencerCheckpoint]:
+    """As :func:`run`, with commits taken by ``drain()`` (one loop when all is in the ring)."""
+    seq: Sequencer[JsonMessage] = Sequencer(buffer=buffer, on_anomaly=lambda _: None)
+    outcomes: list[QueueOutcome] = []
+    delivered: list[int] = []
+    for env in log:
+        outcome = seq.queue_uncommitted(env)
+        outcomes.append(
+            QueueOutcome.ACK_COMMIT_RING if outcome == QueueOutcome.ACK_COMMIT_REPLAY else outcome
+        )
+        while seq.committing:
+            try:
+                delivered.extend(out.begin for out in seq.drain())
+            except MustStartReplay as need:
+                seq.start_replay([e for e in log if need.begin <= e.begin and e.end <= need.end])
+    return outcomes, delivered, seq.checkpoint()
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=events, buffer=st.integers(1, 4))
+def test_drain_equals_stepping(stream: list[tuple[int, str, int, int, int]], buffer: int) -> None:
+    gen = Generator()
+    clocks = [0, 0, 0]
+    minted: list[tuple[bytes, int, int]] = []
+    log = []
+    for p, kind, step, flags, pick in stream:
+        if kind == "nil":
+            log.append(gen(bytes(6), 0, 0))
+        elif kind == "repeat" and minted:
+            log.append(gen(*minted[pick % len(minted)]))
+        else:
+            clocks[p] += step
+            minted.append((PRODUCERS[p], clocks[p], flags))
+            log.append(gen(*minted[-1]))
+    for size in (buffer, 10_000):
+        assert run_drained(log, size) == run(log, size)
