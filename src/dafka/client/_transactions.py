@@ -172,7 +172,9 @@ class TransactionalProducer:
         epoch = 1
         if predecessor is not None:
             epoch = predecessor.epoch.epoch + 1
-            pins = (Pin(predecessor.log, len(self._logs[predecessor.log]) - 1),)
+            # Not cut at the head read now: the predecessor may still write its INTENT
+            # until it notices our EPOCH; after the lease everything it wrote counts.
+            pins = (Pin(predecessor.log, -1),)
         self._c0 = self._clock.tick()
         self.epoch = EpochRecord(
             epoch,
@@ -192,9 +194,7 @@ class TransactionalProducer:
             self._check_fenced()
         todo: list[InstanceState] = []
         if predecessor is not None:
-            pinned = instance_state(
-                predecessor.log, self._logs[predecessor.log][: pins[0].head + 1]
-            )
+            pinned = instance_state(predecessor.log, self._logs[predecessor.log])
             assert pinned is not None
             todo = obligations(pinned, self._logs)
         self._data = Producer(self.topic, settings=s, context=self._context)
@@ -416,6 +416,9 @@ class TransactionalProducer:
             ]
             if acks:
                 self._append_log(IntentRecord(self._txn, tuple(acks)))  # the commit point
+                # A successor that claimed meanwhile decides from our log after its lease:
+                # write no ACK once fenced (it finishes the commit or rolls it back whole).
+                self._fence_check()
                 for done, (partition, ack) in enumerate(acks):
                     if done == self._kill_after:
                         os.kill(os.getpid(), signal.SIGKILL)

@@ -65,7 +65,10 @@ def log_owner(partition: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Pin:
-    """A predecessor instance's log partition, up to the head its successor saw."""
+    """A predecessor instance's log partition, up to ``head`` (-1: the whole log).
+
+    The transactional producer writes -1: it reads its predecessor's log after one lease,
+    when the predecessor has stopped writing, so everything in it counts."""
 
     log: str
     head: int
@@ -222,7 +225,7 @@ def obligations(
         contents = pinned_logs.get(pin.log)
         if contents is None:
             raise DeliveryError(f"transaction log {pin.log} could not be read")
-        state = instance_state(pin.log, contents[: pin.head + 1])
+        state = instance_state(pin.log, contents if pin.head < 0 else contents[: pin.head + 1])
         if state is not None:
             out.extend(obligations(state, pinned_logs))
     out.append(predecessor)

@@ -107,3 +107,14 @@ def test_obligations_follow_unrecovered_predecessors_up_to_their_pins() -> None:
     done = instance_state("w~n2.0", [*mid, encode_record(RecoveredRecord(("w~n1.0",)))])
     assert done is not None
     assert [s.log for s in obligations(done, {})] == ["w~n2.0"]
+
+
+def test_a_pin_of_minus_one_takes_the_whole_log() -> None:
+    old = [
+        encode_record(epoch(1, P1, 100)),
+        encode_record(IntentRecord(0, (("w.0", ack_uuid(P1, 101)),))),
+    ]
+    successor = instance_state("w~n2.0", [encode_record(epoch(2, P2, 200, (Pin("w~n1.0", -1),)))])
+    assert successor is not None
+    chain = obligations(successor, {"w~n1.0": old})
+    assert dict(chain[0].resolving_acks())["w.0"] == ack_uuid(P1, 101)  # the INTENT counts
