@@ -1,4 +1,9 @@
-"""Options shared by the sub-commands that join a cluster."""
+"""Click options built from the settings table (``dafka.config``), and the transport they make.
+
+Each option's type checks values with the setting's own parser, its help names the config
+key and the environment variable, and its default is the table's: --help, the TOML file,
+``DAFKA_*`` and ``dafka config`` cannot disagree.
+"""
 
 from __future__ import annotations
 
@@ -7,45 +12,74 @@ from typing import Any, TypeVar
 
 import click
 
+from dafka.config import SETTINGS, TOPIC, Setting, tower_endpoints
 from dafka.errors import ConfigError
 from dafka.transport.config import TransportConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def transport_options(fn: F) -> F:
-    """``--tower HOST:SUBPORT[:PUBPORT]`` (repeatable), ``--advertise``, ``--bind``."""
+class SettingType(click.ParamType[Any]):
+    """A click type that parses with a setting's parser (errors name the accepted values)."""
+
+    envvar_list_splitter = ","
+
+    def __init__(self, setting: Setting) -> None:
+        self.setting = setting
+        self.name = setting.key
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return self.setting.kind.parse(value)
+        except ConfigError as exc:
+            self.fail(f"{exc} (config key {self.setting.key})", param, ctx)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return self.setting.key.rsplit("/", 1)[-1].upper()
+
+
+class TopicType(click.ParamType[str]):
+    """A topic name: 1-255 bytes of UTF-8, no NUL (the wire's rule)."""
+
+    name = "topic"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return TOPIC.parse(value)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def setting_option(
+    key: str, *short: str, param: str | None = None, **extra: Any
+) -> Callable[[F], F]:
+    """``--flag`` (and ``short`` aliases) for setting ``key``."""
+    s = SETTINGS[key]
+    required = s.default is None
+    default = None if required else (s.default,) if extra.get("multiple") else s.default
+    return click.option(
+        *short,
+        s.flag,
+        param or s.flag.removeprefix("--").replace("-", "_"),
+        type=SettingType(s),
+        default=default,
+        required=required,
+        show_default=not required and s.default != "",
+        envvar=s.env,
+        show_envvar=True,
+        help=f"{s.help} [config: {s.key}]",
+        **extra,
+    )
+
+
+def node_options(fn: F) -> F:
+    """``--tower``, ``--advertise``, ``--bind``, ``--beacon-interval``: joining a cluster."""
     for decorator in reversed(
         [
-            click.option(
-                "--tower",
-                "towers",
-                multiple=True,
-                default=("127.0.0.1:5556",),
-                show_default=True,
-                envvar="DAFKA_TOWERS",
-                help="A tower as HOST:PORT (its beacon XSUB; the XPUB is PORT+1) or "
-                "HOST:SUBPORT:PUBPORT. Repeat for several towers.",
-            ),
-            click.option(
-                "--advertise",
-                default="",
-                envvar="DAFKA_ADVERTISE",
-                help="beacon/address: the host peers should connect to.",
-            ),
-            click.option(
-                "--bind",
-                "bind_host",
-                default="*",
-                show_default=True,
-                help="Interface the data sockets bind to.",
-            ),
-            click.option(
-                "--beacon-interval",
-                default=1.0,
-                show_default=True,
-                help="beacon/interval in seconds.",
-            ),
+            setting_option("towers", param="towers", multiple=True),
+            setting_option("beacon/address", param="advertise"),
+            setting_option("bind", param="bind_host"),
+            setting_option("beacon/interval"),
         ]
     ):
         fn = decorator(fn)
@@ -53,28 +87,12 @@ def transport_options(fn: F) -> F:
 
 
 def transport_config(
-    towers: tuple[str, ...], advertise: str, bind_host: str, beacon_interval: float
+    towers: tuple[str, ...] | str, advertise: str, bind_host: str, beacon_interval: float
 ) -> TransportConfig:
-    subs: list[str] = []
-    pubs: list[str] = []
-    for tower in towers:
-        parts = tower.split(":")
-        try:
-            if len(parts) == 2:
-                host, sub, pub = parts[0], int(parts[1]), int(parts[1]) + 1
-            elif len(parts) == 3:
-                host, sub, pub = parts[0], int(parts[1]), int(parts[2])
-            else:
-                raise ValueError(tower)
-        except ValueError:
-            raise ConfigError(
-                f"--tower {tower!r}: expected HOST:PORT or HOST:SUBPORT:PUBPORT"
-            ) from None
-        subs.append(f"tcp://{host}:{sub}")
-        pubs.append(f"tcp://{host}:{pub}")
-    return TransportConfig(
-        tower_sub_addresses=tuple(subs),
-        tower_pub_addresses=tuple(pubs),
+    """The transport of a node joining the cluster of ``towers``."""
+    pairs = tower_endpoints(",".join(towers) if isinstance(towers, tuple) else towers)
+    return TransportConfig.for_towers(
+        list(pairs),
         advertised_host=advertise,
         bind_host=bind_host,
         beacon_interval=beacon_interval,
@@ -82,4 +100,24 @@ def transport_config(
     )
 
 
-__all__ = ["transport_config", "transport_options"]
+def client_towers(towers: tuple[str, ...]) -> str:
+    """The towers as the clients' settings take them (``host:port,...``, XPUB at port+1)."""
+    out = []
+    for sub, pub in tower_endpoints(",".join(towers)):
+        port = int(sub.rsplit(":", 1)[1])
+        if int(pub.rsplit(":", 1)[1]) != port + 1:
+            raise ConfigError(
+                f"--tower {sub}/{pub}: producers take towers as HOST:PORT with the XPUB at PORT+1"
+            )
+        out.append(sub.removeprefix("tcp://"))
+    return ",".join(out)
+
+
+__all__ = [
+    "SettingType",
+    "TopicType",
+    "client_towers",
+    "node_options",
+    "setting_option",
+    "transport_config",
+]

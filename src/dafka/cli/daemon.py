@@ -99,12 +99,11 @@ def run_until_signal(start: Callable[[], None], stop: Callable[[], None]) -> Non
         raise click.ClickException(str(watch.failure))
 
 
-def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def setup_logging(verbose: bool, log_format: str = "text") -> None:
+    """See :func:`dafka.cli._logging.setup_logging`."""
+    from dafka.cli._logging import setup_logging as _setup
+
+    _setup(verbose, log_format)
 
 
 __all__ = ["run_until_signal", "setup_logging", "wait_for_signal"]

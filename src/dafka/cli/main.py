@@ -1,67 +1,94 @@
-"""The ``dafka`` command group and its sub-commands."""
+"""The ``dafka`` command group and its sub-commands.
+
+Every option that is a setting comes from ``dafka.config``'s table (key, flag, environment
+variable, default, check); ``--config FILE`` (or ``DAFKA_CONFIG``) supplies values below the
+environment and the flags. Errors follow one path (``dafka.cli._errors``).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from dafka import __version__
-from dafka.cli._options import transport_config, transport_options
+from dafka.cli._errors import DafkaGroup, UserError
+from dafka.cli._options import (
+    SettingType,
+    TopicType,
+    client_towers,
+    node_options,
+    setting_option,
+    transport_config,
+)
 from dafka.cli.daemon import run_until_signal, setup_logging
-from dafka.errors import DafkaError
+from dafka.config import CONFIG_ENV, Layers, load
+from dafka.errors import ConfigError
+
+_verbose = click.option("-v", "--verbose", is_flag=True, help="Debug logs.")
 
 
-@click.group()
+def _default_map(group: click.Group, layers: Layers) -> dict[str, dict[str, Any]]:
+    """The file's values as click defaults of every command option that is a setting."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, command in group.commands.items():
+        for param in command.params:
+            if isinstance(param.type, SettingType) and param.type.setting.key in layers.file:
+                value = layers.file[param.type.setting.key]
+                out.setdefault(name, {})[param.name or ""] = (
+                    [value] if getattr(param, "multiple", False) else value
+                )
+    return out
+
+
+@click.group(cls=DafkaGroup)
 @click.version_option(__version__, prog_name="dafka")
-def main() -> None:
-    """dafka: decentralized, durable streaming over ZeroMQ."""
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    envvar=CONFIG_ENV,
+    show_envvar=True,
+    help="A TOML file of settings (keys as in `dafka config`); environment and flags win.",
+)
+@click.pass_context
+def main(ctx: click.Context, config_path: Path | None) -> None:
+    """dafka: decentralized, durable streaming over ZeroMQ.
+
+    Settings come from defaults < the --config TOML file < DAFKA_* environment variables <
+    flags; `dafka config` shows the effective values and where each came from.
+    """
+    try:
+        layers = load(config_path, os.environ)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from exc
+    ctx.obj = layers
+    ctx.default_map = _default_map(main, layers)
 
 
 @main.command()
-@click.option(
-    "--sub",
-    "sub_address",
-    default="tcp://*:5556",
-    show_default=True,
-    help="tower/sub_address: where nodes send their beacons (XSUB).",
-)
-@click.option(
-    "--pub",
-    "pub_address",
-    default="tcp://*:5557",
-    show_default=True,
-    help="tower/pub_address: where nodes receive beacons (XPUB).",
-)
-@click.option("-v", "--verbose", is_flag=True)
-def tower(sub_address: str, pub_address: str, verbose: bool) -> None:
+@setting_option("tower/sub_address", param="sub_address")
+@setting_option("tower/pub_address", param="pub_address")
+@setting_option("log/format")
+@_verbose
+def tower(sub_address: str, pub_address: str, log_format: str, verbose: bool) -> None:
     """Run a tower: the beacon forwarder nodes use to find each other."""
     from dafka.transport.tower import Tower
 
-    setup_logging(verbose)
+    setup_logging(verbose, log_format)
     t = Tower(sub_address, pub_address)
     run_until_signal(t.start, t.stop)
 
 
 @main.command()
-@click.option(
-    "--data",
-    "data_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="store/db: the data directory (created if missing).",
-)
-@click.option(
-    "--fsync",
-    default="ms:5",
-    show_default=True,
-    envvar="DAFKA_FSYNC",
-    help="When records become durable and are ACKed: batch, records:N, ms:T, os, "
-    "or several joined with +.",
-)
-@transport_options
-@click.option("-v", "--verbose", is_flag=True)
+@setting_option("store/db", param="data_dir")
+@setting_option("store/fsync")
+@node_options
+@setting_option("log/format")
+@_verbose
 def store(
     data_dir: Path,
     fsync: str,
@@ -69,47 +96,44 @@ def store(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    log_format: str,
     verbose: bool,
 ) -> None:
     """Run a store: persist every record of every topic and serve it to consumers."""
     from dafka.server import StoreNode
     from dafka.storage import FsyncPolicy, StorageConfig
 
-    setup_logging(verbose)
-    try:
-        transport = transport_config(towers, advertise, bind_host, beacon_interval)
-        storage_config = StorageConfig(fsync=FsyncPolicy.parse(fsync))
-        node = StoreNode(data_dir, transport, storage_config=storage_config)
-    except DafkaError as exc:
-        raise click.ClickException(str(exc)) from exc
+    setup_logging(verbose, log_format)
+    transport = transport_config(towers, advertise, bind_host, beacon_interval)
+    storage_config = StorageConfig(fsync=FsyncPolicy.parse(fsync))
+    node = StoreNode(data_dir, transport, storage_config=storage_config)
     run_until_signal(node.start, node.stop)
 
 
 @main.command()
-@click.option(
-    "--data", "data_dir", default="./dafka-data", show_default=True, type=click.Path(path_type=Path)
-)
-@click.option(
-    "--stores", default=1, show_default=True, type=click.IntRange(0, 64), help="How many stores."
-)
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option(
-    "--port",
-    default=5556,
-    show_default=True,
-    type=click.IntRange(1, 65534),
-    help="Tower beacon XSUB port (the XPUB is PORT+1).",
-)
-@click.option("--fsync", default="ms:5", show_default=True, help="The stores' fsync policy.")
-@click.option("-v", "--verbose", is_flag=True)
-def up(data_dir: Path, stores: int, host: str, port: int, fsync: str, verbose: bool) -> None:
+@setting_option("up/db", param="data_dir")
+@setting_option("up/stores")
+@setting_option("up/host")
+@setting_option("up/port")
+@setting_option("store/fsync")
+@setting_option("log/format")
+@_verbose
+def up(
+    data_dir: Path,
+    stores: int,
+    host: str,
+    port: int,
+    fsync: str,
+    log_format: str,
+    verbose: bool,
+) -> None:
     """Run a local cluster: a tower and STORES stores, each in its own supervised process.
 
     A store that dies is restarted (and logged); Ctrl-C stops them all.
     """
     from dafka.server import LocalCluster
 
-    setup_logging(verbose)
+    setup_logging(verbose, log_format)
     cluster = LocalCluster(
         data_dir,
         stores=stores,
@@ -122,10 +146,10 @@ def up(data_dir: Path, stores: int, host: str, port: int, fsync: str, verbose: b
     def _start() -> None:
         cluster.start()
         lines = [f"dafka up: tower {cluster.towers} (beacons in :{port}, out :{port + 1})"]
-        for store in cluster.stores:
-            writer, reader = store.ports
+        for member in cluster.stores:
+            writer, reader = member.ports
             lines.append(
-                f"  {store.name}: pid {store.pid}, data {store.data_dir}, "
+                f"  {member.name}: pid {member.pid}, data {member.data_dir}, "
                 f"writer :{writer}, reader :{reader}"
             )
         lines.append(f"clients: --tower {cluster.towers}; Ctrl-C to stop")
@@ -134,10 +158,42 @@ def up(data_dir: Path, stores: int, host: str, port: int, fsync: str, verbose: b
     run_until_signal(_start, cluster.stop)
 
 
+def _delimiter(text: str) -> bytes:
+    raw = text.encode().decode("unicode_escape").encode("latin-1")
+    if not raw:
+        raise click.BadParameter("the delimiter is empty")
+    return raw
+
+
 @main.command()
-@click.argument("topic")
-@transport_options
-@click.option("--flush-timeout", default=30.0, show_default=True)
+@click.argument("topic", type=TopicType())
+@node_options
+@setting_option("producer/flush_timeout")
+@click.option("-D", "--delimiter", default="\\n", show_default=True, help="Message delimiter.")
+@click.option("-z", "--null", is_flag=True, help="Messages are separated by NUL bytes.")
+@click.option(
+    "-K",
+    "--key-delimiter",
+    default=None,
+    help="Each message is KEY<DELIM>VALUE (kcat -K).",
+)
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Send each file whole as one message (repeatable); stdin is not read.",
+)
+@setting_option("producer/partitions")
+@setting_option("producer/name")
+@click.option(
+    "--no-batching",
+    is_flag=True,
+    help="One message per RECORD (readable by C consumers; no key, headers or timestamp).",
+)
+@setting_option("producer/linger_ms")
+@setting_option("producer/batch_size")
+@setting_option("producer/max_in_flight")
 def produce(
     topic: str,
     towers: tuple[str, ...],
@@ -145,68 +201,208 @@ def produce(
     bind_host: str,
     beacon_interval: float,
     flush_timeout: float,
+    delimiter: str,
+    null: bool,
+    key_delimiter: str | None,
+    files: tuple[Path, ...],
+    partitions: int,
+    name: str,
+    no_batching: bool,
+    linger_ms: float,
+    batch_size: int,
+    max_in_flight: int,
 ) -> None:
-    """Publish each line of standard input as one record of TOPIC."""
-    from dafka.client import PartitionProducer
+    """Publish standard input to TOPIC, one message per line; exit once all are stored.
 
-    transport = transport_config(towers, advertise, bind_host, beacon_interval)
-    with PartitionProducer(topic, transport) as producer:
-        for line in sys.stdin.buffer:
-            producer.publish(line.rstrip(b"\n"))
-        if not producer.flush(flush_timeout):
-            raise click.ClickException(
-                f"only {producer.acked} of {producer.next_sequence} records were ACKed "
-                f"within {flush_timeout}s"
-            )
-        click.echo(f"published {producer.next_sequence} records to {topic!r}", err=True)
+    Exits 1 with the count of messages not stored when the stores did not ACK them within
+    --flush-timeout seconds of the last progress.
+    """
+    from dafka.cli._produce import produce as run
+    from dafka.cli._produce import split, with_keys
+
+    separator = b"\0" if null else _delimiter(delimiter)
+    keys = _delimiter(key_delimiter) if key_delimiter is not None else None
+    if keys is not None and no_batching:
+        raise click.UsageError("-K needs batching: a plain RECORD carries no key")
+    if files:
+        messages = with_keys((p.read_bytes() for p in files), keys)
+    else:
+        messages = with_keys(split(sys.stdin.buffer, separator), keys)
+    outcome = run(
+        topic,
+        messages,
+        flush_timeout,
+        towers=client_towers(towers),
+        advertised_host=advertise,
+        bind_host=bind_host,
+        beacon_interval=beacon_interval,
+        beacon_timeout=4 * beacon_interval,
+        partitions=partitions,
+        name=name or None,
+        batching=not no_batching,
+        linger_ms=linger_ms,
+        batch_size=batch_size,
+        max_in_flight=max_in_flight,
+    )
+    if outcome.not_stored or outcome.stopped_reading:
+        stopped = " (stopped reading input: no room to send)" if outcome.stopped_reading else ""
+        raise click.ClickException(
+            f"{outcome.not_stored} of {outcome.sent} messages were not stored within "
+            f"{flush_timeout:g}s{stopped}"
+        )
+    if sys.stderr.isatty():
+        click.echo(f"{outcome.sent} messages stored in {topic!r}", err=True)
 
 
 @main.command()
-@click.argument("topics", nargs=-1, required=True)
-@transport_options
-@click.option("--earliest", is_flag=True, help="Start at the beginning (consumer/offset/reset).")
-@click.option("--count", type=int, default=None, help="Exit after this many records.")
+@click.argument("topics", nargs=-1, required=True, type=TopicType())
+@node_options
+@click.option(
+    "-o",
+    "--offset",
+    default=None,
+    help='Where to start: earliest, latest, or JSON {"topic": {"partition": offset}} '
+    "(partitions not named start per --offset-reset).",
+)
+@setting_option("consumer/offset/reset")
+@click.option("--earliest", is_flag=True, help="Same as --offset earliest.")
+@click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Exit after N.")
+@click.option(
+    "-e",
+    "--exit-at-end",
+    is_flag=True,
+    help="Exit once caught up with every partition head known (after a few seconds to find them).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["raw", "json"]),
+    default="raw",
+    show_default=True,
+    help="raw: the value and -D; json: one JSON object per line.",
+)
+@click.option("-f", "--template", default=None, help="kcat-like template, e.g. '%t %p %o %s\\n'.")
+@click.option("-D", "--delimiter", default="\\n", show_default=True, help="After each raw value.")
+@click.option(
+    "--from-timestamp",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Skip messages stamped before this time (ms since the epoch); implies earliest.",
+)
 def consume(
     topics: tuple[str, ...],
     towers: tuple[str, ...],
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    offset: str | None,
+    offset_reset: str,
     earliest: bool,
     count: int | None,
+    exit_at_end: bool,
+    output_format: str,
+    template: str | None,
+    delimiter: str,
+    from_timestamp: int | None,
 ) -> None:
-    """Print the records of TOPICS, one per line, until Ctrl-C (or --count)."""
-    from dafka.client import Consumer
-    from dafka.node import ConsumerConfig
+    """Print the records of TOPICS (data on stdout, diagnostics on stderr)."""
+    from dafka.cli import _output
+    from dafka.cli._consume import consume as run
 
     transport = transport_config(towers, advertise, bind_host, beacon_interval)
-    config = ConsumerConfig(offset_reset="earliest" if earliest else "latest")
-    out = sys.stdout.buffer
-    seen = 0
-    with Consumer(topics, transport=transport, config=config) as consumer:
-        try:
-            for record in consumer:
-                out.write(record.value + b"\n")
-                seen += 1
-                if count is not None and seen >= count:
-                    break
-        except KeyboardInterrupt:
-            pass
-        out.flush()
+    positions = None
+    if earliest or from_timestamp is not None:
+        offset_reset = "earliest"
+    if offset in ("earliest", "latest"):
+        offset_reset = offset
+    elif offset is not None:
+        positions = _output.offsets(offset, topics)
+    if template is not None:
+        formatter = _output.template(template)
+    elif output_format == "json":
+        formatter = _output.json_line
+    else:
+        formatter = _output.raw(_delimiter(delimiter))
+    run(
+        topics,
+        transport,
+        offset_reset=offset_reset,
+        start_positions=positions,
+        count=count,
+        formatter=formatter,
+        from_timestamp=from_timestamp,
+        exit_at_end=exit_at_end,
+    )
+
+
+@main.command("config")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.pass_obj
+def config_command(layers: Layers, as_json: bool) -> None:
+    """Print every setting's effective value and where it came from (file, env, default).
+
+    Flags are not shown: they apply to the command they are given to, and win over these.
+    """
+    import json
+
+    from dafka.config import SETTINGS
+
+    effective = layers.effective()
+    if as_json:
+        table = {
+            key: {
+                "value": None if v.value is None else str(v.value),
+                "source": v.source,
+                "env": SETTINGS[key].env,
+                "flag": SETTINGS[key].flag,
+            }
+            for key, v in effective.items()
+        }
+        click.echo(json.dumps(table, indent=2))
+        return
+    width = max(len(k) for k in effective)
+    for key, v in effective.items():
+        shown = "(required)" if v.value is None else repr(v.value) if v.value == "" else v.value
+        click.echo(f"{key:<{width}}  {shown!s:<24}  {v.source:<28}  {SETTINGS[key].env}")
+
+
+def _bench_options(fn: Any) -> Any:
+    for decorator in reversed(
+        [
+            click.option("--records", default=200_000, show_default=True, type=click.IntRange(1)),
+            click.option(
+                "--size",
+                default=100,
+                show_default=True,
+                type=click.IntRange(8, 16 * 1024 * 1024),
+                help="Record size in bytes.",
+            ),
+            click.option(
+                "--data",
+                "data_dir",
+                type=click.Path(path_type=Path, file_okay=False),
+                default=None,
+                help="Where the stores keep their logs (default: a temporary directory).",
+            ),
+        ]
+    ):
+        fn = decorator(fn)
+    return fn
 
 
 @main.command()
-@click.option("--records", default=200_000, show_default=True)
-@click.option("--size", default=100, show_default=True, help="Record size in bytes.")
-@click.option(
-    "--data",
-    "data_dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where the stores keep their logs (default: a temporary directory).",
-)
+@_bench_options
+def bench(records: int, size: int, data_dir: Path | None) -> None:
+    """Throughput of a local cluster: a producer, then a late consumer; prints figures."""
+    from dafka.cli._demo import run_demo
+
+    run_demo(records, size, data_dir)
+
+
+@main.command(hidden=True)
+@_bench_options
 def demo(records: int, size: int, data_dir: Path | None) -> None:
-    """The main job: a local cluster, a producer and a late consumer; prints figures."""
+    """The former name of `dafka bench` (what `make run` runs)."""
     from dafka.cli._demo import run_demo
 
     run_demo(records, size, data_dir)

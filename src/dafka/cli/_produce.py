@@ -1,0 +1,205 @@
+"""``dafka produce``: messages from standard input (or files) to a topic, until all are stored.
+
+Input is split into messages on a delimiter (a newline by default, NUL with ``-z``) or taken
+whole from each ``--file``; with ``-K DELIM`` the text before the first DELIM of a message is
+its key. The command exits once the stores ACKed every message (0), or after
+``--flush-timeout`` seconds without progress with the count of what was not stored (1).
+When no store has ACKed anything after a few seconds it says so on stderr, once.
+On a terminal a progress line shows messages sent, stored, and the rate; in a pipe only
+errors are written.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+
+import click
+
+from dafka.client import RecordMetadata
+from dafka.node import BackpressureError
+
+if TYPE_CHECKING:
+    from dafka.client import Producer
+
+WAITING_AFTER = 2.0
+"""Seconds without any ACK before "waiting for a store" is shown."""
+
+
+def split(stream: BinaryIO, delimiter: bytes, chunk: int = 1 << 16) -> Iterator[bytes]:
+    """Messages of ``stream`` separated by ``delimiter``; a last piece without one counts
+    unless it is empty."""
+    if delimiter == b"\n" and isinstance(stream, io.BufferedIOBase | io.BytesIO):
+        for line in stream:
+            yield line[:-1] if line.endswith(b"\n") else line
+        return
+    rest = b""
+    while True:
+        data = stream.read(chunk)
+        if not data:
+            break
+        pieces = (rest + data).split(delimiter)
+        rest = pieces.pop()
+        yield from pieces
+    if rest:
+        yield rest
+
+
+def with_keys(
+    messages: Iterable[bytes], delimiter: bytes | None
+) -> Iterator[tuple[bytes | None, bytes]]:
+    """(key, value) pairs: the key is what precedes the first ``delimiter`` (None if absent)."""
+    for message in messages:
+        if delimiter is None:
+            yield None, message
+            continue
+        key, found, value = message.partition(delimiter)
+        yield (key, value) if found else (None, message)
+
+
+@dataclass
+class Outcome:
+    sent: int
+    stored: int
+    stopped_reading: bool
+
+    @property
+    def not_stored(self) -> int:
+        return self.sent - self.stored
+
+
+class _Counts(Protocol):
+    def counts(self) -> tuple[int, int]:
+        """(messages sent, messages stored)."""
+        ...
+
+
+class _Watch:
+    """A thread that writes progress (on a terminal) and the "waiting for a store" notice."""
+
+    def __init__(self, progress: _Counts, towers: str, tty: bool) -> None:
+        self._progress = progress
+        self._towers = towers
+        self._tty = tty
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="dafka-produce-watch", daemon=True)
+        self._started = time.monotonic()
+        self._thread.start()
+
+    def _run(self) -> None:
+        warned = False
+        while not self._stop.wait(0.25):
+            sent, stored = self._progress.counts()
+            waited = time.monotonic() - self._started
+            if not warned and stored == 0 and sent and waited > WAITING_AFTER:
+                warned = True
+                self._clear()
+                click.echo(
+                    f"dafka produce: waiting for a store to acknowledge {sent} message(s) "
+                    f"(towers {self._towers}); is a store running? (dafka up / dafka store)",
+                    err=True,
+                )
+            if self._tty:
+                click.echo(
+                    f"\r{sent:,} sent, {stored:,} stored, {stored / max(waited, 1e-9):,.0f} msg/s ",
+                    err=True,
+                    nl=False,
+                )
+
+    def _clear(self) -> None:
+        if self._tty:
+            click.echo("\r\033[K", err=True, nl=False)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._clear()
+
+
+class _Tally:
+    """Messages sent and stored, counted from the producer's delivery callbacks."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.stored = 0
+        self.failed = 0
+
+    def on_delivery(self, meta: RecordMetadata | None, error: BaseException | None) -> None:
+        if error is None and meta is not None:
+            self.stored += 1  # one writer: the producer's thread
+        else:
+            self.failed += 1
+
+    def counts(self) -> tuple[int, int]:
+        return self.sent, self.stored
+
+
+def produce(
+    topic: str,
+    messages: Iterable[tuple[bytes | None, bytes]],
+    flush_timeout: float,
+    **settings: Any,
+) -> Outcome:
+    """Send every message, then wait for the ACKs; never waits longer than ``flush_timeout``
+    without progress (for room to send, or for ACKs). ``settings``: ProducerSettings fields.
+    """
+    from dafka.client import Producer
+
+    tally = _Tally()
+    producer = Producer(topic, backpressure="error", on_delivery=tally.on_delivery, **settings)
+    watch = _Watch(tally, str(settings.get("towers", "")), sys.stderr.isatty())
+    stopped = False
+    try:
+        for key, value in messages:
+            if not _send(producer, tally, key, value, flush_timeout):
+                stopped = True
+                break
+        deadline = time.monotonic() + flush_timeout
+        last = tally.stored
+        while producer.flush(min(0.5, max(0.0, deadline - time.monotonic()))):
+            if tally.stored != last:  # progress: the timeout counts from the last ACK
+                last = tally.stored
+                deadline = time.monotonic() + flush_timeout
+            elif time.monotonic() >= deadline:
+                break
+    finally:
+        watch.stop()
+        producer.close(timeout=0)  # fails what is still in flight
+    return Outcome(tally.sent, tally.stored, stopped)
+
+
+def _send(
+    producer: Producer, tally: _Tally, key: bytes | None, value: bytes, flush_timeout: float
+) -> bool:
+    """Send one message, waiting for room while ACKs make progress; False once no ACK came
+    for ``flush_timeout`` seconds."""
+    deadline = time.monotonic() + flush_timeout
+    last = tally.stored
+    while True:
+        try:
+            producer.send(value, key=key)
+        except BackpressureError:
+            producer.flush(0.05)
+            if tally.stored != last:
+                last = tally.stored
+                deadline = time.monotonic() + flush_timeout
+            elif time.monotonic() >= deadline:
+                return False
+            continue
+        tally.sent += 1
+        return True
+
+
+def open_inputs(files: tuple[Path, ...]) -> Iterator[BinaryIO]:
+    for path in files:
+        with path.open("rb") as f:
+            yield f
+
+
+__all__ = ["Outcome", "produce", "split", "with_keys"]

@@ -1,0 +1,27 @@
+"""Configuration of the ``dafka`` commands: one table of settings, one loader.
+
+* :data:`SETTINGS` - every setting (key as in the C reference where it has one, flag,
+  environment variable, default, what it accepts);
+* :func:`load` - the TOML file (``--config`` / ``DAFKA_CONFIG``) and ``DAFKA_*`` variables,
+  checked, with :meth:`Layers.effective` telling where each value came from.
+
+Precedence: default < file < environment < flag. See docs/cli.md.
+"""
+
+from dafka.config._keys import SETTINGS, Setting
+from dafka.config._loader import CONFIG_ENV, Layers, Value, check, load, unknown_key
+from dafka.config._values import TOPIC, Kind, tower_endpoints
+
+__all__ = [
+    "CONFIG_ENV",
+    "SETTINGS",
+    "TOPIC",
+    "Kind",
+    "Layers",
+    "Setting",
+    "Value",
+    "check",
+    "load",
+    "tower_endpoints",
+    "unknown_key",
+]

@@ -1,0 +1,137 @@
+"""Every setting of the ``dafka`` commands, in one table: key, flag, default, kind, help.
+
+Keys follow the C reference's zconfig paths where it has one (``beacon/interval``,
+``consumer/offset/reset``, ``store/db``, ``tower/sub_address``...); the environment variable
+of a key is ``DAFKA_`` + the key in upper case with ``/`` as ``_`` (``DAFKA_BEACON_INTERVAL``).
+The command line builds its options from this table, so --help, the environment variables,
+the TOML file and ``dafka config`` can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dafka.config import _values as v
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    key: str
+    flag: str
+    kind: v.Kind
+    default: Any
+    help: str
+
+    @property
+    def env(self) -> str:
+        return "DAFKA_" + self.key.upper().replace("/", "_").replace("-", "_")
+
+
+_TABLE = [
+    # -- every node -------------------------------------------------------------------------
+    Setting(
+        "towers",
+        "--tower",
+        v.TOWERS,
+        "127.0.0.1:5556",
+        "Towers as HOST:PORT (beacons in; out on PORT+1) or HOST:SUBPORT:PUBPORT, "
+        "comma-separated or repeated.",
+    ),
+    Setting(
+        "beacon/interval", "--beacon-interval", v.number(0, 3600), 1.0, "Seconds between beacons."
+    ),
+    Setting(
+        "beacon/address",
+        "--advertise",
+        v.HOST,
+        "",
+        "The host peers connect to (default: the address the tower sees).",
+    ),
+    Setting(
+        "bind",
+        "--bind",
+        v.BIND_ADDRESS,
+        "127.0.0.1",
+        "Interface the data sockets bind to; * for every interface.",
+    ),
+    # -- tower ------------------------------------------------------------------------------
+    Setting("tower/sub_address", "--sub", v.ENDPOINT, "tcp://127.0.0.1:5556", "Beacons in (XSUB)."),
+    Setting(
+        "tower/pub_address", "--pub", v.ENDPOINT, "tcp://127.0.0.1:5557", "Beacons out (XPUB)."
+    ),
+    # -- store ------------------------------------------------------------------------------
+    Setting("store/db", "--data", v.DIRECTORY, None, "The store's data directory (created)."),
+    Setting(
+        "store/fsync",
+        "--fsync",
+        v.FSYNC,
+        "ms:5",
+        "When records become durable and are ACKed: batch, records:N, ms:T, os, or several "
+        "joined with +.",
+    ),
+    # -- up ---------------------------------------------------------------------------------
+    Setting("up/db", "--data", v.DIRECTORY, "./dafka-data", "Where the stores keep their data."),
+    Setting("up/stores", "--stores", v.integer(0, 64), 1, "How many stores to run."),
+    Setting("up/host", "--host", v.BIND_ADDRESS, "127.0.0.1", "Address everything binds to."),
+    Setting(
+        "up/port", "--port", v.integer(1, 65534), 5556, "The tower's beacon-in port (out: PORT+1)."
+    ),
+    # -- producer ---------------------------------------------------------------------------
+    Setting(
+        "producer/flush_timeout",
+        "--flush-timeout",
+        v.number(0, 86400),
+        30.0,
+        "Seconds to wait for the stores' ACKs (and for room to send) before giving up.",
+    ),
+    Setting(
+        "producer/partitions",
+        "--partitions",
+        v.integer(1, 1024),
+        1,
+        "Partitions of this producer (keys map to one by FNV-1a).",
+    ),
+    Setting(
+        "producer/name",
+        "--name",
+        v.OPTIONAL_TEXT,
+        "",
+        "Producer name: partitions are NAME.0..N-1 and a restart with the same name "
+        "resumes them (default: a random name).",
+    ),
+    Setting(
+        "producer/linger_ms",
+        "--linger-ms",
+        v.number(0, 60_000, inclusive_min=True),
+        5.0,
+        "How long a batch may wait for more messages.",
+    ),
+    Setting(
+        "producer/batch_size",
+        "--batch-size",
+        v.integer(1, 64 << 20),
+        256 * 1024,
+        "Bytes after which a batch is sent.",
+    ),
+    Setting(
+        "producer/max_in_flight",
+        "--max-in-flight",
+        v.integer(1, 100_000_000),
+        1_000_000,
+        "Messages sent and not yet stored before sending waits.",
+    ),
+    # -- consumer ---------------------------------------------------------------------------
+    Setting(
+        "consumer/offset/reset",
+        "--offset-reset",
+        v.choice("earliest", "latest"),
+        "latest",
+        "Where to start a partition with no position.",
+    ),
+    # -- logs -------------------------------------------------------------------------------
+    Setting("log/format", "--log-format", v.choice("text", "json"), "text", "Log lines' format."),
+]
+
+SETTINGS: dict[str, Setting] = {s.key: s for s in _TABLE}
+"""Every setting by key."""

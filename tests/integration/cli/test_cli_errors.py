@@ -1,0 +1,128 @@
+"""One error path: ``Error: ...`` on stderr, exit 2 for usage, 1 at run time, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka.server import free_port_pair
+from tests.integration.cli.cli_run import dafka
+from tests.integration.cluster.cluster_procs import DAFKA
+
+USAGE = [
+    (["produce", "t", "--tower", "bad"], "--tower"),
+    (["produce", ""], "TOPIC"),
+    (["produce", "x" * 300], "300 bytes"),
+    (["consume", "t", "--beacon-interval", "0"], "--beacon-interval"),
+    (["consume", "t", "--bind", "not an ip"], "--bind"),
+    (["produce", "t", "--advertise", "my host"], "--advertise"),
+    (["store", "--data", "README.md"], "not a directory"),
+    (["up", "--stores", "-1"], "--stores"),
+    (["up", "--port", "70000"], "--port"),
+    (["store", "--data", "d", "--fsync", "ms:1e9"], "--fsync"),
+    (["store", "--data", "d", "--fsync", "bad"], "--fsync"),
+    (["consume", "t", "--count", "0"], "--count"),
+    (["consume", "t", "-f", "%x"], "unknown field"),
+    (["consume", "t", "--offset", "{bad"], "--offset"),
+    (["tower", "--sub", "tcp://0.0.0.0:99999"], "--sub"),
+    (["--config", "nope.toml", "config"], "not found"),
+]
+
+
+@pytest.mark.parametrize(("args", "named"), USAGE, ids=[" ".join(a)[:40] for a, _ in USAGE])
+def test_usage_errors_exit_2_with_one_line(args: list[str], named: str) -> None:
+    result = dafka(*args, timeout=30)
+    assert result.code == 2, result.err
+    assert "Error:" in result.err
+    assert named in result.err
+    assert "Traceback" not in result.err
+    assert result.out == b""
+
+
+def test_bad_environment_and_config_values_name_the_key(tmp_path: Path) -> None:
+    result = dafka("config", env={"DAFKA_BEACON_INTERVAL": "-1"})
+    assert result.code == 2
+    assert "DAFKA_BEACON_INTERVAL" in result.err
+    assert "beacon/interval" in result.err
+    config = tmp_path / "c.toml"
+    config.write_text("[store]\nfsink = 'batch'\n")
+    result = dafka("--config", str(config), "config")
+    assert result.code == 2
+    assert "unknown key 'store/fsink'" in result.err
+    assert "store/fsync" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_no_tower_reachable_is_a_runtime_error() -> None:
+    port = free_port_pair()
+    result = dafka("consume", "t", "--tower", f"127.0.0.1:{port}", timeout=60)
+    assert result.code == 1
+    assert "Error:" in result.err
+    assert "no welcome from any tower" in result.err
+    assert "Traceback" not in result.err
+
+
+@pytest.fixture
+def lone_tower() -> Iterator[int]:
+    """A tower with no store: its beacon-in port."""
+    port = free_port_pair()
+    tower = subprocess.Popen(
+        [
+            *DAFKA,
+            "tower",
+            "--sub",
+            f"tcp://127.0.0.1:{port}",
+            "--pub",
+            f"tcp://127.0.0.1:{port + 1}",
+        ],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield port
+    finally:
+        tower.terminate()
+        tower.wait(15)
+
+
+def test_produce_without_a_store_says_so_and_exits_1_with_the_count(lone_tower: int) -> None:
+    port = lone_tower
+    started = time.monotonic()
+    result = dafka(
+        "produce",
+        "t",
+        "--tower",
+        f"127.0.0.1:{port}",
+        "--flush-timeout",
+        "3",
+        stdin=b"".join(b"%d\n" % i for i in range(1000)),
+    )
+    elapsed = time.monotonic() - started
+    assert result.code == 1
+    assert "waiting for a store" in result.err
+    assert "Error: 1000 of 1000 messages were not stored within 3s" in result.err
+    assert "Traceback" not in result.err
+    assert elapsed < 30
+
+
+def test_produce_honours_the_flush_timeout_when_sending_blocks(lone_tower: int) -> None:
+    """More input than the in-flight bound with no store: it stops reading after the timeout."""
+    port = lone_tower
+    result = dafka(
+        "produce",
+        "t",
+        "--tower",
+        f"127.0.0.1:{port}",
+        "--flush-timeout",
+        "2",
+        "--max-in-flight",
+        "1000",
+        stdin=b"x\n" * 5000,
+    )
+    assert result.code == 1
+    assert "Error: 1000 of 1000 messages were not stored within 2s" in result.err
+    assert "stopped reading input" in result.err
+    assert "Traceback" not in result.err
