@@ -7,6 +7,7 @@ environment and the flags. Errors follow one path (``dafka.cli._errors``).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -29,6 +30,38 @@ from dafka.config import CONFIG_ENV, Layers, load
 from dafka.errors import ConfigError
 
 _verbose = click.option("-v", "--verbose", is_flag=True, help="Debug logs.")
+
+
+def _metrics_options(fn: Any) -> Any:
+    return setting_option("metrics/port")(setting_option("metrics/host")(fn))
+
+
+class _Metrics:
+    """The daemon's /metrics and /healthz server, when --metrics-port is set."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._host, self._port = host, port
+        self._server: Any = None
+
+    def start(self, collect: Any, healthy: Any) -> None:
+        if not self._port:
+            return
+        try:
+            from dafka.metrics import MetricsServer
+        except ImportError as exc:
+            raise UserError(
+                "--metrics-port needs prometheus-client: pip install 'dafka[metrics]'"
+            ) from exc
+        self._server = MetricsServer(collect, healthy, host=self._host, port=self._port)
+        self._server.start()
+        logging.getLogger("dafka").info(
+            "metrics on http://%s:%d/metrics and /healthz", self._host, self._server.port
+        )
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
 
 def _default_map(group: click.Group, layers: Layers) -> dict[str, dict[str, Any]]:
@@ -72,21 +105,42 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 @main.command()
 @setting_option("tower/sub_address", param="sub_address")
 @setting_option("tower/pub_address", param="pub_address")
+@_metrics_options
 @setting_option("log/format")
 @_verbose
-def tower(sub_address: str, pub_address: str, log_format: str, verbose: bool) -> None:
+def tower(
+    sub_address: str,
+    pub_address: str,
+    metrics_port: int,
+    metrics_host: str,
+    log_format: str,
+    verbose: bool,
+) -> None:
     """Run a tower: the beacon forwarder nodes use to find each other."""
     from dafka.transport.tower import Tower
 
     setup_logging(verbose, log_format)
     t = Tower(sub_address, pub_address)
-    run_until_signal(t.start, t.stop)
+    metrics = _Metrics(metrics_host, metrics_port)
+
+    def _start() -> None:
+        t.start()
+        from dafka.metrics import tower_samples
+
+        metrics.start(lambda: tower_samples(t), lambda: None)
+
+    def _stop() -> None:
+        metrics.stop()
+        t.stop()
+
+    run_until_signal(_start, _stop)
 
 
 @main.command()
 @setting_option("store/db", param="data_dir")
 @setting_option("store/fsync")
 @node_options
+@_metrics_options
 @setting_option("log/format")
 @_verbose
 def store(
@@ -96,6 +150,8 @@ def store(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    metrics_port: int,
+    metrics_host: str,
     log_format: str,
     verbose: bool,
 ) -> None:
@@ -107,7 +163,26 @@ def store(
     transport = transport_config(towers, advertise, bind_host, beacon_interval)
     storage_config = StorageConfig(fsync=FsyncPolicy.parse(fsync))
     node = StoreNode(data_dir, transport, storage_config=storage_config)
-    run_until_signal(node.start, node.stop)
+    metrics = _Metrics(metrics_host, metrics_port)
+
+    def _start() -> None:
+        node.start()
+        from dafka.metrics import store_samples
+
+        def healthy() -> str | None:
+            runner = node.runner
+            if runner is None:
+                return "stopped"
+            error = runner.failure.error
+            return None if error is None else f"failed: {error}"
+
+        metrics.start(lambda: store_samples(node), healthy)
+
+    def _stop() -> None:
+        metrics.stop()
+        node.stop()
+
+    run_until_signal(_start, _stop)
 
 
 @main.command()

@@ -129,6 +129,17 @@ _TABLE = [
         "latest",
         "Where to start a partition with no position.",
     ),
+    # -- operations -------------------------------------------------------------------------
+    Setting(
+        "metrics/port",
+        "--metrics-port",
+        v.integer(0, 65535),
+        0,
+        "Serve /metrics (Prometheus) and /healthz over HTTP on this port; 0: off.",
+    ),
+    Setting(
+        "metrics/host", "--metrics-host", v.BIND_ADDRESS, "127.0.0.1", "Where /metrics listens."
+    ),
     # -- logs -------------------------------------------------------------------------------
     Setting("log/format", "--log-format", v.choice("text", "json"), "text", "Log lines' format."),
 ]

@@ -1,0 +1,88 @@
+"""Daemons serve /metrics (Prometheus text) and /healthz with --metrics-port."""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from dafka.server import free_port_pair
+from tests.integration.cli.cli_run import dafka
+from tests.integration.cluster.cluster_procs import DAFKA, Processes, wait_until
+
+_READY = re.compile(r"metrics on http://127.0.0.1:(\d+)/metrics")
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _value(text: str, name: str) -> float:
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert found is not None, f"{name} not in\n{text}"
+    return float(found.group(1))
+
+
+def test_store_and_tower_metrics_and_health(procs: Processes, tmp_path: Path) -> None:
+    port, tower_metrics, store_metrics = free_port_pair(), free_port_pair(), free_port_pair()
+    tower = procs.spawn(
+        "tower",
+        [
+            *DAFKA,
+            "tower",
+            "--sub",
+            f"tcp://127.0.0.1:{port}",
+            "--pub",
+            f"tcp://127.0.0.1:{port + 1}",
+            "--metrics-port",
+            str(tower_metrics),
+        ],
+    )
+    tower.wait_log(_READY)
+    store = procs.spawn(
+        "store",
+        [
+            *DAFKA,
+            "store",
+            "--data",
+            str(tmp_path / "s"),
+            "--tower",
+            f"127.0.0.1:{port}",
+            "--beacon-interval",
+            "0.2",
+            "--metrics-port",
+            str(store_metrics),
+            "--fsync",
+            "batch",
+        ],
+    )
+    store.wait_log(_READY)
+    assert _get(store_metrics, "/healthz") == (200, "ok\n")
+    produced = dafka(
+        "produce",
+        "m",
+        "--tower",
+        f"127.0.0.1:{port}",
+        "--beacon-interval",
+        "0.2",
+        "--no-batching",
+        stdin=b"".join(b"%d\n" % i for i in range(50)),
+    )
+    assert produced.code == 0, produced.err
+    status, text = _get(store_metrics, "/metrics")
+    assert status == 200
+    assert _value(text, "dafka_store_stored_total") == 50
+    assert _value(text, "dafka_store_acks_sent_total") >= 1
+    assert _value(text, "dafka_store_partitions") == 1
+    assert _value(text, "dafka_store_data_bytes") > 50
+    assert _value(text, "dafka_store_undecodable_total") == 0
+    _, tower_text = _get(tower_metrics, "/metrics")
+    assert _value(tower_text, "dafka_tower_beacons_forwarded_total") > 0
+    assert _get(store_metrics, "/nope")[0] == 404
+    assert store.stop() == 0
+    wait_until(lambda: not store.running(), "store stopped")
