@@ -410,6 +410,38 @@ def consume(
     )
 
 
+@main.command()
+@click.argument("topics", nargs=-1, required=True, type=TopicType())
+@node_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.option(
+    "--wait",
+    type=click.FloatRange(0.1, 600),
+    default=None,
+    help="Seconds to listen for announcements (default: 3 beacon intervals, at least 2 s).",
+)
+def status(
+    topics: tuple[str, ...],
+    towers: tuple[str, ...],
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    as_json: bool,
+    wait: float | None,
+) -> None:
+    """Show the partitions of TOPICS and their heads, as the cluster announces them."""
+    import json
+
+    from dafka.cli._status import status as run
+
+    transport = transport_config(towers, advertise, bind_host, beacon_interval)
+    found = run(topics, transport, wait or max(2.0, 3 * beacon_interval))
+    if as_json:
+        click.echo(json.dumps(found.as_json(), indent=2))
+    else:
+        click.echo("\n".join(found.lines()))
+
+
 @main.command("config")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 @click.pass_obj

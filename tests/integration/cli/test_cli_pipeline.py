@@ -163,3 +163,30 @@ def test_config_file_env_and_flag_precedence(cluster: LocalCluster, tmp_path: Pa
     wrong = {**env, "DAFKA_TOWERS": "127.0.0.1:1"}
     flagged = dafka("consume", "cfg", "--earliest", "-c", "1", "--tower", cluster.towers, env=wrong)
     assert flagged.out == b"x\n"
+
+
+def test_status_shows_partitions_and_heads(cluster: LocalCluster) -> None:
+    produced = dafka(
+        "produce",
+        "st",
+        *_node(cluster),
+        "--no-batching",
+        "--partitions",
+        "2",
+        "--name",
+        "sw",
+        "--batch-size",
+        "1",
+        stdin=b"".join(b"%d\n" % i for i in range(40)),
+    )
+    assert produced.code == 0, produced.err
+    shown = dafka("status", "st", *_node(cluster), "--json", "--wait", "3")
+    assert shown.code == 0, shown.err
+    table = json.loads(shown.out)
+    assert table["towers"] == [cluster.towers]
+    assert table["peers_connected"] >= 1
+    parts = {p["partition"]: p["head"] for p in table["topics"]["st"]["partitions"]}
+    assert set(parts) == {"sw.0", "sw.1"}
+    assert sum(h + 1 for h in parts.values()) == 40  # one RECORD per message
+    text = dafka("status", "st", *_node(cluster), "--wait", "3")
+    assert "topic st: 2 partition(s)" in text.out.decode()
