@@ -51,7 +51,7 @@ class TopicType(click.ParamType[str]):
 
 
 def setting_option(
-    key: str, *short: str, param: str | None = None, **extra: Any
+    key: str, *short: str, param: str | None = None, help_extra: str = "", **extra: Any
 ) -> Callable[[F], F]:
     """``--flag`` (and ``short`` aliases) for setting ``key``."""
     s = SETTINGS[key]
@@ -67,7 +67,7 @@ def setting_option(
         show_default=not required and s.default != "",
         envvar=s.env,
         show_envvar=True,
-        help=f"{s.help} [config: {s.key}]",
+        help=f"{s.help}{help_extra} [config: {s.key}]",
         **extra,
     )
 

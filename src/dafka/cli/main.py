@@ -191,6 +191,7 @@ def store(
 @setting_option("up/host")
 @setting_option("up/port")
 @setting_option("store/fsync")
+@setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
 @setting_option("log/format")
 @_verbose
 def up(
@@ -199,6 +200,7 @@ def up(
     host: str,
     port: int,
     fsync: str,
+    metrics_port: int,
     log_format: str,
     verbose: bool,
 ) -> None:
@@ -216,6 +218,8 @@ def up(
         port=port,
         fsync=fsync,
         echo=lambda line: click.echo(line, err=True),
+        log_format=log_format,
+        metrics_port=metrics_port,
     )
 
     def _start() -> None:
@@ -226,6 +230,11 @@ def up(
             lines.append(
                 f"  {member.name}: pid {member.pid}, data {member.data_dir}, "
                 f"writer :{writer}, reader :{reader}"
+            )
+        if metrics_port:
+            lines.append(
+                f"  metrics: tower http://{host}:{metrics_port}/metrics, store i on port "
+                f"{metrics_port}+1+i"
             )
         lines.append(f"clients: --tower {cluster.towers}; Ctrl-C to stop")
         click.echo("\n".join(lines), err=True)

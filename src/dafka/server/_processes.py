@@ -122,6 +122,7 @@ class LocalCluster:
     ``data_dir`` defaults to a temporary directory removed at :meth:`stop`; ``port`` (the
     tower's XSUB, its XPUB is ``port + 1``) defaults to a free pair. ``echo`` receives every
     line the members write (``"store-0 | ..."``); by default they are only kept for errors.
+    ``metrics_port``: the tower serves /metrics there, store ``i`` on ``metrics_port + 1 + i``.
     """
 
     def __init__(
@@ -136,6 +137,8 @@ class LocalCluster:
         ready_timeout: float = 60.0,
         echo: Callable[[str], None] | None = None,
         python: str = sys.executable,
+        log_format: str = "text",
+        metrics_port: int = 0,
     ) -> None:
         if stores < 0:
             raise ClusterError(f"stores must be >= 0, got {stores}")
@@ -150,6 +153,8 @@ class LocalCluster:
         self._ready_timeout = ready_timeout
         self._echo = echo
         self._python = python
+        self._log_format = log_format
+        self._metrics_port = metrics_port
         self.tower: Member | None = None
         self.stores: list[Member] = []
         self._lock = threading.Lock()
@@ -290,6 +295,7 @@ class LocalCluster:
                     f"tcp://{self.host}:{self.port}",
                     "--pub",
                     f"tcp://{self.host}:{self.port + 1}",
+                    *self._common_args(0),
                 ],
                 _TOWER_READY,
             )
@@ -321,8 +327,17 @@ class LocalCluster:
             self._fsync,
             "--beacon-interval",
             str(self._beacon_interval),
+            *self._common_args(1 + index),
         ]
         return Member(f"store-{index}", argv, _STORE_READY, data_dir=data)
+
+    def _common_args(self, offset: int) -> list[str]:
+        """Log format, and the metrics port: ``metrics_port`` for the tower, the next ports
+        for the stores in order."""
+        args = ["--log-format", self._log_format]
+        if self._metrics_port:
+            args += ["--metrics-port", str(self._metrics_port + offset)]
+        return args
 
     def _spawn(self, member: Member) -> None:
         member.ready.clear()

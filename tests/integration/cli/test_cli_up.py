@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import urllib.request
 from pathlib import Path
 
 from dafka.client import Consumer, PartitionProducer
@@ -26,9 +28,23 @@ def _alive(pid: int) -> bool:
 def test_up_restarts_a_killed_store_and_stops_all_on_ctrl_c(
     procs: Processes, tmp_path: Path
 ) -> None:
-    port = free_port_pair()
+    port, metrics = free_port_pair(), free_port_pair()
     up = procs.spawn(
-        "up", [*DAFKA, "up", "--stores", "2", "--port", str(port), "--data", str(tmp_path / "d")]
+        "up",
+        [
+            *DAFKA,
+            "up",
+            "--stores",
+            "2",
+            "--port",
+            str(port),
+            "--data",
+            str(tmp_path / "d"),
+            "--metrics-port",
+            str(metrics),
+            "--log-format",
+            "json",
+        ],
     )
     first = up.wait_log(_STORE_LINE)
     pid = int(first.group(1))
@@ -45,6 +61,11 @@ def test_up_restarts_a_killed_store_and_stops_all_on_ctrl_c(
     wait_until(lambda: _ready_count(up.stderr()) >= 2, "store-0 ready again")
 
     children = [new_pid, *[int(p) for p in re.findall(r"store-1: pid (\d+)", up.stderr())]]
+    # Children log JSON lines (prefixed with their name by the supervisor).
+    line = next(x for x in up.stderr().splitlines() if x.startswith("store-1 | {"))
+    assert json.loads(line.split(" | ", 1)[1])["level"] == "info"
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/healthz", timeout=5) as reply:
+        assert reply.read() == b"ok\n"  # the tower's metrics port
     assert up.stop(signal.SIGINT) == 0
     wait_until(lambda: not any(_alive(c) for c in children), "every member gone", timeout=10)
 
