@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Protocol
 
 from dafka.node._catchup import Cursor, FetchScheduler, take_run
@@ -424,19 +425,29 @@ class StoreMachine:
             if budget > 0 and first < upto:
                 count = min(upto - first, budget)
                 topic, producer, recipient = cursor.topic, cursor.producer, reply.recipient
-                served = 0
                 stop = first + count
-                for sequence, content in read(topic, producer, first, count):
-                    if first <= sequence < stop:
-                        out.append(
-                            _new_send(
-                                _new_direct_record(recipient, topic, producer, sequence, content)
-                            )
-                        )
-                        served += 1
-                        reply.next = sequence + 1
-                if not served:
+                records = read(topic, producer, first, count)
+                if records and (records[0][0] < first or records[-1][0] >= stop):
+                    records = [r for r in records if first <= r[0] < stop]
+                if not records:
                     continue  # nothing held from there on (retention): the reply ends
+                served = len(records)
+                sequences, contents = zip(*records, strict=True)
+                # map() over repeat()s: no Python frame per DIRECT-RECORD of the reply
+                out.extend(
+                    map(
+                        _new_send,
+                        map(
+                            _new_direct_record,
+                            repeat(recipient),
+                            repeat(topic),
+                            repeat(producer),
+                            sequences,
+                            contents,
+                        ),
+                    )
+                )
+                reply.next = sequences[-1] + 1
                 budget -= served
                 self._served += served
                 reply.since = now
