@@ -1,0 +1,126 @@
+"""The job's logic as Spark DataFrame operations, apart from where data comes from and goes.
+
+``transform(raw, devices)`` takes any stream (or batch) with a binary ``value`` column - the
+dafka source's rows, or files in a test - and returns the two outputs: the dead letters (the
+input rows that do not parse, unchanged) and the enriched window aggregates. The rules are the
+ones :mod:`dafka.pipeline._expected` states in plain Python; keep the two in step.
+
+This module and :mod:`._job` are the only ones of the pipeline that import pyspark (an
+application on top of :mod:`dafka.spark`, installed with the ``spark`` extra).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
+
+MESSAGE_SCHEMA = "event_id STRING, device STRING, ts BIGINT, temp INT, heartbeat BOOLEAN"
+"""What a message may hold. Spark's JSON reader sets a field it cannot read as its type to
+null (a string where ``temp`` belongs, a truncated object...), which the rules below reject."""
+
+AGGREGATE_COLUMNS = (
+    "window_start",
+    "window_end",
+    "device",
+    "site",
+    "kind",
+    "count",
+    "temp_sum",
+    "temp_min",
+    "temp_max",
+)
+"""The output rows' columns, in order (as :class:`dafka.pipeline.Aggregate`'s fields)."""
+
+
+@dataclass(frozen=True)
+class TransformSettings:
+    """Event-time settings of the job (durations in ms)."""
+
+    window_ms: int = 5_000
+    watermark_ms: int = 20_000
+
+
+@dataclass(frozen=True)
+class Outputs:
+    dead_letters: DataFrame  # the unparseable input rows, all columns as they came
+    aggregates: DataFrame  # AGGREGATE_COLUMNS
+
+
+def classify(raw: DataFrame) -> DataFrame:
+    """``raw`` with ``e`` (the parsed struct) and ``outcome``: reading, heartbeat or dead."""
+    e = F.from_json(F.col("value").cast("string"), MESSAGE_SCHEMA, {"mode": "PERMISSIVE"})
+    parsed = raw.withColumn("e", e)
+    is_heartbeat = F.coalesce(F.col("e.heartbeat"), F.lit(False))
+    is_reading = (
+        F.col("e.event_id").isNotNull()
+        & F.col("e.device").isNotNull()
+        & F.col("e.ts").isNotNull()
+        & F.col("e.temp").isNotNull()
+    )
+    outcome: Column = (
+        F.when(F.col("e").isNull(), F.lit("dead"))
+        .when(is_heartbeat, F.when(F.col("e.ts").isNotNull(), "heartbeat").otherwise("dead"))
+        .when(is_reading, F.lit("reading"))
+        .otherwise(F.lit("dead"))
+    )
+    return parsed.withColumn("outcome", outcome)
+
+
+def transform(raw: DataFrame, devices: DataFrame, settings: TransformSettings) -> Outputs:
+    """Parse, split off dead letters, deduplicate, aggregate per window, enrich."""
+    classified = classify(raw)
+    dead = classified.where(F.col("outcome") == "dead").drop("e", "outcome")
+    events = classified.where(F.col("outcome") != "dead").select(
+        F.col("e.event_id").alias("event_id"),
+        F.col("e.device").alias("device"),
+        F.timestamp_millis(F.col("e.ts")).alias("event_time"),
+        F.col("e.temp").alias("temp"),
+        (F.col("outcome") == "heartbeat").alias("heartbeat"),
+    )
+    delay = f"{settings.watermark_ms} milliseconds"
+    watermarked = events.withWatermark("event_time", delay)
+    # Heartbeats must reach the watermark operator (they move event time) and no further.
+    # The predicate names event_time on purpose: Spark pushes a filter below the watermark
+    # unless it references the event-time column, and a heartbeat always has one.
+    readings = watermarked.where(~F.col("heartbeat") | F.col("event_time").isNull())
+    unique = readings.dropDuplicatesWithinWatermark(["event_id"])
+    window = f"{settings.window_ms} milliseconds"
+    aggregated = unique.groupBy(F.window("event_time", window).alias("w"), "device").agg(
+        F.count(F.lit(1)).alias("count"),
+        F.sum("temp").alias("temp_sum"),
+        F.min("temp").alias("temp_min"),
+        F.max("temp").alias("temp_max"),
+    )
+    enriched = aggregated.join(F.broadcast(devices), on="device", how="left").select(
+        F.unix_millis(F.col("w.start")).alias("window_start"),
+        F.unix_millis(F.col("w.end")).alias("window_end"),
+        "device",
+        "site",
+        "kind",
+        "count",
+        "temp_sum",
+        "temp_min",
+        "temp_max",
+    )
+    return Outputs(dead, enriched)
+
+
+def to_message(aggregates: DataFrame) -> DataFrame:
+    """Aggregates as the dafka sink takes them: ``key`` the device, ``value`` the row as JSON."""
+    return aggregates.select(
+        F.col("device").cast("binary").alias("key"),
+        F.to_json(F.struct(*AGGREGATE_COLUMNS)).cast("binary").alias("value"),
+    )
+
+
+__all__ = [
+    "AGGREGATE_COLUMNS",
+    "MESSAGE_SCHEMA",
+    "Outputs",
+    "TransformSettings",
+    "classify",
+    "to_message",
+    "transform",
+]
