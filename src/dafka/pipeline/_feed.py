@@ -1,0 +1,136 @@
+"""An event producer process: sends its share of the sensor feed into the input topic.
+
+``python -m dafka.pipeline feed CONFIG_JSON``: the feed is split over ``producers`` processes
+by device (a device always talks to the same gateway, so its readings stay in order); each
+process sends the messages of its devices, paced on the *global* feed position so that all
+producers move through event time together (``rate`` messages per second in all, 0 = as fast
+as possible). It reports on stdout, one JSON object per line: ``{"type": "progress", ...}``
+every ``report_every`` seconds and ``{"type": "done", "sent": n, "heads": {partition:
+next_offset}}`` once every message it sent is stored. SIGTERM or SIGINT stop it early (the
+forever mode): it stops sending, waits for the stores' ACKs, and reports ``done`` all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from types import FrameType
+
+from dafka.pipeline._workload import Message, WorkloadSpec, generate
+
+
+@dataclass(frozen=True)
+class FeedConfig:
+    towers: str
+    topic: str
+    spec: WorkloadSpec
+    producers: int
+    producer: int  # which share this process sends (0..producers-1)
+    name: str  # the producer's name (its partition id): unique per run
+    rate: float  # messages per second for all producers together; 0 = unpaced
+    start_at: float  # wall time (time.time()) of feed position 0: one schedule for all
+    report_every: float = 0.5
+    forever: bool = False  # repeat the feed with fresh seeds until stopped
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> FeedConfig:
+        data = json.loads(text)
+        data["spec"] = WorkloadSpec(**data["spec"])
+        return cls(**data)
+
+
+def share_of(key: bytes, producers: int) -> int:
+    """Which producer sends the messages of a device (a stable hash of its key)."""
+    return zlib.crc32(key) % producers
+
+
+def feed(spec: WorkloadSpec, forever: bool) -> Iterator[Message]:
+    """The feed; in forever mode, round after round, each with the next seed and later times."""
+    yield from generate(spec)
+    if not forever:
+        return
+    offset = 0
+    rounds = 1
+    span = spec.readings * spec.step_ms
+    while True:
+        offset += spec.readings
+        shifted = WorkloadSpec(
+            **{
+                **asdict(spec),
+                "seed": spec.seed + rounds,
+                "start_ms": spec.start_ms + rounds * span,
+            }
+        )
+        rounds += 1
+        for message in generate(shifted):
+            yield Message(
+                message.index + offset, message.key, message.value, message.kind, message.reading
+            )
+
+
+def _emit(**fields: object) -> None:
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def run(config: FeedConfig) -> int:
+    from dafka.client import Producer
+    from dafka.client._settings import parse_towers
+    from dafka.transport.config import TransportConfig
+
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    transport = TransportConfig.for_towers(list(parse_towers(config.towers)))
+    sent = 0
+    behind = 0.0  # how far the producer fell behind the schedule, at most (seconds)
+    next_report = time.monotonic()
+    with Producer(config.topic, transport=transport, producer_id=config.name) as producer:
+        for message in feed(config.spec, config.forever):
+            if stop.is_set():
+                break
+            if share_of(message.key, config.producers) != config.producer:
+                continue
+            if config.rate > 0:
+                delay = config.start_at + message.index / config.rate - time.time()
+                if delay > 0 and stop.wait(delay):
+                    break
+                behind = max(behind, -delay)
+            producer.publish(message.value)
+            sent += 1
+            now = time.monotonic()
+            if now >= next_report:
+                _emit(
+                    type="progress",
+                    sent=sent,
+                    acked=producer.acked,
+                    index=message.index,
+                    behind=round(behind, 3),
+                )
+                next_report = now + config.report_every
+        while not producer.flush(timeout=config.report_every):
+            _emit(type="progress", sent=sent, acked=producer.acked, index=-1, behind=behind)
+        _emit(type="progress", sent=sent, acked=producer.acked, index=-1, behind=behind)
+        _emit(
+            type="done",
+            sent=sent,
+            heads={producer.producer_id: producer.next_sequence},
+            behind=round(behind, 3),
+        )
+    return 0
+
+
+__all__ = ["FeedConfig", "feed", "run", "share_of"]
