@@ -52,6 +52,14 @@ from dafka.pipeline._workload import WorkloadSpec
     help="Produce until Ctrl-C (the feed repeats with new seeds), then drain and check.",
 )
 @click.option(
+    "--sink",
+    type=click.Choice(["dafka", "driver"]),
+    default="dafka",
+    show_default=True,
+    help="How the job writes to topics: the connector's exactly-once sink, or an "
+    "at-least-once producer on the driver (foreachBatch).",
+)
+@click.option(
     "--chaos",
     is_flag=True,
     help="Kill the Spark job (restarted from its checkpoints) and a store while it runs.",
@@ -68,6 +76,7 @@ def pipeline(
     window_s: float,
     watermark_s: float,
     forever: bool,
+    sink: str,
     chaos: bool,
 ) -> None:
     """The main job: a streaming pipeline on dafka and Spark that checks its own output.
@@ -106,6 +115,7 @@ def pipeline(
         window_ms=window_ms,
         watermark_ms=watermark_ms,
         forever=forever,
+        sink=sink,
         chaos=Chaos(kill_job_after_batches=4, kill_store_at=0.5) if chaos else Chaos(),
     )
     console = Console()

@@ -111,6 +111,9 @@ def batch_report(query: str, progress: dict[str, Any]) -> dict[str, object]:
 
 def run(config: JobConfig) -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Spark's Python workers must import dafka: by default they run this interpreter (its
+    # venv), not the first python3 on PATH. A remote cluster sets PYSPARK_PYTHON itself.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -132,6 +135,9 @@ def run(config: JobConfig) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    from dafka.spark import register
+
+    register(spark)  # format("dafka") also without the pyspark_dafka lookup (PYTHONPATH)
     devices = spark.read.schema("device STRING, site STRING, kind STRING").json(config.devices_file)
     reader = (
         spark.readStream.format("dafka")

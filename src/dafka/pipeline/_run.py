@@ -59,6 +59,7 @@ class RunOptions:
     window_ms: int = 5_000
     watermark_ms: int = 20_000
     trigger_ms: int = 500
+    sink: str = "dafka"  # or "driver": at-least-once stand-in (see _job._DriverSink)
     forever: bool = False
     chaos: Chaos = field(default_factory=Chaos)
     timeout: float = 900.0  # the whole run, checks excluded
@@ -220,6 +221,7 @@ class Runner:
             window_ms=options.window_ms,
             watermark_ms=options.watermark_ms,
             trigger_ms=options.trigger_ms,
+            sink=options.sink,
         )
         self._start_job(job_config)
         watcher = _Watcher(towers, options.output_topic, self.timings)
