@@ -32,7 +32,8 @@ class FeedConfig:
     spec: WorkloadSpec
     producers: int
     producer: int  # which share this process sends (0..producers-1)
-    name: str  # the producer's name (its partition id): unique per run
+    name: str  # the producer's name: its partitions are name.0, name.1...; unique per run
+    partitions: int  # partitions of this producer (a device's readings go to one of them)
     rate: float  # messages per second for all producers together; 0 = unpaced
     start_at: float  # wall time (time.time()) of feed position 0: one schedule for all
     report_every: float = 0.5
@@ -83,9 +84,7 @@ def _emit(**fields: object) -> None:
 
 
 def run(config: FeedConfig) -> int:
-    from dafka.client import Producer
-    from dafka.client._settings import parse_towers
-    from dafka.transport.config import TransportConfig
+    from dafka import Producer, RecordMetadata
 
     stop = threading.Event()
 
@@ -94,11 +93,25 @@ def run(config: FeedConfig) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    transport = TransportConfig.for_towers(list(parse_towers(config.towers)))
+    heads: dict[str, int] = {}  # partition -> next offset, from the delivery reports
+    failures: list[BaseException] = []
+
+    def delivered(meta: RecordMetadata | None, error: BaseException | None) -> None:
+        if meta is not None:
+            heads[meta.partition] = max(heads.get(meta.partition, 0), meta.offset + 1)
+        elif error is not None:
+            failures.append(error)
+
     sent = 0
     behind = 0.0  # how far the producer fell behind the schedule, at most (seconds)
     next_report = time.monotonic()
-    with Producer(config.topic, transport=transport, producer_id=config.name) as producer:
+    with Producer(
+        config.topic,
+        towers=config.towers,
+        name=config.name,
+        partitions=config.partitions,
+        on_delivery=delivered,
+    ) as producer:
         for message in feed(config.spec, config.forever):
             if stop.is_set():
                 break
@@ -109,27 +122,24 @@ def run(config: FeedConfig) -> int:
                 if delay > 0 and stop.wait(delay):
                     break
                 behind = max(behind, -delay)
-            producer.publish(message.value)
+            producer.send(message.value, key=message.key)
             sent += 1
             now = time.monotonic()
             if now >= next_report:
                 _emit(
                     type="progress",
                     sent=sent,
-                    acked=producer.acked,
+                    acked=producer.delivered,
                     index=message.index,
                     behind=round(behind, 3),
                 )
                 next_report = now + config.report_every
-        while not producer.flush(timeout=config.report_every):
-            _emit(type="progress", sent=sent, acked=producer.acked, index=-1, behind=behind)
-        _emit(type="progress", sent=sent, acked=producer.acked, index=-1, behind=behind)
-        _emit(
-            type="done",
-            sent=sent,
-            heads={producer.producer_id: producer.next_sequence},
-            behind=round(behind, 3),
-        )
+        while producer.flush(timeout=config.report_every):
+            _emit(type="progress", sent=sent, acked=producer.delivered, index=-1, behind=behind)
+        if failures:
+            raise failures[0]
+        _emit(type="progress", sent=sent, acked=producer.delivered, index=-1, behind=behind)
+        _emit(type="done", sent=sent, heads=heads, behind=round(behind, 3))
     return 0
 
 

@@ -68,16 +68,14 @@ class _DriverSink:
         self.producer: Any = None
 
     def __call__(self, frame: Any, batch_id: int) -> None:
-        from dafka.client import Producer
-        from dafka.client._settings import parse_towers
-        from dafka.transport.config import TransportConfig
+        from dafka import Producer
 
         if self.producer is None:
-            transport = TransportConfig.for_towers(list(parse_towers(self.towers)))
-            self.producer = Producer(self.topic, transport=transport, producer_id=self.name)
-        for row in frame.select("value").toLocalIterator():
-            self.producer.publish(bytes(row.value))
-        if not self.producer.flush(timeout=60):
+            self.producer = Producer(self.topic, towers=self.towers, name=self.name)
+        for row in frame.select("key", "value").toLocalIterator():
+            key = None if row.key is None else bytes(row.key)
+            self.producer.send(bytes(row.value), key=key)
+        if self.producer.flush(timeout=60):
             raise RuntimeError(f"{self.topic}: batch {batch_id} not stored within 60 s")
 
 
@@ -135,9 +133,6 @@ def run(config: JobConfig) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    from dafka.spark import register
-
-    register(spark)  # format("dafka") also without the pyspark_dafka lookup (PYTHONPATH)
     devices = spark.read.schema("device STRING, site STRING, kind STRING").json(config.devices_file)
     reader = (
         spark.readStream.format("dafka")

@@ -76,7 +76,7 @@ def read_topic(
     The consumer learns the partitions from the stores' beacons; it is "at the end" when it
     has read up to every head it knows and no new message came for ``idle`` seconds.
     """
-    from dafka.client import Consumer, ConsumerSettings
+    from dafka import Consumer, ConsumerSettings
 
     settings = ConsumerSettings(
         towers=towers,

@@ -55,6 +55,7 @@ class RunOptions:
     towers: str | None = None  # an existing cluster; None: start a local one in data_dir
     spark_master: str = "local[2]"
     producers: int = 2
+    partitions_per_producer: int = 2
     rate: float = 1_000.0  # messages per second, all producers together; 0: unpaced
     window_ms: int = 5_000
     watermark_ms: int = 20_000
@@ -124,7 +125,7 @@ class _Watcher:
         self._thread.start()
 
     def _run(self) -> None:
-        from dafka.client import Consumer, ConsumerSettings
+        from dafka import Consumer, ConsumerSettings
 
         settings = ConsumerSettings(towers=self._towers, offset_reset="earliest")
         try:
@@ -238,6 +239,7 @@ class Runner:
                 producers=options.producers,
                 producer=p,
                 name=f"sensors-{options.run_id}-{p}",
+                partitions=options.partitions_per_producer,
                 rate=options.rate,
                 start_at=start_at,
                 forever=options.forever,
@@ -306,17 +308,14 @@ class Runner:
         self.job = Child("job", "job", config.to_json(), log, self.events, self.options.python)
 
     def _send_heartbeat(self, towers: str, ts: int) -> str:
-        from dafka.client import Producer
-        from dafka.client._settings import parse_towers
-        from dafka.transport.config import TransportConfig
+        from dafka import Producer
 
         name = f"sensors-{self.options.run_id}-end"
-        transport = TransportConfig.for_towers(list(parse_towers(towers)))
-        with Producer(self.options.input_topic, transport=transport, producer_id=name) as p:
-            p.publish(heartbeat(f"end-{self.options.run_id}", ts))
-            if not p.flush(timeout=60):
+        with Producer(self.options.input_topic, towers=towers, name=name) as producer:
+            producer.send(heartbeat(f"end-{self.options.run_id}", ts))
+            if producer.flush(timeout=60):
                 raise PipelineError("the heartbeat was not stored within 60 s")
-        return name
+            return producer.partitions[0]
 
     def _stop_children(self) -> None:
         for child in self.producers:
