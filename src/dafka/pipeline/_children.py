@@ -83,9 +83,11 @@ class Child:
             os.killpg(self.popen.pid, signum)
 
     def stop(self, timeout: float) -> int:
-        """SIGTERM, wait up to ``timeout``, then SIGKILL; returns the exit code."""
+        """SIGTERM to the child alone (it stops what it started: Spark's JVM, workers), wait
+        up to ``timeout``, then SIGKILL to its group; returns the exit code."""
         if self.running:
-            self.signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                self.popen.send_signal(signal.SIGTERM)
         try:
             code = self.popen.wait(timeout)
         except subprocess.TimeoutExpired:

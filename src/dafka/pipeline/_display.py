@@ -82,7 +82,7 @@ def live_display(console: Console) -> Iterator[Display]:
     def line(state: State, phase: str, timings: Timings) -> None:
         now = time.monotonic()
         if now - last_time[0] >= 2.0 or phase != last_phase[0]:
-            console.print(plain_line(state, phase, timings), highlight=False)
+            console.print(plain_line(state, phase, timings), highlight=False, markup=False)
             last_time[0], last_phase[0] = now, phase
 
     yield line

@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
@@ -129,7 +130,8 @@ def run(config: JobConfig) -> int:
         .appName("dafka-pipeline")
         .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
+        # a busy machine can take more than the default 15 s to start a Python worker
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -161,20 +163,35 @@ def run(config: JobConfig) -> int:
             return writer.foreachBatch(sink).start()
         return writer.format("dafka").option("towers", config.towers).option("topic", topic).start()
 
-    dead = to_dafka(
-        outputs.dead_letters.select("key", "value"), "dead-letters", config.dead_letter_topic
-    )
-    to_topic = to_dafka(to_message(outputs.aggregates), "to-topic", config.output_topic)
-    to_parquet = (
-        outputs.aggregates.writeStream.queryName("to-parquet")
-        .outputMode("append")
-        .format("parquet")
-        .option("path", config.parquet_dir)
-        .option("checkpointLocation", str(checkpoints / "to-parquet"))
-        .trigger(processingTime=trigger)
-        .start()
-    )
-    queries = {"dead-letters": dead, "to-topic": to_topic, "to-parquet": to_parquet}
+    def to_parquet() -> StreamingQuery:
+        return (
+            outputs.aggregates.writeStream.queryName("to-parquet")
+            .outputMode("append")
+            .format("parquet")
+            .option("path", config.parquet_dir)
+            .option("checkpointLocation", str(checkpoints / "to-parquet"))
+            .trigger(processingTime=trigger)
+            .start()
+        )
+
+    starts: dict[str, Callable[[], StreamingQuery]] = {
+        "dead-letters": lambda: to_dafka(
+            outputs.dead_letters.select("key", "value"), "dead-letters", config.dead_letter_topic
+        ),
+        "to-topic": lambda: to_dafka(
+            to_message(outputs.aggregates), "to-topic", config.output_topic
+        ),
+        "to-parquet": to_parquet,
+    }
+    queries: dict[str, StreamingQuery] = {}
+    for name, start in starts.items():
+        # One at a time: each query starts a Python process on the driver that must connect
+        # back to the JVM within Spark's timeout; three importing at once on a busy 2-core
+        # machine missed it.
+        query = queries[name] = start()
+        while query.isActive and query.status["message"] == "Initializing sources":
+            if stop.wait(0.1):
+                break
     _emit(type="started", queries=list(queries))
     reported = dict.fromkeys(queries, -1)
     status = 0

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import IO, Any
 
 from dafka.pipeline._checks import Summary, check
 from dafka.pipeline._children import Child, Event
@@ -164,6 +165,7 @@ class Runner:
         self.store_killed = False
         self.job_killed = False
         self._size: int | None = None
+        self._event_log: IO[str] | None = None
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -178,6 +180,8 @@ class Runner:
             signal.signal(signal.SIGINT, previous)
             self._stop_children()
             self._stop_cluster()
+            if self._event_log is not None:
+                self._event_log.close()
 
     def _on_sigint(self, _signum: int, _frame: FrameType | None) -> None:
         if self.interrupted.is_set():
@@ -229,7 +233,7 @@ class Runner:
         deadline = time.monotonic() + options.timeout
         self.phase = "starting Spark"
         self._wait(lambda: self.state.job.running, deadline, "the Spark job to start", job_config)
-        start_at = time.time() + 1.0
+        start_at = time.time() + 3.0  # the producers start (import, connect) meanwhile
         self.timings.started = start_at
         for p in range(options.producers):
             config = FeedConfig(
@@ -351,7 +355,7 @@ class Runner:
                 name, event = self.events.get(timeout=0.1)
             except queue.Empty:
                 continue
-            self.state.apply(name, event)
+            self._apply(name, event)
 
     def _drain_events(self) -> None:
         while True:
@@ -359,7 +363,18 @@ class Runner:
                 name, event = self.events.get_nowait()
             except queue.Empty:
                 return
-            self.state.apply(name, event)
+            self._apply(name, event)
+
+    def _apply(self, name: str, event: dict[str, Any]) -> None:
+        """Fold a child's report into the state, and keep it in the run's event log."""
+        self.state.apply(name, event)
+        if self._event_log is None:
+            path = self.options.data_dir / "logs" / f"events-{self.options.run_id}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._event_log = path.open("a")
+        record = {"t": round(time.time() - self.timings.started, 3), "from": name, **event}
+        self._event_log.write(json.dumps(record, default=str) + "\n")
+        self._event_log.flush()
 
     def _failure(self) -> str | None:
         job = self.state.job
