@@ -398,7 +398,7 @@ class Runner:
             chaos.kill_job_after_batches is not None
             and not self.job_killed
             and self.job is not None
-            and self.phase == "producing"
+            and self.phase in ("producing", "draining")
         ):
             query = self.state.job.queries.get("to-topic")
             if query is not None and query.batches >= chaos.kill_job_after_batches:
