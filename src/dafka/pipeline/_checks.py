@@ -114,8 +114,9 @@ def check(
     *,
     watcher_error: BaseException | None,
     chaos_done: dict[str, bool],
+    notes: list[str],
 ) -> Summary:
-    summary = Summary()
+    summary = Summary(notes=list(notes))
     add = summary.checks.append
     stored = state.acked
     add(

@@ -66,6 +66,7 @@ class RunOptions:
     chaos: Chaos = field(default_factory=Chaos)
     timeout: float = 900.0  # the whole run, checks excluded
     drain_timeout: float = 180.0  # from the producers' end to the last aggregate
+    job_retries: int = 3  # restarts of a failed Spark job (from its checkpoints)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     python: str = sys.executable
 
@@ -164,6 +165,8 @@ class Runner:
         self.cluster: object | None = None
         self.store_killed = False
         self.job_killed = False
+        self.job_failures = 0
+        self.notes: list[str] = []
         self._size: int | None = None
         self._event_log: IO[str] | None = None
 
@@ -302,6 +305,7 @@ class Runner:
             self.timings,
             watcher_error=watcher.error,
             chaos_done={"job killed": self.job_killed, "store killed": self.store_killed},
+            notes=self.notes,
         )
 
     # -- children --------------------------------------------------------------------------
@@ -342,7 +346,7 @@ class Runner:
                     child.signal(signal.SIGTERM)
             if done():
                 return
-            failed = self._failure()
+            failed = self._failure(job_config)
             if failed:
                 raise PipelineError(failed)
             if time.monotonic() > deadline:
@@ -376,11 +380,24 @@ class Runner:
         self._event_log.write(json.dumps(record, default=str) + "\n")
         self._event_log.flush()
 
-    def _failure(self) -> str | None:
+    def _failure(self, job_config: JobConfig) -> str | None:
         job = self.state.job
         if self.job is not None and not self.job.running and self.phase != "stopping":
             self._drain_events()
             detail = job.error or f"exit code {self.job.popen.returncode}"
+            if self.job_failures < self.options.job_retries:
+                # What a Spark deployment does: restart the failed job from its checkpoints
+                # (on a busy machine a Python worker can miss Spark's fixed 10 s to connect).
+                self.job_failures += 1
+                self.notes.append(
+                    f"the Spark job failed ({detail.splitlines()[0][:160]}) "
+                    "and was restarted from its checkpoints"
+                )
+                self.job.stop(10)
+                self._drain_events()
+                job.error = None
+                self._start_job(job_config)
+                return None
             return f"the Spark job stopped: {detail}\n{self.job.tail()}"
         for child in self.producers:
             state = self.state.producers.get(child.name)
