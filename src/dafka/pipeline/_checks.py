@@ -175,6 +175,11 @@ def check(
         f"topics read {isolation}"
         + ("" if READ_COMMITTED else " (the read-committed consumer is not built yet)")
     )
+    if options.sink == "driver":
+        summary.notes.append(
+            "topics written by the at-least-once driver stand-in (--sink driver), not the "
+            "connector's exactly-once sink: a micro-batch replayed after a crash is written twice"
+        )
     for what, done in chaos_done.items():
         if done:
             summary.notes.append(f"chaos: {what} while the feed was being produced")

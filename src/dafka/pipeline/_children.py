@@ -95,6 +95,8 @@ class Child:
             code = self.popen.wait()
         self.signal(signal.SIGKILL)  # what it started and left behind (a JVM, workers)
         self._reader.join(5)
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
         self._log.close()
         return code
 
