@@ -524,4 +524,12 @@ def demo(records: int, size: int, data_dir: Path | None) -> None:
     run_demo(records, size, data_dir)
 
 
+def _add_pipeline() -> None:
+    from dafka.pipeline._cli import pipeline
+
+    main.add_command(pipeline)
+
+
+_add_pipeline()
+
 __all__ = ["main"]

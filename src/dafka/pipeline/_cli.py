@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -88,6 +90,13 @@ def pipeline(
     topic and to Parquet. The summary compares both with the output computed in plain
     Python; the command fails if they differ.
     """
+    missing = [m for m in ("pyspark", "pyarrow", "rich") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise click.ClickException(
+            f"the pipeline needs {', '.join(missing)}: pip install 'dafka[pipeline]'"
+        )
+    if spark_master.startswith("local") and shutil.which("java") is None:
+        raise click.ClickException("Spark needs Java 17 on PATH (no 'java' found)")
     from rich.console import Console
 
     from dafka.pipeline._display import live_display, print_summary
