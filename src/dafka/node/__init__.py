@@ -15,6 +15,7 @@ from dafka.node._config import (
 )
 from dafka.node._consumer import ConsumerMachine, ConsumerStatistics, PartitionPosition
 from dafka.node._discovery import Discovery, DiscoveryStatistics
+from dafka.node._endpoint import endpoint_problem, host_problem, port_problem
 from dafka.node._errors import BackpressureError, NodeArgumentError
 from dafka.node._producer import ProducerMachine, ProducerStatistics
 from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
@@ -65,4 +66,7 @@ __all__ = [
     "StoreStatistics",
     "Subscribe",
     "Unsubscribe",
+    "endpoint_problem",
+    "host_problem",
+    "port_problem",
 ]

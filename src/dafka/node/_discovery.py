@@ -8,6 +8,10 @@ beacon refreshes the peer's expiry (``beacon/timeout``); an expired peer is disc
 node that comes back on another port (a restart) is disconnected from the old endpoint and
 connected to the new one. Our own ids (a store has two) are ignored. Two ids sharing an
 endpoint share one connection (ZeroMQ would deliver twice over two).
+
+An endpoint that is not a ``tcp://host:port`` ZeroMQ can connect to (see
+:mod:`dafka.node._endpoint`) is a peer's mistake or malice: it is counted (``rejected``) and
+ignored, never turned into a ``Connect`` that would raise in the runner.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dafka.node._config import DiscoveryConfig
+from dafka.node._endpoint import endpoint_problem
 from dafka.node.actions import Action, Connect, Disconnect, SendBeacon
 from dafka.protocol import Beacon, DiscoveryMessage, PeerEndpoint, Welcome
 
@@ -29,6 +34,8 @@ class DiscoveryStatistics:
     expired: int
     beacons_sent: int
     ignored: int
+    rejected: int = 0
+    """Forwarded endpoints refused because nobody can connect to them."""
 
 
 class Discovery:
@@ -46,6 +53,9 @@ class Discovery:
         self._expired = 0
         self._beacons = 0
         self._ignored = 0
+        self._rejected = 0
+        self.last_rejection = ""
+        """Why the last endpoint was refused (for the runner's rate-limited log line)."""
 
     @property
     def started(self) -> bool:
@@ -58,6 +68,11 @@ class Discovery:
             self._beacon()
             self._beacon_due = now + self.config.interval
 
+    @property
+    def rejected(self) -> int:
+        """How many forwarded endpoints were refused so far."""
+        return self._rejected
+
     def peers(self) -> dict[str, str]:
         """Known peers: node id -> endpoint."""
         return {node_id: endpoint for node_id, (endpoint, _) in self._peers.items()}
@@ -67,6 +82,11 @@ class Discovery:
         if isinstance(message, Welcome):
             self.start(now)
         elif isinstance(message, PeerEndpoint):
+            problem = endpoint_problem(message.endpoint)
+            if problem is not None:
+                self._rejected += 1
+                self.last_rejection = f"{message.node_id[:64]!r}: endpoint {problem}"
+                return
             self._seen(message.node_id, message.endpoint, now)
         else:  # a raw Beacon is what nodes send, not what towers forward
             assert isinstance(message, Beacon)
@@ -103,6 +123,7 @@ class Discovery:
             expired=self._expired,
             beacons_sent=self._beacons,
             ignored=self._ignored,
+            rejected=self._rejected,
         )
 
     def _seen(self, node_id: str, endpoint: str, now: float) -> None:

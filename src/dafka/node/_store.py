@@ -59,6 +59,7 @@ from dafka.protocol import (
     StoreHello,
 )
 from dafka.protocol._construct import constructor
+from dafka.protocol._names import name_problem
 
 # Fetch replies build two objects per record: unchecked constructors skip the frozen
 # dataclass ``__init__`` (see dafka.protocol._construct); the encoder still checks them.
@@ -201,6 +202,8 @@ class StoreMachine:
         """An XPUB notice on the reader's socket; ``prefix`` without the 0x01/0x00 byte."""
         del now
         if subscribed and len(prefix) > 1 and prefix[0] == 0x4C:  # 'L' + consumer id
+            if name_problem(prefix[1:]) is not None:
+                return  # not a consumer id (too long, NUL): no STORE-HELLO can name it
             self._hellos += 1
             consumer = prefix[1:].decode("utf-8", "surrogateescape")
             self._out.append(Send(StoreHello(consumer, self.reader_id)))

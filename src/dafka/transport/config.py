@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dafka.errors import ConfigError
+from dafka.node import host_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,20 @@ class TransportConfig:
             raise ConfigError("give as many tower XSUB addresses as tower XPUB addresses")
         if self.beacon_interval <= 0 or self.beacon_timeout <= self.beacon_interval:
             raise ConfigError("beacon/timeout must be larger than beacon/interval, both > 0")
+        if self.advertised_host:
+            problem = host_problem(self.advertised_host)
+            if problem is not None:
+                raise ConfigError(
+                    f"advertised host {self.advertised_host!r} {problem}: peers could not "
+                    "connect to it (give an IP address or a DNS name)"
+                )
+        if self.bind_host != "*":
+            problem = host_problem(self.bind_host)
+            if problem is not None:
+                raise ConfigError(
+                    f"bind host {self.bind_host!r} {problem} (give '*', an IP address or "
+                    "an interface name)"
+                )
 
     @classmethod
     def for_towers(cls, towers: list[tuple[str, str]], **kwargs: object) -> TransportConfig:

@@ -58,12 +58,14 @@ from dafka.protocol import (
     DataMessage,
     DecodeError,
     DirectRecord,
+    EncodeError,
     Record,
     decode_data,
     decode_discovery,
     encode,
 )
 from dafka.storage import Storage
+from dafka.transport._drops import DropLog
 from dafka.transport.config import TransportConfig
 from dafka.transport.failure import FailureLatch
 from dafka.transport.sockets import bound_port, make_socket
@@ -109,6 +111,13 @@ class RunnerStats:
     peers_expired: int = 0
     persisted_records: int = 0
     persist_errors: int = 0
+    rejected_endpoints: int = 0
+    """Forwarded beacons naming an endpoint nobody can connect to (ignored)."""
+    unencodable: int = 0
+    """Messages the machine asked to send that the encoder refused (dropped): e.g. a
+    STORE-HELLO to a subscriber whose id is not a valid name."""
+    connect_errors: int = 0
+    """Peers ZeroMQ refused to connect to (the endpoint passed our checks but not its)."""
 
 
 class _Endpoint:
@@ -159,6 +168,7 @@ class NodeRunner:
         self._receive_paused = receive_paused
         self._name = name
         self._stats = RunnerStats()
+        self._drops = DropLog(name)
         self._posted: collections.deque[Callable[[float], None]] = collections.deque()
         self._wake_lock = threading.Lock()
         self._wake_pending = False
@@ -443,9 +453,14 @@ class NodeRunner:
                 message = decode_discovery(frames)
             except DecodeError as exc:
                 self._stats.undecodable += 1
-                log.debug("%s: dropped undecodable beacon: %s", self._name, exc)
+                self._drops.drop("an undecodable beacon", exc)
                 continue
-            self.discovery.on_message(message, now)
+            discovery = self.discovery
+            rejected = discovery.rejected
+            discovery.on_message(message, now)
+            if discovery.rejected != rejected:
+                self._stats.rejected_endpoints += 1
+                self._drops.drop("a beacon", discovery.last_rejection)
             if self.discovery.started and not self._ready.is_set():
                 log.info("%s: welcomed by a tower, ready", self._name)
                 self._ready.set()
@@ -512,7 +527,7 @@ class NodeRunner:
                     message = decode_data(frames)
                 except DecodeError as exc:
                     stats.undecodable += 1
-                    log.debug("%s: dropped undecodable message: %s", self._name, exc)
+                    self._drops.drop("an undecodable message", exc)
                     continue
                 if flt is not None and flt(message):
                     stats.filtered += 1
@@ -593,7 +608,12 @@ class NodeRunner:
             if action.__class__ is Send:
                 message = action.message
                 pub = pubs[route_send(message)] if route_send else default_pub
-                frames = encode(message)
+                try:
+                    frames = encode(message)
+                except EncodeError as exc:  # a reply built from a peer's bad input
+                    stats.unencodable += 1
+                    self._drops.drop(f"an unencodable {type(message).__name__}", exc)
+                    continue
                 if len(frames) == 2:
                     _send(pub, frames[0], _SNDMORE)
                     content = frames[1]
@@ -611,8 +631,16 @@ class NodeRunner:
                 option = zmq.SUBSCRIBE if isinstance(action, Subscribe) else zmq.UNSUBSCRIBE
                 endpoints[index].sub.setsockopt(option, action.prefix)
             elif isinstance(action, Connect):
-                for e in endpoints:
-                    e.sub.connect(action.endpoint)
+                try:
+                    for e in endpoints:
+                        e.sub.connect(action.endpoint)
+                except zmq.ZMQError as exc:
+                    stats.connect_errors += 1
+                    self._drops.drop("a peer", f"cannot connect to {action.endpoint!r}: {exc}")
+                    for e in endpoints:
+                        with contextlib.suppress(zmq.ZMQError):
+                            e.sub.disconnect(action.endpoint)
+                    continue
                 stats.peers_connected += 1
                 log.info("%s: connected to %s at %s", self._name, action.node_id, action.endpoint)
                 on_peer = getattr(self.machine, "on_peer", None)

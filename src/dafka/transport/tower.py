@@ -10,7 +10,9 @@ A tower is an XSUB (beacons in, default ``tcp://*:5556``) and an XPUB (beacons o
   that made the C tower crash on machines without one);
 * subscriptions flow from the XPUB to the XSUB, except those starting with ``W`` (the
   welcome prefix is the tower's own business);
-* anything else is dropped and counted, never forwarded and never fatal.
+* anything else is dropped and counted, never forwarded and never fatal - including a beacon
+  whose host nobody can connect to (``my host``, ``*``, non-ASCII; the rule is
+  :func:`dafka.node.host_problem`), which would otherwise reach every node.
 
 Several towers may serve one cluster; nodes connect to all of them and keep working while at
 least one is alive.
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import zmq
 
 from dafka.errors import DafkaError
+from dafka.node import host_problem, port_problem
 from dafka.transport.failure import FailureLatch
 from dafka.transport.sockets import bound_endpoint, make_socket
 
@@ -48,12 +51,18 @@ def rewrite_beacon(frames: list[bytes], peer_address: str | None) -> list[bytes]
     if len(frames) != 4 or frames[0] != b"B" or not frames[1]:
         return None
     host, port = frames[2], frames[3]
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not port.isdigit() or len(port) > 5 or port_problem(int(port)) is not None:
         return None
     if not host:
         if not peer_address:
             return None
-        host = peer_address.encode()
+        host = (f"[{peer_address}]" if ":" in peer_address else peer_address).encode()
+    try:
+        text = host.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    if host_problem(text) is not None:
+        return None
     return [b"B", frames[1], b"tcp://" + host + b":" + port]
 
 
