@@ -51,7 +51,7 @@ def rewrite_beacon(frames: list[bytes], peer_address: str | None) -> list[bytes]
     if len(frames) != 4 or frames[0] != b"B" or not frames[1]:
         return None
     host, port = frames[2], frames[3]
-    if not port.isdigit() or len(port) > 5 or port_problem(int(port)) is not None:
+    if not port.isdigit() or len(port) > 5 or port[:1] == b"0" or port_problem(int(port)):
         return None
     if not host:
         if not peer_address:
