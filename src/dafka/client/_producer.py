@@ -53,7 +53,7 @@ from dafka.client._ids import new_node_id
 from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import TopicProducerMachine
-from dafka.errors import ConfigError, DafkaError, NodeFailedError
+from dafka.errors import DafkaError, NodeFailedError
 from dafka.message import fnv1a32, rendezvous_mapping
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
 from dafka.protocol import DataMessage, GetHeads
@@ -97,11 +97,6 @@ class Producer:
     ) -> None:
         del transactional_id
         s = resolve_settings(ProducerSettings, settings, fields)
-        if s.min_stores > 1:
-            raise ConfigError(
-                "min_stores > 1 is not supported by the client yet: ACKs carry no store "
-                "identity on the wire and the runner cannot tell stores apart (docs/nodes.md)"
-            )
         if not isinstance(topic, str):
             raise TypeError(f"topic must be a str, got {type(topic).__name__}")
         self.settings = s
@@ -110,6 +105,7 @@ class Producer:
         self.partitions: tuple[str, ...] = tuple(f"{self.name}.{i}" for i in range(s.partitions))
         config = ProducerConfig(
             head_interval=float(s.head_interval),
+            min_stores=s.min_stores,
             # the client's bounds (in messages) bind first: the machine's never do
             max_unacked_records=s.max_in_flight,
             max_unacked_bytes=2 * s.max_in_flight_bytes + 64 * s.max_in_flight + (64 << 20),
@@ -151,6 +147,9 @@ class Producer:
             context=context,
             route_send=self._route_send,
             after_turn=self._after_turn,
+            # min_stores > 1: the runner reads each peer on its own socket, so that every
+            # ACK names its store (docs/nodes.md); 1 needs no attribution.
+            on_ack=self._machine.on_ack if s.min_stores > 1 else None,
             name=f"producer-{topic}-{self.name}",
         )
         self._failure = self._runner.failure

@@ -258,6 +258,12 @@ class TopicProducerMachine:
         elif not self.resumed:
             self._on_resume_message(message, now)
 
+    def on_ack(self, ack: Ack, now: float, store: str) -> None:
+        """An ACK whose sender the runner knows (per-peer sockets, ``min_stores > 1``)."""
+        machine = self._by_id.get(ack.producer)
+        if machine is not None:
+            machine.on_ack(ack, now, store)
+
     def on_timer(self, now: float) -> None:
         if not self.resumed:
             if self._settle_at is not None and now >= self._settle_at:

@@ -55,6 +55,7 @@ from dafka.node.actions import (
     Unsubscribe,
 )
 from dafka.protocol import (
+    Ack,
     DataMessage,
     DecodeError,
     DirectRecord,
@@ -147,6 +148,7 @@ class NodeRunner:
         route_send: Callable[[DataMessage], int] | None = None,
         route_subscribe: Callable[[bytes], int] | None = None,
         inbound_filter: Callable[[DataMessage], bool] | None = None,
+        on_ack: Callable[[Ack, float, str], None] | None = None,
         on_deliver: Callable[[Deliver], None] | None = None,
         after_turn: Callable[[float], None] | None = None,
         receive_paused: Callable[[], bool] | None = None,
@@ -163,6 +165,12 @@ class NodeRunner:
         self._route_send = route_send
         self._route_subscribe = route_subscribe
         self._inbound_filter = inbound_filter
+        self._on_ack = on_ack
+        # Per-peer SUBs (``on_ack`` given): endpoint -> (node id, socket), socket -> node id.
+        self._peer_socks: dict[str, tuple[str, zmq.Socket[bytes]]] = {}
+        self._sock_sender: dict[zmq.Socket[bytes], str] = {}
+        self._prefixes: set[bytes] = set()
+        self._poller: zmq.Poller | None = None
         self._on_deliver = on_deliver
         self._after_turn = after_turn
         self._receive_paused = receive_paused
@@ -366,6 +374,7 @@ class NodeRunner:
         try:
             self._loop(beacon_pub, beacon_sub, wake)
         finally:
+            self._close_peers()
             for sock in sockets:
                 sock.close()
 
@@ -385,6 +394,8 @@ class NodeRunner:
         xpubs = [e.pub for e in self._endpoints if e.identity.xpub]
         for sock in (*subs, *xpubs):
             poller.register(sock, zmq.POLLIN)
+        self._poller = poller
+        peer_socks = self._sock_sender
         on_subscription = getattr(machine, "on_subscription", None)
         paused = self._receive_paused
         while True:
@@ -412,6 +423,10 @@ class NodeRunner:
                 for sock in subs:
                     if sock in events:
                         self._receive(sock, now)
+                if peer_socks:
+                    for sock, sender in list(peer_socks.items()):
+                        if sock in events:
+                            self._receive(sock, now, sender)
             if on_subscription is not None:
                 for sock in xpubs:
                     if sock in events:
@@ -466,7 +481,7 @@ class NodeRunner:
                 self._ready.set()
                 self._ready_or_failed.set()
 
-    def _receive(self, sock: zmq.Socket[bytes], now: float) -> None:
+    def _receive(self, sock: zmq.Socket[bytes], now: float, sender: str | None = None) -> None:
         """Read up to ``receive_batch`` messages and feed them to the machine.
 
         Frames are received as ``zmq.Frame`` (``copy=False``) because a frame says itself
@@ -485,6 +500,7 @@ class NodeRunner:
         (the consumer): the header then also fixes the recipient.
         """
         on_message = self.machine.on_message
+        on_ack = self._on_ack if sender is not None else None
         flt = self._inbound_filter
         on_records = self._on_records if flt is None else None
         on_direct = self._on_direct_records if flt is None else None
@@ -549,6 +565,9 @@ class NodeRunner:
                     run_first = message.sequence
                     run_next = run_first + 1
                     run = [frames[1]]
+                    continue
+                if on_ack is not None and message.__class__ is Ack:
+                    on_ack(message, now, sender)  # type: ignore[arg-type]
                     continue
                 on_message(message, now)
         except zmq.Again:
@@ -626,6 +645,10 @@ class NodeRunner:
                     self._on_deliver(action)
             elif isinstance(action, Persist):
                 self._persist(action)
+            elif self._on_ack is not None and isinstance(action, Subscribe | Unsubscribe):
+                self._subscribe_peers(action)
+            elif self._on_ack is not None and isinstance(action, Connect | Disconnect):
+                self._connect_peer(action)
             elif isinstance(action, Subscribe | Unsubscribe):
                 index = self._route_subscribe(action.prefix) if self._route_subscribe else 0
                 option = zmq.SUBSCRIBE if isinstance(action, Subscribe) else zmq.UNSUBSCRIBE
@@ -655,6 +678,66 @@ class NodeRunner:
             elif isinstance(action, SendBeacon):
                 self._send_beacons(beacon_pub)
         stats.sent += sent
+
+    # -- per-peer SUBs: who sent an ACK ------------------------------------------------------
+
+    def _subscribe_peers(self, action: Subscribe | Unsubscribe) -> None:
+        """Every peer socket carries every subscription (the identities' SUBs stay idle)."""
+        if isinstance(action, Subscribe):
+            self._prefixes.add(action.prefix)
+            option = zmq.SUBSCRIBE
+        else:
+            self._prefixes.discard(action.prefix)
+            option = zmq.UNSUBSCRIBE
+        for _, sock in self._peer_socks.values():
+            sock.setsockopt(option, action.prefix)
+
+    def _connect_peer(self, action: Connect | Disconnect) -> None:
+        """One SUB per peer endpoint, so that an ACK read from it names its store.
+
+        ZeroMQ does not say who sent a message, but it delivers on the socket connected to
+        the sender: a socket per peer is the attribution ``min_stores`` needs
+        (docs/nodes.md). Used only when the runner was given ``on_ack``.
+        """
+        stats = self._stats
+        if isinstance(action, Disconnect):
+            found = self._peer_socks.pop(action.endpoint, None)
+            if found is not None:
+                sock = found[1]
+                self._sock_sender.pop(sock, None)
+                if self._poller is not None:
+                    self._poller.unregister(sock)
+                sock.close()
+            stats.peers_expired += 1
+            log.info("%s: lost %s at %s", self._name, action.node_id, action.endpoint)
+            return
+        if action.endpoint in self._peer_socks:
+            return
+        sock = make_socket(self._context, zmq.SUB, linger_ms=0, hwm=self._config.high_watermark)
+        try:
+            for prefix in self._prefixes:
+                sock.setsockopt(zmq.SUBSCRIBE, prefix)
+            sock.connect(action.endpoint)
+        except zmq.ZMQError as exc:
+            sock.close()
+            stats.connect_errors += 1
+            self._drops.drop("a peer", f"cannot connect to {action.endpoint!r}: {exc}")
+            return
+        self._peer_socks[action.endpoint] = (action.node_id, sock)
+        self._sock_sender[sock] = action.node_id
+        if self._poller is not None:
+            self._poller.register(sock, zmq.POLLIN)
+        stats.peers_connected += 1
+        log.info("%s: connected to %s at %s", self._name, action.node_id, action.endpoint)
+        on_peer = getattr(self.machine, "on_peer", None)
+        if on_peer is not None:
+            on_peer(action.node_id, self._clock())
+
+    def _close_peers(self) -> None:
+        for _, sock in self._peer_socks.values():
+            sock.close()
+        self._peer_socks.clear()
+        self._sock_sender.clear()
 
     def _send_beacons(self, beacon_pub: zmq.Socket[bytes]) -> None:
         host = self._config.advertised_host.encode()

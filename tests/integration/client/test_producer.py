@@ -210,8 +210,6 @@ def test_application_mistakes_raise_in_the_caller(cluster: Cluster) -> None:
         Producer("t", towers=cluster.towers, linger_ms=-1)
     with pytest.raises(ConfigError, match="lingerms"):
         Producer("t", towers=cluster.towers, lingerms=1)
-    with pytest.raises(ConfigError, match="min_stores"):
-        Producer("t", towers=cluster.towers, min_stores=2)
     with (
         Producer("plain", towers=cluster.towers, batching=False, **FAST) as p,
         pytest.raises(ValueError, match="batching=False"),
