@@ -9,6 +9,15 @@ node that comes back on another port (a restart) is disconnected from the old en
 connected to the new one. Our own ids (a store has two) are ignored. Two ids sharing an
 endpoint share one connection (ZeroMQ would deliver twice over two).
 
+*The tower is for discovery, not for data.* Expiry means "this peer stopped beaconing", which
+we can only know while the towers are alive: when every tower is gone, beacons stop for
+everyone at once, and expiring peers then would cut producers, stores and consumers apart
+although they still talk. So a peer is expired only if a tower was heard (our own beacon's
+echo, any peer's, the welcome) more than an interval after the peer's last beacon; otherwise
+its expiry is re-armed. While the towers are down, connected peers keep their connections
+(ZeroMQ reconnects by itself if one restarts on the same port); once a tower is back, a
+peer that really left is expired within about two timeouts.
+
 An endpoint that is not a ``tcp://host:port`` ZeroMQ can connect to (see
 :mod:`dafka.node._endpoint`) is a peer's mistake or malice: it is counted (``rejected``) and
 ignored, never turned into a ``Connect`` that would raise in the runner.
@@ -36,6 +45,8 @@ class DiscoveryStatistics:
     ignored: int
     rejected: int = 0
     """Forwarded endpoints refused because nobody can connect to them."""
+    kept: int = 0
+    """Times a silent peer was kept because the towers were silent too."""
 
 
 class Discovery:
@@ -54,6 +65,8 @@ class Discovery:
         self._beacons = 0
         self._ignored = 0
         self._rejected = 0
+        self._tower_heard = float("-inf")
+        self._kept = 0
         self.last_rejection = ""
         """Why the last endpoint was refused (for the runner's rate-limited log line)."""
 
@@ -79,6 +92,7 @@ class Discovery:
 
     def on_message(self, message: DiscoveryMessage, now: float) -> None:
         """A message from the beacon SUB (the tower's XPUB)."""
+        self._tower_heard = now
         if isinstance(message, Welcome):
             self.start(now)
         elif isinstance(message, PeerEndpoint):
@@ -93,7 +107,17 @@ class Discovery:
             self._ignored += 1
 
     def on_timer(self, now: float) -> None:
-        expired = [nid for nid, (_, expiry) in self._peers.items() if expiry <= now]
+        timeout = self.config.timeout
+        heard_after = self._tower_heard - self.config.interval  # a beacon older is stale
+        expired = []
+        for node_id, (endpoint, expiry) in self._peers.items():
+            if expiry > now:
+                continue
+            if expiry - timeout < heard_after:
+                expired.append(node_id)
+            else:  # the towers went quiet too: no proof that this peer left
+                self._peers[node_id] = (endpoint, now + timeout)
+                self._kept += 1
         for node_id in expired:
             endpoint, _ = self._peers.pop(node_id)
             self._expired += 1
@@ -124,6 +148,7 @@ class Discovery:
             beacons_sent=self._beacons,
             ignored=self._ignored,
             rejected=self._rejected,
+            kept=self._kept,
         )
 
     def _seen(self, node_id: str, endpoint: str, now: float) -> None:

@@ -59,9 +59,35 @@ def test_peers_expire_unless_refreshed() -> None:
     assert discovery.take_actions() == [Disconnect("A", "tcp://a:1")]
     assert discovery.peers() == {"B": "tcp://b:1"}
     assert discovery.next_deadline() == 7.0
+    clock.advance(2.5)
+    discovery.on_message(PeerEndpoint("ME", "tcp://me:1"), clock.now)  # the tower is alive
     assert clock.jump([discovery])
     assert discovery.take_actions() == [Disconnect("B", "tcp://b:1")]
     assert discovery.statistics().expired == 2
+
+
+def test_peers_are_kept_while_the_towers_are_silent_and_expire_once_one_is_back() -> None:
+    """Issue 8 item 5: beacons stopping for everyone (the towers died) proves nothing."""
+    discovery, clock = make()
+    discovery.on_message(Welcome(), clock.now)
+    discovery.on_message(PeerEndpoint("A", "tcp://a:1"), clock.now)
+    discovery.take_actions()
+    for _ in range(20):  # 20 s of silence: every tower is down
+        clock.advance(1.0)
+        discovery.on_timer(clock.now)
+    assert not any(isinstance(a, Disconnect) for a in discovery.take_actions())
+    assert discovery.peers() == {"A": "tcp://a:1"}
+    assert discovery.statistics().kept > 0
+    deadline = discovery.next_deadline()
+    assert deadline is not None
+    assert deadline > clock.now  # re-armed: no busy loop
+    # A tower is back: we hear our own beacon, A does not beacon: A is expired.
+    for _ in range(10):
+        clock.advance(1.0)
+        discovery.on_message(PeerEndpoint("ME", "tcp://me:1"), clock.now)
+        discovery.on_timer(clock.now)
+    assert Disconnect("A", "tcp://a:1") in discovery.take_actions()
+    assert discovery.peers() == {}
 
 
 def test_a_restarted_peer_on_a_new_port_moves() -> None:
@@ -79,6 +105,7 @@ def test_ids_sharing_an_endpoint_share_one_connection() -> None:
     assert discovery.take_actions() == [Connect("A", "tcp://x:1")]
     discovery.on_timer(4.0)  # A expires; B still uses the endpoint
     assert discovery.take_actions() == []
+    discovery.on_message(PeerEndpoint("ME", "tcp://me:1"), 5.0)  # the tower is alive
     discovery.on_timer(6.0)
     assert discovery.take_actions() == [Disconnect("B", "tcp://x:1")]
 
