@@ -13,6 +13,7 @@ refresh, not a new peer.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import zmq
@@ -99,8 +100,10 @@ class StoreNode:
             storage=storage,
             route_send=_route_send,
             route_subscribe=_route_subscribe,
+            after_turn=self._retention_turn,
             name=self._name,
         )
+        self._retention_due = 0.0
         try:
             self.runner.start(ready_timeout)
         except BaseException:
@@ -113,6 +116,20 @@ class StoreNode:
             self.reader_id,
             self.runner.ports,
         )
+
+    def _retention_turn(self, now: float) -> None:
+        """Apply retention every ``retention_check_s`` (in the runner thread, after a turn).
+
+        Turns happen at least once per beacon interval, which bounds the lateness. A
+        ``StorageIOError`` here is a node failure like any other (the daemon exits).
+        """
+        storage = self.storage
+        if storage is None or now < self._retention_due:
+            return
+        self._retention_due = now + self._storage_config.retention_check_s
+        moved = storage.apply_retention(time.time())
+        for (topic, partition), start in sorted(moved.items()):
+            log.info("%s: retention: %s/%s now starts at %d", self._name, topic, partition, start)
 
     def stop(self) -> None:
         """Stop: the runner flushes the storage and sends the last ACKs, then it closes."""

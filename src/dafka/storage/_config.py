@@ -138,6 +138,8 @@ class StorageConfig:
     fsync: FsyncPolicy = field(default_factory=FsyncPolicy.batch)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     topic_retention: Mapping[str, RetentionPolicy] = field(default_factory=dict)
+    retention_check_s: float = 60.0
+    """How often a running store applies retention (``StoreNode``; seconds)."""
     first_offset: int | None = 0
     verify_on_open: bool = False
     clock: Callable[[], float] | None = None
@@ -145,6 +147,8 @@ class StorageConfig:
     def __post_init__(self) -> None:
         if not SEGMENT_HEADER_SIZE < self.segment_bytes <= MAX_SEGMENT_BYTES:
             raise ConfigError(f"segment_bytes must be in (24, 2**31], got {self.segment_bytes}")
+        if not self.retention_check_s > 0:
+            raise ConfigError(f"retention_check_s must be > 0, got {self.retention_check_s}")
         if self.index_interval_bytes < 1:
             raise ConfigError(f"index_interval_bytes must be >= 1, got {self.index_interval_bytes}")
         if self.index_flush_entries < 1:
