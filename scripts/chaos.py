@@ -1,0 +1,221 @@
+"""A bounded chaos soak on loopback: kill and restart stores and the tower, attack with a
+hostile node, and check that nothing is lost, duplicated or reordered.
+
+    nice -n 10 .venv/bin/python scripts/chaos.py [--minutes 10] [--seed 1]
+
+A tower (on a fixed port pair, so that a restarted tower is found again), two ``dafka
+store`` processes, ``--producers`` producer processes publishing at ``--rate`` records/s
+each, ``--consumers`` consumer processes reading everything from the beginning, and the
+hostile node of the hardening tests (``tests/integration/hardening/hostile_node.py``),
+restarted whenever it finishes. Until the time is up, every 5-20 s one of: SIGKILL a store
+and restart it on its data directory after 1-3 s, or SIGKILL the tower and restart it on the
+same ports after 1-5 s.
+
+At the end: every producer must have had every record ACKed; every consumer must have
+received every record of every producer exactly once and in order (``cluster_client.py``
+checks order and content per partition); both stores, stopped, must hold identical,
+complete logs. Prints records, kills, faults, lost, duplicated, reordered; exit 1 if any
+check failed.
+
+Not exercised yet (issue 8, open): dropping RECORDs in transit (needs the fault-injection
+layer below the runner's run grouping, item 7) and filling a store's filesystem (needs the
+ENOSPC healing of item 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.cluster.cluster_probe import read_log  # noqa: E402
+from tests.integration.cluster.cluster_procs import (  # noqa: E402
+    _TOWER_READY,
+    DAFKA,
+    Proc,
+    Processes,
+    TowerProc,
+)
+
+from dafka.server import free_port_pair  # noqa: E402
+
+HOSTILE = ROOT / "tests" / "integration" / "hardening" / "hostile_node.py"
+TOPIC = "chaos"
+
+
+def start_tower(procs: Processes, port: int) -> TowerProc:
+    sub, pub = f"tcp://127.0.0.1:{port}", f"tcp://127.0.0.1:{port + 1}"
+    deadline = time.monotonic() + 30
+    while True:  # the old tower's ports may take a moment to be free again
+        proc = procs.spawn("tower", [*DAFKA, "tower", "--sub", sub, "--pub", pub])
+        try:
+            proc.wait_log(_TOWER_READY, timeout=10)
+            return TowerProc(proc, sub, pub)
+        except AssertionError:
+            proc.kill()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--producers", type=int, default=2)
+    parser.add_argument("--consumers", type=int, default=2)
+    parser.add_argument("--rate", type=float, default=300.0, help="records/s per producer")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    seconds = args.minutes * 60
+    records = int(args.rate * seconds)
+    scratch = Path(tempfile.mkdtemp(prefix="dafka-chaos-"))
+    logs = scratch / "logs"
+    logs.mkdir()
+    procs = Processes(logs)
+    kills = {"store": 0, "tower": 0}
+    hostile_runs = 0
+    failures: list[str] = []
+    try:
+        port = free_port_pair()
+        tower = start_tower(procs, port)
+        stores = [procs.store(scratch / f"store-{i}", [tower], fsync="ms:5") for i in range(2)]
+        budget = str(seconds + 300)
+        consumers = [
+            procs.client(
+                f"consumer-{i}",
+                "consume",
+                [tower],
+                TOPIC,
+                "--expect",
+                str(records * args.producers),
+                "--timeout",
+                budget,
+                "--report",
+                "5",
+            )
+            for i in range(args.consumers)
+        ]
+        for consumer in consumers:
+            consumer.wait_event("ready")
+        producers = [
+            procs.client(
+                f"producer-{i}",
+                "produce",
+                [tower],
+                TOPIC,
+                "--records",
+                str(records),
+                "--rate",
+                str(args.rate),
+                "--flush-timeout",
+                "300",
+                "--report",
+                "5",
+            )
+            for i in range(args.producers)
+        ]
+        hostile: Proc | None = None
+        end = time.monotonic() + seconds
+        next_fault = time.monotonic() + rng.uniform(5, 20)
+        while time.monotonic() < end:
+            if hostile is None or not hostile.running():
+                hostile = procs.spawn(
+                    "hostile",
+                    [
+                        sys.executable,
+                        str(HOSTILE),
+                        "--tower",
+                        tower.spec,
+                        "--seconds",
+                        "30",
+                        "--rate",
+                        "200",
+                        "--seed",
+                        str(rng.randrange(1 << 30)),
+                    ],
+                )
+                hostile_runs += 1
+            if time.monotonic() >= next_fault:
+                if rng.random() < 0.7:
+                    i = rng.randrange(2)
+                    stores[i].proc.kill()
+                    kills["store"] += 1
+                    time.sleep(rng.uniform(1, 3))
+                    stores[i] = procs.store(stores[i].data_dir, [tower], fsync="ms:5")
+                else:
+                    tower.proc.kill()
+                    kills["tower"] += 1
+                    time.sleep(rng.uniform(1, 5))
+                    tower = start_tower(procs, port)
+                print(f"{time.strftime('%H:%M:%S')} faults so far: {kills}", flush=True)
+                next_fault = time.monotonic() + rng.uniform(5, 20)
+            time.sleep(0.2)
+        if hostile is not None:
+            hostile.wait_exit(60)
+        for producer in producers:
+            code = producer.wait_exit(600)
+            done = producer.last("done") or {}
+            if code != 0 or done.get("acked") != records:
+                failures.append(f"{producer.name}: exit {code}, {done}")
+        received = 0
+        errors: list[str] = []
+        for consumer in consumers:
+            code = consumer.wait_exit(600)
+            done = consumer.last("done") or {}
+            received += int(done.get("received", 0))
+            errors += list(done.get("error_list", []))
+            if code != 0:
+                failures.append(f"{consumer.name}: exit {code}, received {done.get('received')}")
+        for store in stores:
+            store.proc.stop()
+        logs_a, logs_b = (read_log(s.data_dir) for s in stores)
+        ours = {k: v for k, v in logs_a.items() if k[0] == TOPIC}
+        theirs = {k: v for k, v in logs_b.items() if k[0] == TOPIC}
+        if ours != theirs:
+            failures.append("the two stores did not converge")
+        for key, held in ours.items():
+            if [s for s, _ in held] != list(range(records)):
+                failures.append(f"store 0 holds {len(held)} records of {key}")
+        expected = records * args.producers * args.consumers
+        duplicated = sum(
+            "got" in e and int(e.split("got ")[1].split(",")[0]) < int(e.split("want ")[1])
+            for e in errors
+        )
+        reordered = len(errors) - duplicated
+        print(f"minutes        {args.minutes}")
+        print(
+            f"records        {records * args.producers} published, {received} received "
+            f"by {args.consumers} consumers (expected {expected})"
+        )
+        print(f"kills          {kills['store']} stores, {kills['tower']} towers (SIGKILL)")
+        print(f"hostile runs   {hostile_runs}")
+        print("drops          not exercised (in-transit fault layer: issue 8 item 7)")
+        print("disk faults    not exercised (ENOSPC healing: issue 8 item 3)")
+        print(f"lost           {max(0, expected - received)}")
+        print(f"duplicated     {duplicated}")
+        print(f"reordered      {reordered}")
+        for failure in failures:
+            print(f"FAILED: {failure}")
+        ok = not failures and received == expected and not errors
+        print("OK" if ok else f"FAILED (logs in {logs})")
+        return 0 if ok else 1
+    finally:
+        procs.close()
+        if not args.keep and not failures:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
