@@ -11,9 +11,10 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from dafka.cli._output import Formatter
+from dafka.errors import ConfigError
 from dafka.transport.config import TransportConfig
 
 
@@ -27,6 +28,7 @@ def consume(
     formatter: Formatter,
     from_timestamp: int | None,
     exit_at_end: bool,
+    isolation_level: str = "read_uncommitted",
 ) -> int:
     """Write records until ``count``, the end (``exit_at_end``), Ctrl-C or a closed stdout;
     returns how many were written."""
@@ -36,8 +38,21 @@ def consume(
     seen = 0
     settle = max(2.0, 3 * transport.beacon_interval)
     started = time.monotonic()
+    joining: dict[str, Any] = {"transport": transport}
+    if isolation_level == "read_committed":  # takes settings only: towers as host:port
+        for sub, pub in zip(transport.tower_sub_addresses, transport.tower_pub_addresses):
+            if int(pub.rsplit(":", 1)[1]) != int(sub.rsplit(":", 1)[1]) + 1:
+                raise ConfigError(f"--isolation read_committed takes towers as HOST:PORT ({sub})")
+        joining = {
+            "towers": ",".join(s.removeprefix("tcp://") for s in transport.tower_sub_addresses),
+            "beacon_interval": transport.beacon_interval,
+            "beacon_timeout": transport.beacon_timeout,
+            "advertised_host": transport.advertised_host,
+            "bind_host": transport.bind_host,
+            "isolation_level": isolation_level,
+        }
     with Consumer(
-        topics, transport=transport, offset_reset=offset_reset, start_positions=start_positions
+        topics, offset_reset=offset_reset, start_positions=start_positions, **joining
     ) as consumer:
         try:
             while count is None or seen < count:

@@ -196,6 +196,54 @@ def _send(
         return True
 
 
+def produce_transactional(
+    topic: str,
+    messages: Iterable[tuple[bytes | None, bytes]],
+    flush_timeout: float,
+    transactional_id: str,
+    per_transaction: int,
+    **settings: Any,
+) -> Outcome:
+    """Send in transactions of ``per_transaction`` messages (0: the whole input in one);
+    a message counts as stored once its transaction committed. An error (fenced, not
+    stored within ``flush_timeout``) stops at the transaction that failed."""
+    from dafka.client import DeliveryError, TransactionalProducer
+    from dafka.errors import DafkaError
+
+    settings.pop("name", None)
+    settings.pop("batching", None)
+    settings.pop("linger_ms", None)
+    producer = TransactionalProducer(topic, transactional_id, **settings)
+    tally = _Tally()
+    watch = _Watch(tally, str(settings.get("towers", "")), sys.stderr.isatty())
+    in_txn = 0
+    error: DafkaError | None = None
+    try:
+        producer.begin_transaction()
+        for key, value in messages:
+            producer.send(value, key=key)
+            tally.sent += 1
+            in_txn += 1
+            if per_transaction and in_txn >= per_transaction:
+                producer.commit_transaction(timeout=flush_timeout)
+                tally.stored += in_txn
+                in_txn = 0
+                producer.begin_transaction()
+        producer.commit_transaction(timeout=flush_timeout)
+        tally.stored += in_txn
+    except (DeliveryError, DafkaError) as exc:
+        error = exc
+    finally:
+        watch.stop()
+        producer.close(timeout=0)
+    outcome = Outcome(tally.sent, tally.stored, False)
+    if error is not None:
+        raise click.ClickException(
+            f"{outcome.not_stored} of {outcome.sent} messages were not committed: {error}"
+        )
+    return outcome
+
+
 def open_inputs(files: tuple[Path, ...]) -> Iterator[BinaryIO]:
     for path in files:
         with path.open("rb") as f:

@@ -278,6 +278,19 @@ def _delimiter(text: str) -> bytes:
 @setting_option("producer/linger_ms")
 @setting_option("producer/batch_size")
 @setting_option("producer/max_in_flight")
+@click.option(
+    "--transactional-id",
+    default=None,
+    help="Write in transactions (exactly-once; partitions ID.0..N-1); readers with "
+    "--isolation read_committed see only committed messages.",
+)
+@click.option(
+    "--transaction-size",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Messages per transaction with --transactional-id (0: the whole input in one).",
+)
 def produce(
     topic: str,
     towers: tuple[str, ...],
@@ -295,6 +308,8 @@ def produce(
     linger_ms: float,
     batch_size: int,
     max_in_flight: int,
+    transactional_id: str | None,
+    transaction_size: int,
 ) -> None:
     """Publish standard input to TOPIC, one message per line; exit once all are stored.
 
@@ -302,6 +317,7 @@ def produce(
     --flush-timeout seconds of the last progress.
     """
     from dafka.cli._produce import produce as run
+    from dafka.cli._produce import produce_transactional as run_transactional
     from dafka.cli._produce import split, with_keys
 
     separator = b"\0" if null else _delimiter(delimiter)
@@ -312,22 +328,27 @@ def produce(
         messages = with_keys((p.read_bytes() for p in files), keys)
     else:
         messages = with_keys(split(sys.stdin.buffer, separator), keys)
-    outcome = run(
-        topic,
-        messages,
-        flush_timeout,
-        towers=client_towers(towers),
-        advertised_host=advertise,
-        bind_host=bind_host,
-        beacon_interval=beacon_interval,
-        beacon_timeout=4 * beacon_interval,
-        partitions=partitions,
-        name=name or None,
-        batching=not no_batching,
-        linger_ms=linger_ms,
-        batch_size=batch_size,
-        max_in_flight=max_in_flight,
-    )
+    settings: dict[str, Any] = {
+        "towers": client_towers(towers),
+        "advertised_host": advertise,
+        "bind_host": bind_host,
+        "beacon_interval": beacon_interval,
+        "beacon_timeout": 4 * beacon_interval,
+        "partitions": partitions,
+        "name": name or None,
+        "batching": not no_batching,
+        "linger_ms": linger_ms,
+        "batch_size": batch_size,
+        "max_in_flight": max_in_flight,
+    }
+    if transactional_id is not None:
+        if name:
+            raise click.UsageError("--name and --transactional-id: the id is the name")
+        outcome = run_transactional(
+            topic, messages, flush_timeout, transactional_id, transaction_size, **settings
+        )
+    else:
+        outcome = run(topic, messages, flush_timeout, **settings)
     if outcome.not_stored or outcome.stopped_reading:
         stopped = " (stopped reading input: no room to send)" if outcome.stopped_reading else ""
         raise click.ClickException(
@@ -349,6 +370,7 @@ def produce(
     "(partitions not named start per --offset-reset).",
 )
 @setting_option("consumer/offset/reset")
+@setting_option("consumer/isolation", param="isolation")
 @click.option("--earliest", is_flag=True, help="Same as --offset earliest.")
 @click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Exit after N.")
 @click.option(
@@ -381,6 +403,7 @@ def consume(
     beacon_interval: float,
     offset: str | None,
     offset_reset: str,
+    isolation: str,
     earliest: bool,
     count: int | None,
     exit_at_end: bool,
@@ -416,6 +439,7 @@ def consume(
         formatter=formatter,
         from_timestamp=from_timestamp,
         exit_at_end=exit_at_end,
+        isolation_level=isolation,
     )
 
 

@@ -140,6 +140,13 @@ _TABLE = [
     Setting(
         "metrics/host", "--metrics-host", v.BIND_ADDRESS, "127.0.0.1", "Where /metrics listens."
     ),
+    Setting(
+        "consumer/isolation",
+        "--isolation",
+        v.choice("read_uncommitted", "read_committed"),
+        "read_uncommitted",
+        "read_committed: only messages of committed transactions, each once.",
+    ),
     # -- logs -------------------------------------------------------------------------------
     Setting("log/format", "--log-format", v.choice("text", "json"), "text", "Log lines' format."),
 ]

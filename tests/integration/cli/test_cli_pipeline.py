@@ -190,3 +190,33 @@ def test_status_shows_partitions_and_heads(cluster: LocalCluster) -> None:
     assert sum(h + 1 for h in parts.values()) == 40  # one RECORD per message
     text = dafka("status", "st", *_node(cluster), "--wait", "3")
     assert "topic st: 2 partition(s)" in text.out.decode()
+
+
+def test_transactions_and_read_committed(cluster: LocalCluster) -> None:
+    lines = b"".join(b"t%d\n" % i for i in range(300))
+    produced = dafka(
+        "produce",
+        "txn",
+        *_node(cluster),
+        "--transactional-id",
+        "cli-tx",
+        "--transaction-size",
+        "100",
+        "--partitions",
+        "2",
+        stdin=lines,
+    )
+    assert produced.code == 0, produced.err
+    consumed = dafka(
+        "consume",
+        "txn",
+        *_node(cluster),
+        "-o",
+        "earliest",
+        "--isolation",
+        "read_committed",
+        "-c",
+        "300",
+    )
+    assert consumed.code == 0, consumed.err
+    assert sorted(consumed.out.splitlines()) == sorted(lines.splitlines())
