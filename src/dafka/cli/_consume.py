@@ -40,7 +40,8 @@ def consume(
     started = time.monotonic()
     joining: dict[str, Any] = {"transport": transport}
     if isolation_level == "read_committed":  # takes settings only: towers as host:port
-        for sub, pub in zip(transport.tower_sub_addresses, transport.tower_pub_addresses):
+        pairs = zip(transport.tower_sub_addresses, transport.tower_pub_addresses, strict=True)
+        for sub, pub in pairs:
             if int(pub.rsplit(":", 1)[1]) != int(sub.rsplit(":", 1)[1]) + 1:
                 raise ConfigError(f"--isolation read_committed takes towers as HOST:PORT ({sub})")
         joining = {
