@@ -46,6 +46,7 @@ from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, NodeFailedError
 from dafka.node import ConsumerConfig, ConsumerMachine, ConsumerStatistics, Deliver
+from dafka.protocol import DataMessage
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 
@@ -118,7 +119,8 @@ class Consumer:
     by FETCH only; ``end_offsets``: ``{(topic, partition): end}`` (exclusive) for assigned
     partitions, after which :meth:`at_end` turns True. Settings: ``settings=`` and/or any
     :class:`ConsumerSettings` field as a keyword. ``transport``/``config`` (the runner's and
-    the machine's own config objects) and ``context`` are for the CLI and tests.
+    the machine's own config objects), ``context`` and ``inbound_filter`` (the runner's: True
+    drops a received message as if lost in transit) are for the CLI and tests.
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Consumer:
@@ -147,6 +149,7 @@ class Consumer:
         transport: TransportConfig | None = None,
         config: ConsumerConfig | None = None,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        inbound_filter: Callable[[DataMessage], bool] | None = None,
         **fields: Any,
     ) -> None:
         self.settings = resolve_settings(ConsumerSettings, settings, fields)
@@ -186,6 +189,7 @@ class Consumer:
             context=context,
             on_deliver=self._on_deliver,
             receive_paused=self._paused,
+            inbound_filter=inbound_filter,
             name="consumer",
         )
         self._runner.failure.add_listener(self._on_failure)
