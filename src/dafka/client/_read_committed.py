@@ -20,6 +20,8 @@ import dataclasses
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping
+from itertools import groupby, repeat
+from operator import itemgetter
 from typing import Any, cast
 
 from dafka.client._consumer import Consumer
@@ -57,6 +59,10 @@ class _Id:
 
 _NIL = _Id(0)
 _new_tuple = tuple.__new__
+_topic_partition = itemgetter(0, 1)
+_UUID = itemgetter(8)
+_RECORD = itemgetter(3)
+_PLUS_1 = (1).__add__
 
 
 class _Msg:
@@ -122,54 +128,65 @@ class CommittedFilter:
         todo = pending + list(records) if pending else list(records)
         self._backlog = []
         seq = self._seq
-        queue = seq.queue_with_uuid
+        queue_many = seq.queue_many
         keys = self._keys
         skip = self._skip
         fed = self._fed
+        drain = self._drain
         new_env = _new_tuple
         from_bytes = int.from_bytes
-        last_topic = last_partition = key = ""
-        i = -1
+        at = 0  # todo[at:] is not queued yet
+        recs: list[Record] = []
+        j = 0
         try:
             if seq._emit is not None:
-                self._drain(out)
-            # The hot loop: one Record unpacked, one Envelope built (tuple.__new__), no
-            # wrapper object; the sequencer gets the UUID as an int.
-            for i, record in enumerate(todo):  # noqa: B007 - i is read after the loop
-                topic, partition, offset, index, _, _, _, _, raw = record
-                if partition is not last_partition or topic is not last_topic:
-                    last_topic, last_partition = topic, partition
-                    found = keys.get((topic, partition))
-                    if found is None:
-                        found = keys[(topic, partition)] = _key(topic, partition)
-                    key = found
-                begin = offset << 32 | index
-                if skip and begin < skip.get(key, -1):
-                    continue
-                fed[key] = offset + 1
-                queue(
-                    new_env(Envelope, (key, begin, begin + 1, record)),
-                    from_bytes(raw, "big") if raw else 0,
+                drain(out)
+            # The hot path, one run of a partition's records at a time: envelopes built by
+            # map (tuple.__new__, no wrapper object), UUIDs as ints, and the sequencer's
+            # queue_many takes the whole run, stopping only where something commits.
+            for (topic, partition), group in groupby(todo, _topic_partition):
+                recs = list(group)
+                at += len(recs)
+                j = 0
+                key = keys.get((topic, partition))
+                if key is None:
+                    key = keys[(topic, partition)] = _key(topic, partition)
+                begins = [r[2] << _INDEX_BITS | r[3] for r in recs]
+                if skip and key in skip:  # resumed from a checkpoint: below it is done
+                    floor = skip[key]
+                    recs = [r for r, b in zip(recs, begins, strict=True) if b >= floor]
+                    begins = [b for b in begins if b >= floor]
+                envs = list(
+                    map(
+                        new_env,
+                        repeat(Envelope),
+                        zip(repeat(key), begins, map(_PLUS_1, begins), recs),
+                    )
                 )
-                if seq._emit is not None:
-                    self._drain(out)
+                ints = [from_bytes(u, "big") if u else 0 for u in map(_UUID, recs)]
+                n = len(envs)
+                while j < n:
+                    j = queue_many(envs, ints, j)
+                    fed[key] = recs[j - 1][2] + 1
+                    if seq._emit is not None:
+                        drain(out)
         except BaseException:
-            self._backlog = todo[i + 1 :]
+            self._backlog = recs[j:] + todo[at:]
             self._ready = out
             raise
         return out
 
     def _drain(self, out: list[Record]) -> None:
         seq = self._seq
-        append = out.append
         ready = seq.drain_ring()
         if ready is not None:  # the common case: the whole commit in the ring, one loop
-            for entry in ready:
-                record: Record = entry[3]  # type: ignore[assignment]
-                raw = record[8]
-                if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
-                    append(record)
+            # Only the committing message (the last) can be an ACK: the span is CONTINUEs.
+            out.extend(map(_RECORD, ready))
+            raw = out[-1][8] if ready else None
+            if raw is not None and raw[9] == 2 and not raw[8] & 3:  # an ACK (flags 0x002)
+                out.pop()
             return
+        append = out.append
         while True:
             try:
                 env = seq.step()

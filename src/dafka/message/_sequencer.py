@@ -368,6 +368,94 @@ class Sequencer(Generic[M]):
         self._emit_end = end
         return _O_OUTSIDE_COMMIT
 
+    def queue_many(self, envs: list[Envelope[Any]], uuid_ints: list[int], start: int = 0) -> int:
+        """:meth:`queue_with_uuid` on ``envs[start:]`` in turn, stopping after the first
+        that commits something; the index after the last envelope queued.
+
+        The caller drains the commit (``drain_ring``/``step``) and calls again from the
+        returned index. Exactly the same decisions and state as one call per envelope: the
+        CONTINUE path is inlined (one loop, the producer's state looked up once per run of
+        one producer), every other message takes :meth:`queue_with_uuid` itself.
+        """
+        if self._emit is not None:
+            raise SequencerError("committed messages remain to dequeue: step() until None")
+        ring_env = self._ring_env
+        ring_clock = self._ring_clock
+        ring_owner = self._ring_owner
+        nxt = self._next
+        offsets = self._offsets
+        partials = self._partials
+        size = self._size
+        head = self._head
+        last_partition: str | None = None
+        last_producer = -1
+        producers: dict[int, _Partial] = {}
+        partial: _Partial | None = None
+        n = len(envs)
+        k = start
+        while k < n:
+            env = envs[k]
+            i = uuid_ints[k]
+            k += 1
+            clock = (
+                ((i >> 92) & 0xFFFFFFFF0)
+                | ((i >> 44) & 0xFFFF000000000)
+                | ((i >> 12) & 0xFFF0000000000000)
+                | ((i >> 58) & 0xF)
+            )
+            if (i >> 48) & 0x3FF != _CONTINUE or clock == 0:
+                self._head = head
+                self.queue_with_uuid(env, i)
+                if self.committing:
+                    return k
+                head = self._head
+                last_partition = None  # its state may have been created meanwhile
+                continue
+            # Evict the entry at the head (as queue_with_uuid does for every message).
+            old = ring_owner[head]
+            if old is not None:
+                if old.ring_start == head:
+                    if old.ring_start == old.ring_stop:
+                        old.ring_start = old.ring_stop = -1
+                    else:
+                        old.ring_start = nxt[head]
+                ring_owner[head] = None
+                ring_env[head] = None
+            partition = env[0]
+            producer = i & 0xFFFFFFFFFFFF
+            if partition is not last_partition or producer != last_producer or partial is None:
+                if partition is not last_partition:
+                    found_producers = partials.get(partition)
+                    if found_producers is None:
+                        found_producers = partials[partition] = {}
+                    producers = found_producers
+                    last_partition = partition
+                partial = producers.get(producer)
+                if partial is None:
+                    partial = producers[producer] = _Partial(partition, producer, clock - 1, -1)
+                last_producer = producer
+            if clock <= partial.max_clock:  # at or below the last ACK, or the span's largest
+                offsets[partition] = env[2]
+                continue
+            if partial.begin == -1:
+                partial.begin = env[1]
+            ring_env[head] = env
+            ring_clock[head] = clock
+            ring_owner[head] = partial
+            nxt[head] = -1
+            if partial.ring_stop == -1:
+                partial.ring_start = head
+            else:
+                nxt[partial.ring_stop] = head
+            partial.ring_stop = head
+            head += 1
+            if head == size:
+                head = 0
+            partial.max_clock = clock
+            offsets[partition] = env[2]
+        self._head = head
+        return k
+
     def _add_at_head(self, env: Envelope[M], partial: _Partial, clock: int) -> None:
         head = self._head
         self._ring_env[head] = env

@@ -123,3 +123,58 @@ def test_drain_equals_stepping(stream: list[tuple[int, str, int, int, int]], buf
             log.append(gen(*minted[-1]))
     for size in (buffer, 10_000):
         assert run_drained(log, size) == run(log, size)
+
+
+def run_many(
+    log: list[Envelope[JsonMessage]], buffer: int
+) -> tuple[list[int], SequencerCheckpoint, int]:
+    """As :func:`run`, queueing with ``queue_many`` (a whole run, stopping at commits)."""
+    seq: Sequencer[JsonMessage] = Sequencer(buffer=buffer, on_anomaly=lambda _: None)
+    delivered: list[int] = []
+    ints = [env.message.uuid.int for env in log]
+    k = 0
+    while k < len(log):
+        k = seq.queue_many(log, ints, k)
+        while seq.committing:
+            try:
+                delivered.extend(out.begin for out in seq.drain())
+            except MustStartReplay as need:
+                seq.start_replay([e for e in log if need.begin <= e.begin and e.end <= need.end])
+    return delivered, seq.checkpoint(), seq.anomalies
+
+
+def run_one_by_one(
+    log: list[Envelope[JsonMessage]], buffer: int
+) -> tuple[list[int], SequencerCheckpoint, int]:
+    seq: Sequencer[JsonMessage] = Sequencer(buffer=buffer, on_anomaly=lambda _: None)
+    _, delivered, checkpoint = run(log, buffer)
+    for env in log:
+        seq.queue_uncommitted(env)
+        while seq.committing:
+            try:
+                seq.drain()
+            except MustStartReplay as need:
+                seq.start_replay([e for e in log if need.begin <= e.begin and e.end <= need.end])
+    return delivered, checkpoint, seq.anomalies
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=events, buffer=st.integers(1, 4))
+def test_queue_many_equals_one_by_one(
+    stream: list[tuple[int, str, int, int, int]], buffer: int
+) -> None:
+    gen = Generator()
+    clocks = [0, 0, 0]
+    minted: list[tuple[bytes, int, int]] = []
+    log = []
+    for p, kind, step, flags, pick in stream:
+        if kind == "nil":
+            log.append(gen(bytes(6), 0, 0))
+        elif kind == "repeat" and minted:
+            log.append(gen(*minted[pick % len(minted)]))
+        else:
+            clocks[p] += step
+            minted.append((PRODUCERS[p], clocks[p], flags))
+            log.append(gen(*minted[-1]))
+    for size in (buffer, 10_000):
+        assert run_many(log, size) == run_one_by_one(log, size)
