@@ -11,6 +11,7 @@ segmented log and ``message`` is Gazette's exactly-once layer; both are pure of 
 
 from dafka.client import (
     AsyncConsumer,
+    AsyncProducer,
     Consumer,
     ConsumerSettings,
     CorruptBatchError,
@@ -28,6 +29,7 @@ from dafka.server import LocalCluster
 
 __all__ = [
     "AsyncConsumer",
+    "AsyncProducer",
     "BackpressureError",
     "ConfigError",
     "Consumer",

@@ -4,6 +4,7 @@ Applications import from :mod:`dafka` (the front door); this package is where th
 """
 
 from dafka.client._async_consumer import AsyncConsumer
+from dafka.client._async_producer import AsyncProducer
 from dafka.client._batch import BatchColumns, decode_batch, encode_batch, is_batch
 from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import CorruptBatchError, DeliveryError
@@ -17,6 +18,7 @@ from dafka.client._txn_log import ProducerFencedError, TransactionError
 
 __all__ = [
     "AsyncConsumer",
+    "AsyncProducer",
     "BatchColumns",
     "ConsumedRecord",
     "Consumer",

@@ -19,7 +19,7 @@ Layout (all integers little-endian; offsets in bytes)::
           value_lengths   u32[count]
           header_counts   u32[count]  if FLAG_HEADERS
           ts_deltas       i32[count]  if FLAG_TIMESTAMPS (i64[count] with FLAG_WIDE_TS)
-          uuids           16 bytes * count if FLAG_UUIDS
+          uuids           16 bytes * count if FLAG_UUIDS (16 zero bytes: none)
         then, if FLAG_HEADERS, with H = sum(header_counts):
           name_lengths    u32[H]
           hvalue_lengths  u32[H]
@@ -69,6 +69,9 @@ HEADER_SIZE = _HEADER.size  # 28
 OVERHEAD_PER_MESSAGE = 4
 """Bytes a bare value costs beyond its length (its value_lengths entry)."""
 UUID_SIZE = 16
+NO_UUID = bytes(UUID_SIZE)
+"""In a batch with UUIDs, a message without one carries 16 zero bytes (decoded as None;
+a Gazette UUID is a v1 UUID: its version and variant bits are never zero)."""
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 Headers = Sequence[tuple[str, bytes]]
@@ -210,6 +213,8 @@ def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int
         if end > size:
             raise CorruptBatchError("batch uuids overrun the content")
         uuids = [content[i : i + UUID_SIZE] for i in range(pos, end, UUID_SIZE)]
+        if NO_UUID in uuids:
+            uuids = [None if u == NO_UUID else u for u in uuids]
         pos = end
     else:
         uuids = [None] * count

@@ -44,10 +44,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import zmq
 
+from dafka.client._batch import UUID_SIZE
 from dafka.client._errors import DeliveryError
 from dafka.client._ids import new_node_id
 from dafka.client._records import RecordMetadata
@@ -63,6 +64,16 @@ log = logging.getLogger(__name__)
 
 DRAIN_SLICE = 4096
 """Messages handed to the machine per runner turn; see the module docstring."""
+
+
+class Bridge(Protocol):
+    """Completes futures that are not ``concurrent.futures`` ones (``AsyncProducer``'s):
+    called in the runner thread with every (future, metadata, error) of a turn at once."""
+
+    def complete(
+        self, results: list[tuple[Any, RecordMetadata | None, BaseException | None]]
+    ) -> None: ...
+
 
 OnDelivery = Callable[[RecordMetadata | None, BaseException | None], None]
 HeadersArg = Sequence[tuple[str, bytes]] | None
@@ -126,6 +137,7 @@ class Producer:
         self._in_flight_bytes = 0
         self._closed = False
         self._resumed = threading.Event()
+        self._bridge: Bridge | None = None
         self._delivered = 0
         self._failed = 0
         resume = s.resume and s.name is not None
@@ -174,11 +186,29 @@ class Producer:
         key: bytes | None = None,
         headers: HeadersArg = None,
         timestamp: int | None = None,
+        uuid: bytes | None = None,
     ) -> Future[RecordMetadata]:
         """Queue one message; the future resolves to its :class:`RecordMetadata` once stored.
 
         Thread-safe. Blocks (or raises :class:`BackpressureError`) at the in-flight bound.
+        ``uuid``: the message's 16-byte Gazette UUID (exactly-once producers set it).
         """
+        future: Future[RecordMetadata] = Future()
+        block = self.settings.backpressure == "block"
+        self._enqueue(value, key, headers, timestamp, uuid, future, block)
+        return future
+
+    def _enqueue(
+        self,
+        value: bytes,
+        key: bytes | None,
+        headers: HeadersArg,
+        timestamp: int | None,
+        uuid: bytes | None,
+        future: Any,
+        block: bool,
+    ) -> None:
+        """Check and queue one message whose completion goes to ``future``."""
         if value.__class__ is not bytes:
             value = _as_bytes("value", value)
         size = len(value)
@@ -192,15 +222,17 @@ class Producer:
         if headers is not None:
             headers = _check_headers(headers)
             size += sum(len(n) + len(v) for n, v in headers)
-        if not self.settings.batching and (headers or timestamp is not None):
+        if uuid is not None and (uuid.__class__ is not bytes or len(uuid) != UUID_SIZE):
+            raise TypeError(f"uuid must be 16 bytes, got {uuid!r}")
+        if not self.settings.batching and (headers or timestamp is not None or uuid is not None):
             raise ValueError(
-                "headers and timestamps are not carried with batching=False (content = value)"
+                "headers, timestamps and uuids are not carried with batching=False "
+                "(content = value)"
             )
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         elif timestamp.__class__ is not int:
             raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
-        future: Future[RecordMetadata] = Future()
         settings = self.settings
         with self._lock:
             if self._failure.error is not None:
@@ -211,7 +243,7 @@ class Producer:
                 self._in_flight >= settings.max_in_flight
                 or self._in_flight_bytes + size > settings.max_in_flight_bytes
             ):
-                self._wait_for_room(size)
+                self._wait_for_room(size, block)
             if index < 0:
                 index = self._sticky
                 self._sticky_bytes += size
@@ -220,11 +252,10 @@ class Producer:
                     self._sticky_bytes = 0
             self._in_flight += 1
             self._in_flight_bytes += size
-            self._pending.append((index, value, key, headers, timestamp, (future, size)))
+            self._pending.append((index, value, key, headers, timestamp, uuid, (future, size)))
             if not self._scheduled:
                 self._scheduled = True
                 self._runner.post(self._drain)
-        return future
 
     def partition_for(self, key: bytes) -> str:
         """The partition ``key`` maps to (the same for the same name and partitions)."""
@@ -303,9 +334,9 @@ class Producer:
             return lambda key: index[mapping(key)]
         return lambda key: fnv1a32(key) % n
 
-    def _wait_for_room(self, size: int) -> None:
+    def _wait_for_room(self, size: int, block: bool) -> None:
         s = self.settings
-        if s.backpressure == "error":
+        if not block:
             raise BackpressureError(self._in_flight, self._in_flight_bytes)
         with self._room:
             while self._in_flight and (
@@ -330,8 +361,8 @@ class Producer:
         add = self._machine.add
         popleft = pending.popleft
         for _ in range(min(len(pending), DRAIN_SLICE)):
-            index, value, key, headers, timestamp, token = popleft()
-            add(index, value, key, headers, timestamp, token, now)
+            index, value, key, headers, timestamp, uuid, token = popleft()
+            add(index, value, key, headers, timestamp, uuid, token, now)
         if self.settings.linger_ms == 0:
             self._machine.close_all(now)
         if pending:
@@ -359,6 +390,9 @@ class Producer:
             self._fail([t for _, _, tokens in expired for t in tokens], error)
 
     def _resolve(self, done: list[tuple[int, int, list[Any]]]) -> None:
+        if self._bridge is not None:
+            self._resolve_bridged(done, self._bridge)
+            return
         topic, partitions, on_delivery = self.topic, self.partitions, self._on_delivery
         count = size = 0
         for index, sequence, tokens in done:
@@ -366,28 +400,51 @@ class Producer:
             for i, (future, n) in enumerate(tokens):
                 meta = RecordMetadata(topic, partition, sequence, i)
                 size += n
-                with contextlib.suppress(InvalidStateError):  # cancelled by the application
+                # try/except, not contextlib.suppress: this runs per message, suppress()
+                # builds an object each time
+                try:  # noqa: SIM105
                     future.set_result(meta)
+                except InvalidStateError:  # cancelled by the application
+                    pass
                 if on_delivery is not None:
                     self._call_back(meta, None)
             count += len(tokens)
         self._delivered += count
         self._release(count, size)
 
+    def _resolve_bridged(self, done: list[tuple[int, int, list[Any]]], bridge: Bridge) -> None:
+        topic, partitions, on_delivery = self.topic, self.partitions, self._on_delivery
+        count = size = 0
+        out: list[tuple[Any, RecordMetadata | None, BaseException | None]] = []
+        for index, sequence, tokens in done:
+            partition = partitions[index]
+            for i, (future, n) in enumerate(tokens):
+                meta = RecordMetadata(topic, partition, sequence, i)
+                size += n
+                out.append((future, meta, None))
+                if on_delivery is not None:
+                    self._call_back(meta, None)
+            count += len(tokens)
+        self._delivered += count
+        self._release(count, size)  # first: a completed future lets AsyncProducer retry
+        bridge.complete(out)
+
     def _fail(self, tokens: list[Any], error: BaseException) -> None:
-        size = 0
-        for future, n in tokens:
-            size += n
-            with contextlib.suppress(InvalidStateError):
-                future.set_exception(error)
+        self._failed += len(tokens)
+        self._release(len(tokens), sum(n for _, n in tokens))  # before completing (see above)
+        bridge = self._bridge
+        if bridge is not None:
+            bridge.complete([(future, None, error) for future, _ in tokens])
+        for future, _ in tokens:
+            if bridge is None:
+                with contextlib.suppress(InvalidStateError):
+                    future.set_exception(error)
             if self._on_delivery is not None:
                 self._call_back(None, error)
-        self._failed += len(tokens)
-        self._release(len(tokens), size)
 
     def _fail_unsent(self, now: float) -> None:
         del now
-        tokens = [entry[5] for entry in self._pending]
+        tokens = [entry[6] for entry in self._pending]
         self._pending.clear()
         tokens += self._machine.take_unsent()
         if tokens:
@@ -395,7 +452,7 @@ class Producer:
 
     def _on_failure(self, error: NodeFailedError) -> None:
         """The runner died: every message in flight fails with ``error``; waiters wake."""
-        tokens = [entry[5] for entry in self._pending]
+        tokens = [entry[6] for entry in self._pending]
         self._pending.clear()
         tokens += self._machine.take_unsent()
         if tokens:
@@ -437,4 +494,4 @@ def _check_headers(headers: object) -> tuple[tuple[str, bytes], ...]:
     return tuple(out)
 
 
-__all__ = ["DRAIN_SLICE", "Producer"]
+__all__ = ["DRAIN_SLICE", "Bridge", "Producer"]

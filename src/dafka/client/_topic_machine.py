@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dafka.client._batch import OVERHEAD_PER_MESSAGE, encode_batch
+from dafka.client._batch import NO_UUID, OVERHEAD_PER_MESSAGE, encode_batch
 from dafka.node import ProducerConfig, ProducerMachine
 from dafka.node.actions import Action, Send, Subscribe
 from dafka.protocol import Ack, DataMessage, DirectHead, Fetch, GetHeads, StoreHello
@@ -53,10 +53,12 @@ class _Open:
     keys: list[bytes | None] = field(default_factory=list)
     headers: list[Sequence[tuple[str, bytes]] | None] = field(default_factory=list)
     timestamps: list[int] = field(default_factory=list)
+    uuids: list[bytes] = field(default_factory=list)
     tokens: list[Token] = field(default_factory=list)
     size: int = 0
     any_key: bool = False
     any_headers: bool = False
+    any_uuid: bool = False
 
 
 @dataclass(slots=True)
@@ -160,6 +162,7 @@ class TopicProducerMachine:
         key: bytes | None,
         headers: Sequence[tuple[str, bytes]] | None,
         timestamp: int,
+        uuid: bytes | None,
         token: Token,
         now: float,
     ) -> None:
@@ -176,6 +179,11 @@ class TopicProducerMachine:
         batch.headers.append(headers)
         batch.timestamps.append(timestamp)
         batch.tokens.append(token)
+        if uuid is None:
+            batch.uuids.append(NO_UUID)
+        else:
+            batch.uuids.append(uuid)
+            batch.any_uuid = True
         size = len(value) + OVERHEAD_PER_MESSAGE
         if key is not None:
             batch.any_key = True
@@ -198,6 +206,7 @@ class TopicProducerMachine:
             keys=batch.keys if batch.any_key else None,
             headers=batch.headers if batch.any_headers else None,
             timestamps=batch.timestamps,
+            uuids=batch.uuids if batch.any_uuid else None,
         )
         sequence = self._machines[index].publish(content, now)
         self._sent[index].append(_Sent(sequence, now, batch.tokens))

@@ -66,6 +66,7 @@ def test_batched_round_trip_with_keys_headers_timestamps(cluster: Cluster) -> No
                 key=None if i % 4 == 0 else b"k%d" % (i % 7),
                 headers=[("n", str(i).encode())] if i % 2 else None,
                 timestamp=1_700_000_000_000 + i,
+                uuid=i.to_bytes(16, "big") if i % 3 == 1 else None,
             )
             for i in range(500)
         ]
@@ -79,6 +80,7 @@ def test_batched_round_trip_with_keys_headers_timestamps(cluster: Cluster) -> No
         assert r.key == (None if i % 4 == 0 else b"k%d" % (i % 7))
         assert r.headers == ((("n", str(i).encode()),) if i % 2 else ())
         assert r.timestamp == 1_700_000_000_000 + i
+        assert r.uuid == (i.to_bytes(16, "big") if i % 3 == 1 else None)
     # per partition, messages come back in the order they were sent
     for partition in {m.partition for m in metas}:
         sent = [b"v%d" % i for i, m in enumerate(metas) if m.partition == partition]

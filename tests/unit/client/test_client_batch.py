@@ -31,7 +31,8 @@ def batches(draw: st.DrawFn) -> dict[str, object]:
         spread = draw(st.sampled_from([1000, 2**33]))
         out["timestamps"] = draw(st.lists(st.integers(base, base + spread), min_size=n, max_size=n))
     if draw(st.booleans()):
-        out["uuids"] = draw(st.lists(st.binary(min_size=16, max_size=16), min_size=n, max_size=n))
+        some_uuid = st.binary(min_size=16, max_size=16).filter(any)
+        out["uuids"] = draw(st.lists(some_uuid, min_size=n, max_size=n))
     return out
 
 
@@ -158,3 +159,8 @@ def test_encode_rejects_mismatched_columns() -> None:
 def test_header_size_is_documented() -> None:
     assert HEADER_SIZE == 28
     assert len(encode_batch([b""])) == HEADER_SIZE + 4
+
+
+def test_messages_without_uuid_in_a_batch_with_uuids() -> None:
+    got = decode_batch(encode_batch([b"a", b"b"], uuids=[bytes(16), b"\x01" * 16]))
+    assert got.uuids == [None, b"\x01" * 16]
