@@ -21,6 +21,12 @@ Then, with the first policy:
 * time from a new consumer's constructor call to its first record (``offset_reset=latest``)
   while a producer publishes steadily, over ``--trials`` consumers.
 
+``--clients records,unbatched,batched`` runs the throughput with each producer: ``records``
+is ``PartitionProducer.publish`` (one RECORD per call, the figures above), ``unbatched`` and
+``batched`` the topic-level ``Producer.produce`` (no future per message) with one RECORD per
+message or many per RECORD (``linger_ms``/``batch_size`` defaults); rates then count
+messages, and the consumer unpacks batches.
+
 Run: ``.venv/bin/python bench/cluster.py [--records N] [--quick] [--fsync batch,os]``.
 Targets (issue 5): >= 150,000 records/s of 100 B through a store, p99 < 2 ms, first record
 within 100 ms. The C reference: 275k-390k records/s (``../shared/PROTOCOL.md`` section 7).
@@ -29,6 +35,7 @@ within 100 ms. The C reference: 275k-390k records/s (``../shared/PROTOCOL.md`` s
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing
 import os
 import statistics
@@ -43,7 +50,7 @@ from typing import Any, TypeAlias
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import ProcessCluster, cpu_seconds, percentile
-from dafka.client import Consumer, PartitionProducer
+from dafka.client import Consumer, PartitionProducer, Producer
 from dafka.node import ConsumerConfig
 from dafka.transport.config import TransportConfig
 
@@ -98,6 +105,50 @@ def produce_burst(
         out.put(
             ("produced", started, finished, producer.acked, producer.next_sequence, ok, cpu, resent)
         )
+
+
+def produce_messages(
+    port: int,
+    beacon: float,
+    topic: str,
+    records: int,
+    size: int,
+    go: Event,
+    out: Results,
+    batching: bool = True,
+) -> None:
+    """``produce_burst`` with the topic-level ``Producer`` (one partition): ``produce()``
+    (no future per message) in batches (``batching``) or one RECORD per message."""
+    towers = f"127.0.0.1:{port}"
+    with Producer(
+        topic,
+        towers=towers,
+        batching=batching,
+        beacon_interval=beacon,
+        beacon_timeout=4 * beacon,
+        bind_host="127.0.0.1",
+        advertised_host="127.0.0.1",
+    ) as producer:
+        warm = b"w" * size
+        if producer.send(warm).exception(60) is not None:
+            out.put(("error", "warm-up message not stored within 60 s"))
+            return
+        out.put(("producer-ready", os.getpid()))
+        while not go.wait(0.002):
+            producer.produce(warm)
+        payload = b"x" * size
+        produce = producer.produce
+        started = time.time_ns()
+        cpu = time.process_time()
+        for _ in range(records - 1):
+            produce(payload)
+        produce(b"E" * size)
+        left = producer.flush(300)
+        finished = time.time_ns()
+        cpu = time.process_time() - cpu
+        resent = sum(m.statistics().records_resent for m in producer._machine.machines)
+        delivered = producer.delivered
+    out.put(("produced", started, finished, delivered, delivered + left, left == 0, cpu, resent))
 
 
 def _peers_connected(consumer: Consumer) -> int:
@@ -241,7 +292,13 @@ def _expect(out: Results, kind: str, timeout: float = 120) -> tuple[Any, ...]:
 
 
 def throughput(
-    ctx: Any, cluster: ProcessCluster, records: int, size: int, topic: str, live: bool
+    ctx: Any,
+    cluster: ProcessCluster,
+    records: int,
+    size: int,
+    topic: str,
+    live: bool,
+    client: str = "records",
 ) -> dict[str, float]:
     """A producer burst, with a live consumer (``live``) or followed by a late consumer.
 
@@ -251,7 +308,15 @@ def throughput(
     port, beacon = cluster.port, cluster.beacon_interval
     out: Results = ctx.Queue()
     go = ctx.Event()
-    producer = ctx.Process(target=produce_burst, args=(port, beacon, topic, records, size, go, out))
+    if client == "records":
+        producer = ctx.Process(
+            target=produce_burst, args=(port, beacon, topic, records, size, go, out)
+        )
+    else:
+        producer = ctx.Process(
+            target=produce_messages,
+            args=(port, beacon, topic, records, size, go, out, client == "batched"),
+        )
     producer.start()
     _expect(out, "producer-ready")
     consumer = None
@@ -389,6 +454,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
     parser.add_argument("--trials", type=int, default=5, help="consumers timed to first record")
     parser.add_argument("--skip", default="", help="comma-separated: throughput,latency,ack,first")
+    parser.add_argument(
+        "--clients",
+        default="records",
+        help="comma-separated producers to run the throughput with: records (PartitionProducer,"
+        " one RECORD per publish), unbatched and batched (Producer.produce, one RECORD per "
+        "message or many)",
+    )
     args = parser.parse_args()
     policies = args.fsync.split(",")
     records = args.records
@@ -408,13 +480,13 @@ def main() -> None:
         print(f"\nthroughput, {records:,} records per run (payload MB/s):")
         for policy in policies:
             for size in sizes:
-                for live in (False, True):
+                for client, live in itertools.product(args.clients.split(","), (False, True)):
                     with ProcessCluster(
                         stores=args.stores, fsync=policy, beacon_interval=args.beacon_interval
                     ) as cluster:
-                        r = throughput(ctx, cluster, records, size, f"t{size}", live)
+                        r = throughput(ctx, cluster, records, size, f"t{size}", live, client)
                     line = (
-                        f"  fsync {policy:<6} {size:>5} B, "
+                        f"  {client:<9} fsync {policy:<6} {size:>5} B, "
                         + ("with a live consumer: " if live else "producer alone:      ")
                         + f"producer->ACKed {r['produce']:>9,.0f} rec/s "
                         f"{r['produce'] * size / MB:6.1f} MB/s | "

@@ -198,6 +198,21 @@ class Producer:
         self._enqueue(value, key, headers, timestamp, uuid, future, block)
         return future
 
+    def produce(
+        self,
+        value: bytes,
+        key: bytes | None = None,
+        headers: HeadersArg = None,
+        timestamp: int | None = None,
+        uuid: bytes | None = None,
+    ) -> None:
+        """:meth:`send` without a future (confluent-kafka's ``produce``): the fast path for
+        bulk loads, a future per message costs more than the rest of ``send``. Delivery is
+        reported to ``on_delivery`` and by :meth:`flush` (what is still in flight)."""
+        self._enqueue(
+            value, key, headers, timestamp, uuid, None, self.settings.backpressure == "block"
+        )
+
     def _enqueue(
         self,
         value: bytes,
@@ -358,11 +373,8 @@ class Producer:
     def _drain(self, now: float) -> None:
         self._scheduled = False
         pending = self._pending
-        add = self._machine.add
         popleft = pending.popleft
-        for _ in range(min(len(pending), DRAIN_SLICE)):
-            index, value, key, headers, timestamp, uuid, token = popleft()
-            add(index, value, key, headers, timestamp, uuid, token, now)
+        self._machine.add_many([popleft() for _ in range(min(len(pending), DRAIN_SLICE))], now)
         if self.settings.linger_ms == 0:
             self._machine.close_all(now)
         if pending:
@@ -398,14 +410,17 @@ class Producer:
         for index, sequence, tokens in done:
             partition = partitions[index]
             for i, (future, n) in enumerate(tokens):
-                meta = RecordMetadata(topic, partition, sequence, i)
                 size += n
+                if future is None and on_delivery is None:  # produce(): nothing to tell
+                    continue
+                meta = RecordMetadata(topic, partition, sequence, i)
                 # try/except, not contextlib.suppress: this runs per message, suppress()
                 # builds an object each time
-                try:  # noqa: SIM105
-                    future.set_result(meta)
-                except InvalidStateError:  # cancelled by the application
-                    pass
+                if future is not None:  # None: produce()
+                    try:  # noqa: SIM105
+                        future.set_result(meta)
+                    except InvalidStateError:  # cancelled by the application
+                        pass
                 if on_delivery is not None:
                     self._call_back(meta, None)
             count += len(tokens)
@@ -436,7 +451,7 @@ class Producer:
         if bridge is not None:
             bridge.complete([(future, None, error) for future, _ in tokens])
         for future, _ in tokens:
-            if bridge is None:
+            if bridge is None and future is not None:
                 with contextlib.suppress(InvalidStateError):
                     future.set_exception(error)
             if self._on_delivery is not None:

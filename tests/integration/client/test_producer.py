@@ -235,3 +235,21 @@ def test_a_dead_node_fails_futures_and_every_later_call(cluster: Cluster) -> Non
     for call in (lambda: p.send(b"x"), lambda: p.flush(1), p.close, p.close):
         with pytest.raises(NodeFailedError):
             call()
+
+
+def test_produce_without_futures_reports_through_flush_and_callback(cluster: Cluster) -> None:
+    seen: list[RecordMetadata | None] = []
+    with Producer(
+        "bulk",
+        towers=cluster.towers,
+        partitions=2,
+        on_delivery=lambda m, e: seen.append(m),
+        **FAST,
+    ) as p:
+        for i in range(2000):
+            p.produce(b"%d" % i, key=b"k%d" % (i % 3))
+        assert p.flush(timeout=20) == 0
+        assert p.delivered == 2000
+    assert len(seen) == 2000
+    assert None not in seen
+    assert len(read_back(cluster, "bulk", 2000)) == 2000
