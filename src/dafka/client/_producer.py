@@ -50,6 +50,7 @@ import zmq
 
 from dafka.client._batch import UUID_SIZE
 from dafka.client._errors import DeliveryError
+from dafka.client._future import DeliveryFuture
 from dafka.client._ids import new_node_id
 from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings, resolve_settings
@@ -127,6 +128,7 @@ class Producer:
         self._index = {p: i for i, p in enumerate(self.partitions)}
         self._route_key = self._key_router(s)
         self._batch_size = s.batch_size
+        self._batching = s.batching
         self._sticky = 0
         self._sticky_bytes = 0
         self._pending: collections.deque[tuple[Any, ...]] = collections.deque()
@@ -193,7 +195,7 @@ class Producer:
         Thread-safe. Blocks (or raises :class:`BackpressureError`) at the in-flight bound.
         ``uuid``: the message's 16-byte Gazette UUID (exactly-once producers set it).
         """
-        future: Future[RecordMetadata] = Future()
+        future: Future[RecordMetadata] = DeliveryFuture()
         block = self.settings.backpressure == "block"
         self._enqueue(value, key, headers, timestamp, uuid, future, block)
         return future
@@ -245,7 +247,8 @@ class Producer:
                 "(content = value)"
             )
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            if self._batching:  # unbatched RECORDs carry no timestamp: no clock read
+                timestamp = int(time.time() * 1000)
         elif timestamp.__class__ is not int:
             raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
         settings = self.settings

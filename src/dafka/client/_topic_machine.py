@@ -45,9 +45,16 @@ Token = Any
 
 
 Entry = tuple[
-    int, bytes, "bytes | None", "Sequence[tuple[str, bytes]] | None", int, "bytes | None", Any
+    int,
+    bytes,
+    "bytes | None",
+    "Sequence[tuple[str, bytes]] | None",
+    "int | None",
+    "bytes | None",
+    Any,
 ]
-"""One queued message: (partition index, value, key, headers, timestamp ms, uuid, token);
+"""One queued message: (partition index, value, key, headers, timestamp ms (None when
+unbatched), uuid, token);
 the token is ``(future or None, size)`` where size counts value, key and headers."""
 
 _PER_MESSAGE = 16
