@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test unit integration lint bench clean
+.PHONY: run test unit integration test-spark lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ unit: $(STAMP)
 
 integration: $(STAMP)
 	$(PY) -m pytest -m integration
+
+test-spark: $(STAMP)
+	$(PY) -m pytest -m spark
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(PY) $$b || exit 1; done

@@ -17,6 +17,7 @@ from dafka.node._consumer import ConsumerMachine, ConsumerStatistics, PartitionP
 from dafka.node._discovery import Discovery, DiscoveryStatistics
 from dafka.node._endpoint import endpoint_problem, host_problem, port_problem
 from dafka.node._errors import BackpressureError, NodeArgumentError
+from dafka.node._heads import HeadsMachine, HeadsStatistics
 from dafka.node._producer import ProducerMachine, ProducerStatistics
 from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
 from dafka.node.actions import (
@@ -50,6 +51,8 @@ __all__ = [
     "DiscoveryConfig",
     "DiscoveryStatistics",
     "FetchPolicy",
+    "HeadsMachine",
+    "HeadsStatistics",
     "NodeArgumentError",
     "NodeMachine",
     "OffsetReset",

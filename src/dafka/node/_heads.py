@@ -1,0 +1,166 @@
+"""The heads watcher: which partitions a topic has and how far each goes, without the data.
+
+A Spark driver plans micro-batches from partition heads alone (the executors read the data):
+it must learn of every partition of its topics, and of each partition's last sequence, at a
+low cost and with a low latency, without receiving a single RECORD.
+
+Theory. Heads come from three places, and the watcher takes the highest it hears of per
+(topic, partition):
+
+* HEAD, which live producers publish every ``head_interval`` (subscribed as ``H`` + topic);
+* DIRECT-HEAD, which stores *and* live producers send in answer to our GET-HEADS. The watcher
+  sends GET-HEADS for every topic when it subscribes and then every ``refresh`` seconds: the
+  period bounds how stale a head may be (HEADs alone would lag by ``head_interval``), and it
+  is how partitions of producers that are gone are found;
+* a STORE-HELLO (a store saw us subscribe to ``L`` + our id) is answered with CONSUMER-HELLO
+  listing our topics, which the store answers with DIRECT-HEADs: a store that starts after us
+  tells us what it holds without waiting for the next refresh.
+
+Topics are either named (``subscribe``) or matched by a predicate (``watch_matching``, for
+Spark's ``subscribePattern``): Dafka has no topic directory, so a matching topic is found
+when a HEAD of it passes (the watcher subscribes to every ``H``), and from then on it is
+asked for its heads like a named topic.
+
+ZeroMQ matches by prefix: ``H`` + ``hello`` also receives ``hello2``, ``E`` + our id any id
+that starts with ours: every message is checked for an exact topic / recipient (counted in
+``dropped_foreign`` otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dafka.node._errors import check_name
+from dafka.node.actions import Action, Send, Subscribe
+from dafka.protocol import ConsumerHello, DataMessage, DirectHead, GetHeads, Head, StoreHello
+
+
+@dataclass(frozen=True, slots=True)
+class HeadsStatistics:
+    """Counters of a :class:`HeadsMachine` (a snapshot)."""
+
+    topics: int
+    partitions: int
+    heads_received: int
+    get_heads_sent: int
+    dropped_foreign: int
+    dropped_unexpected: int
+
+
+class HeadsMachine:
+    """Pure state machine of a heads watcher; see the module docstring."""
+
+    def __init__(self, node_id: str, refresh: float = 0.2) -> None:
+        if not refresh > 0:
+            raise ValueError(f"heads refresh must be > 0 seconds, got {refresh!r}")
+        self.node_id = node_id
+        self.refresh = refresh
+        raw = check_name("heads watcher id", node_id)
+        self._out: list[Action] = [Subscribe(b"E" + raw), Subscribe(b"L" + raw)]
+        self._topics: dict[str, None] = {}
+        self._matcher: Callable[[str], bool] | None = None
+        self._heads: dict[tuple[str, str], int] = {}
+        self.version = 0
+        """Grows each time a head moves or a partition appears (cheap change detection)."""
+        self._due: float | None = None
+        self._received = 0
+        self._sent = 0
+        self._foreign = 0
+        self._unexpected = 0
+
+    # -- application side ------------------------------------------------------------------
+
+    def subscribe(self, topic: str, now: float) -> None:
+        """Watch ``topic``: its HEADs, and its heads asked now and every ``refresh``."""
+        if topic in self._topics:
+            return
+        raw = check_name("topic", topic)
+        self._topics[topic] = None
+        if self._matcher is None:
+            self._out.append(Subscribe(b"H" + raw))
+        self._ask(topic)
+        if self._due is None:
+            self._due = now + self.refresh
+
+    def watch_matching(self, matches: Callable[[str], bool], now: float) -> None:
+        """Watch every topic for which ``matches(topic)`` is true, as its HEADs show up."""
+        del now
+        if self._matcher is None:
+            self._out.append(Subscribe(b"H"))
+        self._matcher = matches
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(self._topics)
+
+    def heads(self) -> dict[tuple[str, str], int]:
+        """(topic, partition) -> the highest sequence known to exist there."""
+        return dict(self._heads)
+
+    def statistics(self) -> HeadsStatistics:
+        return HeadsStatistics(
+            topics=len(self._topics),
+            partitions=len(self._heads),
+            heads_received=self._received,
+            get_heads_sent=self._sent,
+            dropped_foreign=self._foreign,
+            dropped_unexpected=self._unexpected,
+        )
+
+    # -- NodeMachine -----------------------------------------------------------------------
+
+    def on_message(self, message: DataMessage, now: float) -> None:
+        if type(message) is Head:
+            self._on_head(message.topic, message.producer, message.sequence, now)
+        elif type(message) is DirectHead:
+            if message.recipient != self.node_id:
+                self._foreign += 1
+                return
+            self._on_head(message.topic, message.producer, message.sequence, now)
+        elif type(message) is StoreHello:
+            if message.consumer != self.node_id:
+                self._foreign += 1
+                return
+            if self._topics:
+                self._out.append(Send(ConsumerHello(message.store, self.node_id, self.topics)))
+        else:
+            self._unexpected += 1
+
+    def on_timer(self, now: float) -> None:
+        due = self._due
+        if due is None or due > now:
+            return
+        self._due = now + self.refresh
+        for topic in self._topics:
+            self._ask(topic)
+
+    def next_deadline(self) -> float | None:
+        return self._due
+
+    def take_actions(self) -> list[Action]:
+        out = self._out
+        self._out = []
+        return out
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _ask(self, topic: str) -> None:
+        self._sent += 1
+        self._out.append(Send(GetHeads(topic, self.node_id)))
+
+    def _on_head(self, topic: str, partition: str, sequence: int, now: float) -> None:
+        if topic not in self._topics:
+            matcher = self._matcher
+            if matcher is None or not matcher(topic):
+                self._foreign += 1
+                return
+            self.subscribe(topic, now)
+        self._received += 1
+        key = (topic, partition)
+        if sequence > self._heads.get(key, -1):
+            self._heads[key] = sequence
+            self.version += 1
+
+
+__all__ = ["HeadsMachine", "HeadsStatistics"]

@@ -1,0 +1,59 @@
+"""dafka's PySpark connector: ``format("dafka")`` for Structured Streaming and batch.
+
+The only package that imports pyspark (install ``dafka[spark]``). ``format("dafka")`` works
+without registration because the top-level module ``pyspark_dafka`` exposes
+:class:`DafkaDataSource` as ``DefaultSource`` (Spark looks up ``pyspark_*`` modules);
+:func:`register` registers it explicitly too. See ``docs/spark.md``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from dafka.spark._fetch import DataLossError
+from dafka.spark._options import parse_sink_options, parse_source_options
+from dafka.spark._schema import SOURCE_SCHEMA
+from dafka.spark._source import DafkaBatchReader, DafkaStreamReader
+
+
+class DafkaDataSource(DataSource):  # type: ignore[misc]
+    """``format("dafka")``: a source of dafka topics and a sink into them."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "dafka"
+
+    def schema(self) -> StructType:
+        return SOURCE_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return DafkaBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return DafkaStreamReader(parse_source_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from dafka.spark._sink import DafkaBatchWriter
+
+        return DafkaBatchWriter(parse_sink_options(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from dafka.spark._sink import DafkaStreamWriter
+
+        return DafkaStreamWriter(parse_sink_options(self.options), schema)
+
+
+def register(spark: SparkSession) -> None:
+    """Register ``format("dafka")`` on ``spark`` (not needed when dafka is installed)."""
+    spark.dataSource.register(DafkaDataSource)
+
+
+__all__ = ["DafkaDataSource", "DataLossError", "register"]

@@ -1,0 +1,263 @@
+"""The options of ``format("dafka")``, checked once, on the driver, before anything runs.
+
+Spark hands a data source its options as a case-insensitive dict of strings. Every option is
+parsed here into a frozen dataclass; an unknown name or a bad value raises
+:class:`~dafka.errors.ConfigError` naming the option, so that a typo fails the query at once
+instead of being ignored (Spark's own sources ignore unknown options; Kafka's warns).
+Pure: no pyspark, no sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from dafka.client._settings import parse_towers
+from dafka.errors import ConfigError
+from dafka.transport.config import TransportConfig
+
+Isolation = Literal["read_uncommitted", "read_committed"]
+Offsets = dict[str, dict[str, int]]
+"""topic -> partition -> next sequence to read: Spark's offsets and the JSON options."""
+
+DEFAULT_TOWERS = "127.0.0.1:5556"
+
+_SOURCE_OPTIONS = {
+    "towers",
+    "subscribe",
+    "subscribepattern",
+    "startingoffsets",
+    "endingoffsets",
+    "maxrecordspertrigger",
+    "failondataloss",
+    "isolation",
+    "minpartitions",
+    "fetchtimeout",
+    "headsrefresh",
+}
+_SINK_OPTIONS = {"towers", "topic", "name", "partitions", "checkpointlocation", "path"}
+_SPARK_OPTIONS = {"path", "checkpointlocation"}
+"""Options Spark itself may pass along (``start(path)``, ``checkpointLocation``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """What a dafka source reads, and how."""
+
+    towers: str
+    topics: tuple[str, ...]
+    pattern: str | None
+    starting: Literal["earliest", "latest"] | Offsets
+    ending: Literal["latest"] | Offsets
+    max_records_per_trigger: int | None
+    fail_on_data_loss: bool
+    isolation: Isolation
+    min_partitions: int | None
+    fetch_timeout: float
+    heads_refresh: float
+
+    @property
+    def transport(self) -> TransportConfig:
+        return towers_transport(self.towers)
+
+    def matches(self, topic: str) -> bool:
+        """Whether ``topic`` is one this source reads."""
+        if self.pattern is not None:
+            return re.fullmatch(self.pattern, topic) is not None
+        return topic in self.topics
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """Where a dafka sink writes."""
+
+    towers: str
+    topic: str | None
+    name: str | None
+    partitions: int
+
+    @property
+    def transport(self) -> TransportConfig:
+        return towers_transport(self.towers)
+
+
+def towers_transport(towers: str) -> TransportConfig:
+    """The transport of a client of ``towers`` (``"host:port,..."``, as the clients take it)."""
+    return TransportConfig.for_towers(list(parse_towers(towers)))
+
+
+def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    opts = _lower(options)
+    _check_known(opts, _SOURCE_OPTIONS, "source")
+    towers = opts.get("towers", DEFAULT_TOWERS)
+    parse_towers(towers, "towers")
+    subscribe = opts.get("subscribe")
+    pattern = opts.get("subscribepattern")
+    if (subscribe is None) == (pattern is None):
+        raise ConfigError("give exactly one of the options 'subscribe' and 'subscribePattern'")
+    topics: tuple[str, ...] = ()
+    if subscribe is not None:
+        topics = tuple(t.strip() for t in subscribe.split(",") if t.strip())
+        if not topics:
+            raise ConfigError(f"option 'subscribe' names no topic: {subscribe!r}")
+        for topic in topics:
+            _check_topic("subscribe", topic)
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"option 'subscribePattern' is not a regex: {exc}") from None
+    starting = _offsets_option(
+        opts, "startingOffsets", "earliest" if not streaming else "latest", ("earliest", "latest")
+    )
+    if streaming and "endingoffsets" in opts:
+        raise ConfigError("option 'endingOffsets' is for batch reads (spark.read) only")
+    ending = _offsets_option(opts, "endingOffsets", "latest", ("latest",))
+    if starting == "latest" and not streaming:
+        raise ConfigError("option 'startingOffsets' cannot be 'latest' for batch reads")
+    isolation = opts.get("isolation", "read_uncommitted")
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise ConfigError(
+            f"option 'isolation' must be 'read_uncommitted' or 'read_committed', got {isolation!r}"
+        )
+    return SourceOptions(
+        towers=towers,
+        topics=topics,
+        pattern=pattern,
+        starting=starting,  # type: ignore[arg-type]
+        ending=ending,  # type: ignore[arg-type]
+        max_records_per_trigger=_int_option(opts, "maxRecordsPerTrigger", None, 1),
+        fail_on_data_loss=_bool_option(opts, "failOnDataLoss", True),
+        isolation=isolation,  # type: ignore[arg-type]
+        min_partitions=_int_option(opts, "minPartitions", None, 1),
+        fetch_timeout=_float_option(opts, "fetchTimeout", 30.0),
+        heads_refresh=_float_option(opts, "headsRefresh", 0.1),
+    )
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    opts = _lower(options)
+    _check_known(opts, _SINK_OPTIONS, "sink")
+    towers = opts.get("towers", DEFAULT_TOWERS)
+    parse_towers(towers, "towers")
+    topic = opts.get("topic")
+    if topic is not None:
+        _check_topic("topic", topic)
+    name = opts.get("name")
+    if name is not None:
+        _check_topic("name", name)
+    return SinkOptions(
+        towers=towers,
+        topic=topic,
+        name=name,
+        partitions=_int_option(opts, "partitions", 1, 1) or 1,
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in options.items()}
+
+
+def _check_known(opts: Mapping[str, str], known: set[str], what: str) -> None:
+    unknown = sorted(set(opts) - known - _SPARK_OPTIONS)
+    if unknown:
+        raise ConfigError(
+            f"unknown dafka {what} option(s) {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(sorted(known - _SPARK_OPTIONS))}"
+        )
+
+
+def _check_topic(option: str, topic: str) -> None:
+    raw = topic.encode("utf-8", "surrogateescape")
+    if not 0 < len(raw) <= 255 or b"\x00" in raw:
+        raise ConfigError(f"option '{option}': {topic!r} is not a valid name (1-255 bytes, no NUL)")
+
+
+def _int_option(opts: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
+    text = opts.get(name.lower())
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"option '{name}' must be an integer, got {text!r}") from None
+    if value < minimum:
+        raise ConfigError(f"option '{name}' must be >= {minimum}, got {value}")
+    return value
+
+
+def _float_option(opts: Mapping[str, str], name: str, default: float) -> float:
+    text = opts.get(name.lower())
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"option '{name}' must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise ConfigError(f"option '{name}' must be > 0, got {value}")
+    return value
+
+
+def _bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    text = opts.get(name.lower())
+    if text is None:
+        return default
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    raise ConfigError(f"option '{name}' must be 'true' or 'false', got {text!r}")
+
+
+def _offsets_option(
+    opts: Mapping[str, str], name: str, default: str, words: tuple[str, ...]
+) -> str | Offsets:
+    text = opts.get(name.lower(), default).strip()
+    if text in words:
+        return text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        allowed = " or ".join(repr(w) for w in words)
+        raise ConfigError(
+            f"option '{name}' must be {allowed} or JSON "
+            f'{{"topic": {{"partition": next_offset}}}}, got {text!r}'
+        ) from None
+    return parse_offsets(data, f"option '{name}'")
+
+
+def parse_offsets(data: object, what: str) -> Offsets:
+    """Check a JSON offsets document ``{topic: {partition: next_sequence}}``."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{what}: offsets must be a JSON object of topics")
+    out: Offsets = {}
+    for topic, parts in data.items():
+        if not isinstance(topic, str) or not isinstance(parts, dict):
+            raise ConfigError(f"{what}: {topic!r} must map to an object of partitions")
+        row: dict[str, int] = {}
+        for partition, offset in parts.items():
+            if type(offset) is not int or offset < 0:
+                raise ConfigError(
+                    f"{what}: offset of {topic}/{partition} must be an integer >= 0, "
+                    f"got {offset!r}"
+                )
+            row[str(partition)] = offset
+        out[topic] = row
+    return out
+
+
+__all__ = [
+    "Isolation",
+    "Offsets",
+    "SinkOptions",
+    "SourceOptions",
+    "parse_offsets",
+    "parse_sink_options",
+    "parse_source_options",
+    "towers_transport",
+]
