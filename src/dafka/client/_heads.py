@@ -43,7 +43,7 @@ class HeadWatcher:
         self._machine = HeadsMachine(self.node_id, refresh)
         self._snapshot: dict[tuple[str, str], int] = {}
         self._changed = threading.Condition()
-        self._last_change = time.monotonic()
+        self._started = self._last_change = time.monotonic()
         self._version = 0
         self._runner = NodeRunner(
             self._machine,
@@ -55,23 +55,31 @@ class HeadWatcher:
         )
         self._runner.start(ready_timeout)
         for topic in topics:
-            self._runner.call(lambda now, t=topic: self._machine.subscribe(t, now))
+            self._subscribe(topic)
         if matching is not None:
             self._runner.call(lambda now: self._machine.watch_matching(matching, now))
+
+    def _subscribe(self, topic: str) -> None:
+        self._runner.call(lambda now: self._machine.subscribe(topic, now))
 
     def heads(self) -> dict[tuple[str, str], int]:
         """(topic, partition) -> highest sequence known to exist (a snapshot; no wait)."""
         return self._snapshot
 
-    def wait_quiet(self, quiet: float = 0.5, timeout: float = 5.0) -> dict[tuple[str, str], int]:
-        """Wait until nothing new was learnt for ``quiet`` seconds (at most ``timeout``)."""
+    def wait_quiet(
+        self, quiet: float = 0.5, timeout: float = 5.0, *, at_least: float = 0.0
+    ) -> dict[tuple[str, str], int]:
+        """Wait until nothing new was learnt for ``quiet`` seconds (at most ``timeout``), and
+        at least ``at_least`` seconds after the watcher started."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 now = time.monotonic()
-                if now >= deadline or now - self._last_change >= quiet:
+                settled = now - self._last_change >= quiet and now >= self._started + at_least
+                if now >= deadline or settled:
                     return self._snapshot
-                self._changed.wait(min(deadline, self._last_change + quiet) - now)
+                wake = max(self._last_change + quiet, self._started + at_least)
+                self._changed.wait(max(min(deadline, wake) - now, 0.001))
 
     def wait_for(
         self, ready: Callable[[dict[tuple[str, str], int]], bool], timeout: float

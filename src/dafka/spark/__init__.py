@@ -13,18 +13,16 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
-    DataSourceStreamWriter,
-    DataSourceWriter,
 )
 from pyspark.sql.types import StructType
 
 from dafka.spark._fetch import DataLossError
-from dafka.spark._options import parse_sink_options, parse_source_options
+from dafka.spark._options import parse_source_options
 from dafka.spark._schema import SOURCE_SCHEMA
 from dafka.spark._source import DafkaBatchReader, DafkaStreamReader
 
 
-class DafkaDataSource(DataSource):  # type: ignore[misc]
+class DafkaDataSource(DataSource):
     """``format("dafka")``: a source of dafka topics and a sink into them."""
 
     @classmethod
@@ -39,16 +37,6 @@ class DafkaDataSource(DataSource):  # type: ignore[misc]
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return DafkaStreamReader(parse_source_options(self.options, streaming=True))
-
-    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from dafka.spark._sink import DafkaBatchWriter
-
-        return DafkaBatchWriter(parse_sink_options(self.options), schema)
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from dafka.spark._sink import DafkaStreamWriter
-
-        return DafkaStreamWriter(parse_sink_options(self.options), schema)
 
 
 def register(spark: SparkSession) -> None:

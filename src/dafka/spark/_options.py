@@ -179,7 +179,9 @@ def _check_topic(option: str, topic: str) -> None:
         raise ConfigError(f"option '{option}': {topic!r} is not a valid name (1-255 bytes, no NUL)")
 
 
-def _int_option(opts: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
+def _int_option(
+    opts: Mapping[str, str], name: str, default: int | None, minimum: int
+) -> int | None:
     text = opts.get(name.lower())
     if text is None:
         return default
@@ -243,8 +245,7 @@ def parse_offsets(data: object, what: str) -> Offsets:
         for partition, offset in parts.items():
             if type(offset) is not int or offset < 0:
                 raise ConfigError(
-                    f"{what}: offset of {topic}/{partition} must be an integer >= 0, "
-                    f"got {offset!r}"
+                    f"{what}: offset of {topic}/{partition} must be an integer >= 0, got {offset!r}"
                 )
             row[str(partition)] = offset
         out[topic] = row

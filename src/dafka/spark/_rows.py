@@ -68,9 +68,7 @@ class RowBuilder:
                 cols.headers.extend(
                     [[{"key": k, "value": v} for k, v in h] if h else None for h in batch.headers]
                 )
-                cols.timestamps.extend(
-                    [None if t is None else t * 1000 for t in batch.timestamps]
-                )
+                cols.timestamps.extend([None if t is None else t * 1000 for t in batch.timestamps])
                 cols.uuids.extend(batch.uuids)
                 cols.size += n
             else:

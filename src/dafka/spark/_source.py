@@ -31,10 +31,18 @@ from dafka.spark._rows import RowBuilder
 _QUIET = 0.3
 """Seconds without news after which a watcher's first answers are taken as complete."""
 _FIRST_ANSWERS = 5.0
+_HEAD_INTERVAL = 1.2
+"""A producers' HEAD period and a margin: how long a pattern takes to see every live topic."""
+
+
+def _first_heads(watcher: HeadWatcher, options: SourceOptions) -> dict[tuple[str, str], int]:
+    """The heads once the first answers are in (a pattern waits for a round of HEADs)."""
+    least = _HEAD_INTERVAL if options.pattern is not None else 0.0
+    return watcher.wait_quiet(_QUIET, _FIRST_ANSWERS, at_least=least)
 
 
 @dataclass(frozen=True)
-class RangePartition(InputPartition):  # type: ignore[misc]
+class RangePartition(InputPartition):
     """One Spark input partition: RECORDs ``[start, end)`` of one dafka partition."""
 
     towers: str
@@ -106,7 +114,7 @@ def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
     yield from builder.finish()
 
 
-class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch planning on the driver; ``read`` on the executors."""
 
     def __init__(self, options: SourceOptions) -> None:
@@ -119,7 +127,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
         if starting == "earliest":
             return {}  # every partition is new, hence read from 0
         if starting == "latest":
-            heads = _watcher(self.options).wait_quiet(_QUIET, _FIRST_ANSWERS)
+            heads = _first_heads(_watcher(self.options), self.options)
             return _plan.heads_offsets(heads)
         return _plan.nest(_plan.flatten(starting))
 
@@ -136,20 +144,23 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
         return _plan.latest(start, heads, cap)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = dict(_watcher(self.options).wait_quiet(_QUIET, _FIRST_ANSWERS))
+        self._target = dict(_first_heads(_watcher(self.options), self.options))
 
-    def partitions(self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]) -> Sequence[RangePartition]:
+    def partitions(
+        self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
+    ) -> Sequence[RangePartition]:
         return _partitions(self.options, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return iter(())  # Spark reads one empty partition when there are none
         return read_partition(partition)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         """Nothing to do: the checkpoint, not this (lagging) call, is the truth."""
 
 
-class DafkaBatchReader(DataSourceReader):  # type: ignore[misc]
+class DafkaBatchReader(DataSourceReader):
     """``spark.read``: from ``startingOffsets`` to ``endingOffsets`` (heads at planning)."""
 
     def __init__(self, options: SourceOptions) -> None:
@@ -168,13 +179,14 @@ class DafkaBatchReader(DataSourceReader):  # type: ignore[misc]
                 matching=options.matches if options.pattern is not None else None,
                 refresh=options.heads_refresh,
             ) as watcher:
-                end = _plan.latest(start, watcher.wait_quiet(_QUIET, _FIRST_ANSWERS), None)
+                end = _plan.latest(start, _first_heads(watcher, options), None)
         else:
-            end = ending  # type: ignore[assignment]
+            end = ending
         return _partitions(options, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return iter(())  # Spark reads one empty partition when there are none
         return read_partition(partition)
 
 

@@ -1,0 +1,218 @@
+"""The dafka source on a real local Spark: batch and streaming reads, options, restarts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from dafka.client import Producer, encode_batch
+from tests.spark.conftest import Cluster, wait_until
+
+
+def publish(cluster: Cluster, topic: str, partition: str, contents: list[bytes]) -> None:
+    with Producer(topic, cluster.transport, producer_id=partition) as producer:
+        for content in contents:
+            producer.publish(content)
+        assert producer.flush(30)
+
+
+def values(rows: list[Row]) -> list[bytes]:
+    return sorted(r["value"] for r in rows)
+
+
+def read(spark: SparkSession, cluster: Cluster, **options: str) -> DataFrame:
+    reader = spark.read.format("dafka").option("towers", cluster.towers)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def test_batch_read_plain_and_batched_records(spark: SparkSession, cluster: Cluster) -> None:
+    batch = encode_batch(
+        [b"a", b"b"],
+        keys=[b"k", None],
+        headers=[[("h", b"x"), ("i", b"")], None],
+        timestamps=[1_700_000_000_123, 1_700_000_000_456],
+        uuids=[bytes(range(16)), bytes(range(16, 32))],
+    )
+    publish(cluster, "b1", "b1.0", [b"p0", b"p1", batch, b"p3"])
+    rows = read(spark, cluster, subscribe="b1").orderBy("offset", "index").collect()
+    assert [(r.topic, r.partition, r.offset, r["index"]) for r in rows] == [
+        ("b1", "b1.0", 0, 0),
+        ("b1", "b1.0", 1, 0),
+        ("b1", "b1.0", 2, 0),
+        ("b1", "b1.0", 2, 1),
+        ("b1", "b1.0", 3, 0),
+    ]
+    assert [r.value for r in rows] == [b"p0", b"p1", b"a", b"b", b"p3"]
+    assert [r.key for r in rows] == [None, None, b"k", None, None]
+    a = rows[2]
+    assert [(h.key, h.value) for h in a.headers] == [("h", b"x"), ("i", b"")]
+    assert rows[3].headers is None
+    assert rows[0].timestamp is None
+    stamps = read(spark, cluster, subscribe="b1").selectExpr("unix_millis(timestamp) AS ms")
+    assert sorted(r.ms for r in stamps.collect() if r.ms is not None) == [
+        1_700_000_000_123,
+        1_700_000_000_456,
+    ]
+    assert a.uuid == bytes(range(16))
+    assert rows[0].uuid is None
+
+
+def test_batch_read_starting_and_ending_offsets(spark: SparkSession, cluster: Cluster) -> None:
+    publish(cluster, "b2", "b2.0", [b"x%d" % i for i in range(20)])
+    publish(cluster, "b2", "b2.1", [b"y%d" % i for i in range(10)])
+    start = json.dumps({"b2": {"b2.0": 5}})
+    end = json.dumps({"b2": {"b2.0": 8, "b2.1": 3}})
+    rows = read(spark, cluster, subscribe="b2", startingOffsets=start, endingOffsets=end)
+    assert values(rows.collect()) == sorted([b"x5", b"x6", b"x7", b"y0", b"y1", b"y2"])
+    # minPartitions splits the ranges; the rows are the same
+    split = read(spark, cluster, subscribe="b2", minPartitions="7")
+    assert split.rdd.getNumPartitions() >= 7
+    assert values(split.collect()) == sorted(
+        [b"x%d" % i for i in range(20)] + [b"y%d" % i for i in range(10)]
+    )
+
+
+def test_subscribe_pattern(spark: SparkSession, cluster: Cluster) -> None:
+    publish(cluster, "pat-a", "pa.0", [b"a"])
+    publish(cluster, "pat-b", "pb.0", [b"b"])
+    publish(cluster, "other", "po.0", [b"o"])
+    # The pattern finds topics by their producers' HEADs: live producers, as in a pipeline.
+    with (
+        Producer("pat-a", cluster.transport, producer_id="pa.1") as pa,
+        Producer("pat-b", cluster.transport, producer_id="pb.1") as pb,
+    ):
+        pa.publish(b"a2")
+        pb.publish(b"b2")
+        assert pa.flush(30)
+        assert pb.flush(30)
+        rows = read(spark, cluster, subscribePattern="pat-.*").collect()
+    assert values(rows) == [b"a", b"a2", b"b", b"b2"]
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"subscribe": "t", "subscrbe": "t"}, "subscrbe"),
+        ({"subscribe": "t", "maxRecordsPerTrigger": "lots"}, "maxRecordsPerTrigger"),
+        ({"subscribe": "t", "minPartitions": "0"}, "minPartitions"),
+        ({"subscribe": "t", "failOnDataLoss": "maybe"}, "failOnDataLoss"),
+        ({"subscribe": "t", "isolation": "dirty"}, "isolation"),
+        ({"subscribe": "t", "startingOffsets": "{bad"}, "startingOffsets"),
+        ({"subscribe": "t", "startingOffsets": '{"t": {"p": -1}}'}, "startingOffsets"),
+        ({"subscribe": "t", "towers": "nohost"}, "towers"),
+        ({}, "subscribe"),
+        ({"subscribe": "t", "subscribePattern": "t.*"}, "subscribePattern"),
+    ],
+)
+def test_bad_options_fail_at_once_naming_the_option(
+    spark: SparkSession, cluster: Cluster, options: dict[str, str], named: str
+) -> None:
+    with pytest.raises(Exception, match=named):
+        read(spark, cluster, **options).collect()
+    if named not in ("subscrbe", "maxRecordsPerTrigger"):
+        return  # the streaming path parses options the same way; two cases show it
+    stream = spark.readStream.format("dafka").option("towers", cluster.towers)
+    for key, value in options.items():
+        stream = stream.option(key, value)
+    with pytest.raises(Exception, match=named):
+        _run_briefly(stream.load())
+
+
+def _run_briefly(df: DataFrame) -> None:
+    query = df.writeStream.format("noop").start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+
+def _file_query(spark: SparkSession, cluster: Cluster, topic: str, out: Path) -> StreamingQuery:
+    return (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select("partition", "offset", "value")
+        .writeStream.format("parquet")
+        .option("path", str(out / "data"))
+        .option("checkpointLocation", str(out / "checkpoint"))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+
+
+def _written(spark: SparkSession, out: Path) -> list[bytes]:
+    return values(spark.read.parquet(str(out / "data")).collect())
+
+
+def test_streaming_new_partitions_and_exact_resume_after_restart(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    publish(cluster, "s1", "s1.0", [b"a%d" % i for i in range(50)])
+    query = _file_query(spark, cluster, "s1", tmp_path)
+    try:
+        expected = [b"a%d" % i for i in range(50)]
+        wait_until(lambda: query.lastProgress is not None and len(_seen(spark, tmp_path)) >= 50)
+        # a new partition while the query runs: read from its beginning
+        publish(cluster, "s1", "s1.1", [b"b%d" % i for i in range(30)])
+        expected += [b"b%d" % i for i in range(30)]
+        wait_until(lambda: len(_seen(spark, tmp_path)) >= 80, what="the new partition")
+    finally:
+        query.stop()
+    assert _written(spark, tmp_path) == sorted(expected)
+    # while stopped: more in the old partition and a third one
+    publish(cluster, "s1", "s1.0", [b"c%d" % i for i in range(5)])  # a new writer, sequences 0..
+    with Producer("s1", cluster.transport, producer_id="s1.2") as p:
+        for i in range(20):
+            p.publish(b"d%d" % i)
+        assert p.flush(30)
+    expected += [b"d%d" % i for i in range(20)]
+    query = _file_query(spark, cluster, "s1", tmp_path)
+    try:
+        wait_until(lambda: len(_seen(spark, tmp_path)) >= 100, what="the restarted query")
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert _written(spark, tmp_path) == sorted(expected)
+
+
+def _seen(spark: SparkSession, out: Path) -> list[Row]:
+    if not (out / "data" / "_spark_metadata").exists():
+        return []
+    return spark.read.parquet(str(out / "data")).collect()
+
+
+def test_max_records_per_trigger(spark: SparkSession, cluster: Cluster) -> None:
+    publish(cluster, "m1", "m1.0", [b"x%d" % i for i in range(25)])
+    publish(cluster, "m1", "m1.1", [b"y%d" % i for i in range(12)])
+    sizes: list[int] = []
+    seen: list[bytes] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        rows = df.collect()
+        sizes.append(len(rows))
+        seen.extend(r.value for r in rows)
+
+    query = (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", "m1")
+        .option("startingOffsets", "earliest")
+        .option("maxRecordsPerTrigger", "10")
+        .load()
+        .writeStream.foreachBatch(collect)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert sorted(seen) == sorted([b"x%d" % i for i in range(25)] + [b"y%d" % i for i in range(12)])
+    assert max(sizes) == 10
+    assert sum(sizes) == 37
+    assert len([s for s in sizes if s]) == 4

@@ -1,0 +1,71 @@
+"""HeadsMachine: heads of a topic's partitions from HEAD / DIRECT-HEAD, without the data."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dafka.node import HeadsMachine
+from dafka.node.actions import Send, Subscribe
+from dafka.protocol import ConsumerHello, DirectHead, GetHeads, Head, Record, StoreHello
+
+
+def test_subscribe_asks_heads_now_and_every_refresh() -> None:
+    m = HeadsMachine("ME", refresh=0.5)
+    assert m.take_actions() == [Subscribe(b"EME"), Subscribe(b"LME")]
+    m.subscribe("t", 10.0)
+    assert m.take_actions() == [Subscribe(b"Ht"), Send(GetHeads("t", "ME"))]
+    m.subscribe("t", 10.0)  # twice: nothing more
+    assert m.take_actions() == []
+    assert m.next_deadline() == 10.5
+    m.on_timer(10.4)
+    assert m.take_actions() == []
+    m.on_timer(10.5)
+    assert m.take_actions() == [Send(GetHeads("t", "ME"))]
+    assert m.next_deadline() == 11.0
+
+
+def test_heads_keep_the_highest_and_drop_foreign() -> None:
+    m = HeadsMachine("ME")
+    m.subscribe("t", 0.0)
+    v0 = m.version
+    m.on_message(Head("t", "p1", 5), 0.1)
+    m.on_message(DirectHead("ME", "t", "p1", 3), 0.1)  # lower: kept 5
+    m.on_message(DirectHead("ME", "t", "p2", 0), 0.1)
+    m.on_message(DirectHead("MEX", "t", "p3", 9), 0.1)  # prefix leak: not ours
+    m.on_message(Head("t2", "p4", 9), 0.1)  # prefix leak: topic t2 while reading t
+    m.on_message(Record("t", "p1", 6, b"x"), 0.1)  # never subscribed to data: unexpected
+    assert m.heads() == {("t", "p1"): 5, ("t", "p2"): 0}
+    assert m.version > v0
+    stats = m.statistics()
+    assert (stats.partitions, stats.dropped_foreign, stats.dropped_unexpected) == (2, 2, 1)
+
+
+def test_store_hello_is_answered_with_consumer_hello() -> None:
+    m = HeadsMachine("ME")
+    m.on_message(StoreHello("ME", "S1"), 0.0)  # no topics yet: nothing to say
+    m.take_actions()
+    m.subscribe("a", 0.0)
+    m.subscribe("b", 0.0)
+    m.take_actions()
+    m.on_message(StoreHello("ME", "S1"), 0.0)
+    m.on_message(StoreHello("OTHER", "S1"), 0.0)
+    assert m.take_actions() == [Send(ConsumerHello("S1", "ME", ("a", "b")))]
+
+
+def test_pattern_finds_topics_by_their_heads() -> None:
+    m = HeadsMachine("ME")
+    m.take_actions()
+    m.watch_matching(lambda t: re.fullmatch("ev-.*", t) is not None, 0.0)
+    assert m.take_actions() == [Subscribe(b"H")]
+    m.on_message(Head("ev-1", "p", 2), 1.0)
+    m.on_message(Head("other", "p", 2), 1.0)
+    assert m.heads() == {("ev-1", "p"): 2}
+    assert m.topics == ("ev-1",)
+    assert m.take_actions() == [Send(GetHeads("ev-1", "ME"))]  # no extra H subscription
+
+
+def test_refresh_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="refresh"):
+        HeadsMachine("ME", refresh=0)
