@@ -1,30 +1,68 @@
-"""Bounded reads for the executors: the RECORDs ``[start, end)`` of one partition.
+"""Bounded reads for the executors: the RECORDs ``[start, end)`` of one partition, by FETCH.
 
 Spark's executors each read the ranges the driver planned. A range is read by a short-lived
-consumer that starts the partition at ``start`` (an explicit position: FETCHed from the stores
-and the producer) and stops once ``end - 1`` is in. Records of other partitions of the topic
-that the consumer happens to receive are ignored.
+consumer node whose machine has the partition *assigned* (``ConsumerMachine.assign``): it
+FETCHes ``[start, end)`` from the stores (and the producer, while it lives) and subscribes to
+no RECORD of the topic, so an executor receives only what it asked for.
 
-What if the range never completes: a store lost records that the planner was told existed
-(a HEAD from a producer that died before any store held its tail, or retention). After
-``timeout`` seconds without progress, the read fails with :class:`DataLossError` when
-``fail_on_data_loss`` (the default, as Spark's Kafka source), or ends where it got to.
-A consumer that skips unavailable records delivers a run past a hole: that is data loss too.
+What if the range never completes: a store lost records the planner was told existed (a
+HEAD from a producer that died before any store held its tail, or retention). After
+``timeout`` seconds without progress the read fails with :class:`DataLossError` when
+``fail_on_data_loss`` (the default, as Spark's Kafka source), or ends where it got to. A run
+that skips a hole (records removed by retention) is data loss too.
 """
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
 from collections.abc import Iterator, Sequence
 
-from dafka.client import Consumer
+from dafka.client._ids import new_node_id
 from dafka.errors import DafkaError
-from dafka.node import ConsumerConfig
+from dafka.node import ConsumerConfig, ConsumerMachine, Deliver
 from dafka.transport.config import TransportConfig
+from dafka.transport.runner import Identity, NodeRunner
 
 
 class DataLossError(DafkaError):
     """Records the driver planned to read are not available (``failOnDataLoss``)."""
+
+
+MAX_QUEUED_RUNS = 256
+"""Delivered runs waiting for the task: beyond it the runner stops reading its sockets."""
+
+
+class _RangeNode:
+    """One consumer node reading one assigned range; deliveries queue up for the task."""
+
+    def __init__(self, transport: TransportConfig, topic: str, partition: str) -> None:
+        node_id = new_node_id()
+        self.machine = ConsumerMachine(node_id, ConsumerConfig(latest_settle=0.0))
+        self.runs: collections.deque[Deliver] = collections.deque()
+        self.ready = threading.Condition()
+        self.runner = NodeRunner(
+            self.machine,
+            [Identity(node_id)],
+            transport,
+            on_deliver=self._on_deliver,
+            receive_paused=lambda: len(self.runs) >= MAX_QUEUED_RUNS,
+            name=f"spark-read-{topic}",
+        )
+
+    def _on_deliver(self, run: Deliver) -> None:
+        with self.ready:
+            self.runs.append(run)
+            self.ready.notify()
+
+    def take(self, timeout: float) -> list[Deliver]:
+        with self.ready:
+            if not self.runs:
+                self.ready.wait(timeout)
+            out = list(self.runs)
+            self.runs.clear()
+            return out
 
 
 def read_range(
@@ -40,40 +78,34 @@ def read_range(
     """Yields ``(first_sequence, contents)`` runs covering ``[start, end)`` in order."""
     if end <= start:
         return
-    key = (topic, partition)
-    consumer = Consumer(
-        topic,
-        transport,
-        ConsumerConfig(offset_reset="latest"),
-        start_positions={key: start},
-        max_queued=50_000,
-    )
+    node = _RangeNode(transport, topic, partition)
+    node.runner.start(10.0)
     try:
+        node.runner.call(lambda now: node.machine.assign(topic, partition, start, end, now))
         expected = start
         last_progress = time.monotonic()
         while expected < end:
-            records = consumer.poll(timeout=0.2, max_records=10_000)
-            run: list[bytes] = []
-            first = expected
-            for record in records:
-                if record.topic != topic or record.partition != partition:
-                    continue
-                sequence = record.sequence
-                if sequence < expected or sequence >= end:
-                    continue
-                if sequence > expected:
+            progressed = False
+            for run in node.take(0.2):
+                first = run.first_sequence
+                contents = run.contents
+                if first > expected:
                     if fail_on_data_loss:
                         raise DataLossError(
-                            f"{topic}/{partition}: records {expected}..{sequence - 1} are gone"
+                            f"{topic}/{partition}: records {expected}..{first - 1} are gone "
+                            "(failOnDataLoss=false skips them)"
                         )
-                    if run:
-                        yield first, run
-                    run, first = [], sequence
-                run.append(record.content)
-                expected = sequence + 1
-            if run:
+                elif first < expected:  # cannot happen with an assigned cursor; be safe
+                    contents = contents[expected - first :]
+                    first = expected
+                if not contents:
+                    continue
+                contents = contents[: end - first]
+                expected = first + len(contents)
+                progressed = True
+                yield first, contents
+            if progressed:
                 last_progress = time.monotonic()
-                yield first, run
             elif time.monotonic() - last_progress > timeout:
                 if fail_on_data_loss:
                     raise DataLossError(
@@ -82,7 +114,7 @@ def read_range(
                     )
                 return
     finally:
-        consumer.close()
+        node.runner.stop()
 
 
 __all__ = ["DataLossError", "read_range"]
