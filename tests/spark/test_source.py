@@ -9,7 +9,8 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from dafka.client import Producer, encode_batch
+from dafka.client import PartitionProducer as Producer
+from dafka.client import encode_batch
 from tests.spark.conftest import Cluster, wait_until
 
 
