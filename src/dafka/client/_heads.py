@@ -45,6 +45,7 @@ class HeadWatcher:
         self._changed = threading.Condition()
         self._started = self._last_change = time.monotonic()
         self._version = 0
+        self._stores = 0
         self._runner = NodeRunner(
             self._machine,
             [Identity(self.node_id)],
@@ -67,18 +68,30 @@ class HeadWatcher:
         return self._snapshot
 
     def wait_quiet(
-        self, quiet: float = 0.5, timeout: float = 5.0, *, at_least: float = 0.0
+        self,
+        quiet: float = 0.5,
+        timeout: float = 5.0,
+        *,
+        at_least: float = 0.0,
+        min_stores: int = 0,
     ) -> dict[tuple[str, str], int]:
-        """Wait until nothing new was learnt for ``quiet`` seconds (at most ``timeout``), and
-        at least ``at_least`` seconds after the watcher started."""
+        """Wait until nothing new was learnt for ``quiet`` seconds (at most ``timeout``), at
+        least ``at_least`` seconds after the watcher started, and ``min_stores`` stores
+        greeted it (their answers are then in: a partition they did not name has no data)."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 now = time.monotonic()
-                settled = now - self._last_change >= quiet and now >= self._started + at_least
+                settled = (
+                    now - self._last_change >= quiet
+                    and now >= self._started + at_least
+                    and self._stores >= min_stores
+                )
                 if now >= deadline or settled:
                     return self._snapshot
                 wake = max(self._last_change + quiet, self._started + at_least)
+                if self._stores < min_stores:
+                    wake = deadline  # woken by the greeting itself
                 self._changed.wait(max(min(deadline, wake) - now, 0.001))
 
     def wait_for(
@@ -93,6 +106,11 @@ class HeadWatcher:
                     break
                 self._changed.wait(remaining)
             return self._snapshot
+
+    @property
+    def stores(self) -> int:
+        """How many stores greeted this watcher so far."""
+        return self._stores
 
     def statistics(self) -> HeadsStatistics:
         return self._runner.call(lambda _now: self._machine.statistics())
@@ -121,6 +139,7 @@ class HeadWatcher:
             heads = self._machine.heads()
             with self._changed:
                 self._snapshot = heads
+                self._stores = self._machine.stores
                 self._last_change = time.monotonic()
                 self._changed.notify_all()
 

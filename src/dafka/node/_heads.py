@@ -64,6 +64,7 @@ class HeadsMachine:
         self.version = 0
         """Grows each time a head moves or a partition appears (cheap change detection)."""
         self._due: float | None = None
+        self._stores: set[str] = set()
         self._received = 0
         self._sent = 0
         self._foreign = 0
@@ -98,6 +99,11 @@ class HeadsMachine:
         """(topic, partition) -> the highest sequence known to exist there."""
         return dict(self._heads)
 
+    @property
+    def stores(self) -> int:
+        """How many stores greeted us (STORE-HELLO): they answer our GET-HEADS."""
+        return len(self._stores)
+
     def statistics(self) -> HeadsStatistics:
         return HeadsStatistics(
             topics=len(self._topics),
@@ -122,6 +128,9 @@ class HeadsMachine:
             if message.consumer != self.node_id:
                 self._foreign += 1
                 return
+            if message.store not in self._stores:
+                self._stores.add(message.store)
+                self.version += 1
             if self._topics:
                 self._out.append(Send(ConsumerHello(message.store, self.node_id, self.topics)))
         else:

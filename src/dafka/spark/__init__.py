@@ -13,12 +13,15 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
 )
 from pyspark.sql.types import StructType
 
 from dafka.spark._fetch import DataLossError
-from dafka.spark._options import parse_source_options
+from dafka.spark._options import parse_sink_options, parse_source_options
 from dafka.spark._schema import SOURCE_SCHEMA
+from dafka.spark._sink import DafkaBatchWriter, DafkaStreamWriter, sink_name
 from dafka.spark._source import DafkaBatchReader, DafkaStreamReader
 
 
@@ -37,6 +40,14 @@ class DafkaDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return DafkaStreamReader(parse_source_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        options = parse_sink_options(self.options)
+        return DafkaBatchWriter(options, sink_name(options, dict(self.options)), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        options = parse_sink_options(self.options)
+        return DafkaStreamWriter(options, sink_name(options, dict(self.options)), schema)
 
 
 def register(spark: SparkSession) -> None:

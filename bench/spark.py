@@ -1,0 +1,118 @@
+"""Rows/s of the Spark connector next to the raw clients, in one run, on one cluster.
+
+    .venv/bin/python bench/spark.py [--messages 200000] [--size 100]
+
+1. raw producer: the topic-level ``Producer`` (batching) sends N messages of SIZE bytes;
+2. raw consumer: a ``Consumer`` reads them back from the earliest offset;
+3. source: ``spark.read.format("dafka")`` of the same topic into the ``noop`` sink;
+4. sink: ``df.write.format("dafka")`` of N rows of SIZE bytes (exactly-once transactions).
+
+Spark runs ``local[2]``; its figures include the job's fixed costs (planning, Python worker
+start for the first job: the source and the sink each run once to warm up, then timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from pyspark.sql import SparkSession
+
+from dafka.client import Consumer, Producer
+from dafka.server import InProcessCluster, free_port_pair
+
+
+def raw_producer(towers: str, topic: str, n: int, size: int) -> float:
+    value = os.urandom(size)
+    with Producer(topic, towers=towers, name=f"{topic}-w", partitions=2) as producer:
+        start = time.perf_counter()
+        for _ in range(n):
+            producer.send(value)
+        left = producer.flush(120)
+        took = time.perf_counter() - start
+    assert left == 0, f"{left} messages not stored"
+    return n / took
+
+
+def raw_consumer(towers: str, topic: str, n: int) -> float:
+    with Consumer([topic], towers=towers, offset_reset="earliest") as consumer:
+        got = 0
+        start = time.perf_counter()
+        deadline = start + 120
+        while got < n and time.perf_counter() < deadline:
+            got += len(consumer.poll(timeout=0.5, max_records=100_000))
+        took = time.perf_counter() - start
+    assert got >= n, f"read {got} of {n}"
+    return n / took
+
+
+def spark_source(spark: SparkSession, towers: str, topic: str, n: int) -> float:
+    def run() -> float:
+        df = spark.read.format("dafka").option("towers", towers).option("subscribe", topic)
+        start = time.perf_counter()
+        df.load().write.format("noop").mode("overwrite").save()
+        return time.perf_counter() - start
+
+    run()  # warm-up: Python workers, planning caches
+    return n / run()
+
+
+def spark_sink(spark: SparkSession, towers: str, topic: str, n: int, size: int) -> float:
+    def run(name: str, rows: int) -> float:
+        df = spark.range(0, rows, 1, 2).selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS value")
+        start = time.perf_counter()
+        (
+            df.write.mode("append")
+            .format("dafka")
+            .option("towers", towers)
+            .option("topic", topic)
+            .option("name", name)
+            .save()
+        )
+        return time.perf_counter() - start
+
+    run("bench-warm", 1000)
+    return n / run("bench-sink", n)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+    port = free_port_pair()
+    towers = f"127.0.0.1:{port}"
+    with (
+        tempfile.TemporaryDirectory() as data,
+        InProcessCluster(data, stores=1, tower_port=port),
+    ):
+        produced = raw_producer(towers, "bench-in", args.messages, args.size)
+        consumed = raw_consumer(towers, "bench-in", args.messages)
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", "1g")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            source = spark_source(spark, towers, "bench-in", args.messages)
+            sink = spark_sink(spark, towers, "bench-out", args.messages, args.size)
+        finally:
+            spark.stop()
+    print(f"{args.messages} messages of {args.size} bytes, 1 store, Spark local[2]")
+    print(f"raw producer          {produced:>12,.0f} msg/s")
+    print(f"raw consumer          {consumed:>12,.0f} msg/s")
+    print(f"source -> noop        {source:>12,.0f} rows/s  ({source / consumed:.0%} of consumer)")
+    print(f"sink (exactly-once)   {sink:>12,.0f} rows/s  ({sink / produced:.0%} of producer)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""The dafka sink: ``df.writeStream.format("dafka")`` and ``df.write.format("dafka")``.
+
+Exactly-once, by Gazette transactions (design: ``docs/spark.md``, "Sink"; clocks and names:
+:mod:`dafka.spark._txn`):
+
+* on the driver, when Spark creates the writer for a micro-batch: read the sink's control
+  state (its last control record) and hand it to the tasks in the pickled writer;
+* in each task: for each output topic, resume the task's own partition, re-send its last ACK
+  (rolls back what a failed earlier attempt left), write the rows as CONTINUE_TXN messages,
+  flush, and report (topic, partition, ProducerID) in the commit message;
+* on the driver's commit: if the control state already holds this batch, re-append its ACKs
+  (idempotent) and stop; else append a control record with the batch's ACKs and wait until
+  stores hold it (the commit point), then append each ACK to its partition.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    StringType,
+    StructType,
+)
+
+from dafka.client import Producer, encode_batch
+from dafka.client._heads import HeadWatcher
+from dafka.errors import ConfigError
+from dafka.message import Flags
+from dafka.spark._fetch import read_range
+from dafka.spark._options import SinkOptions, towers_transport
+from dafka.spark._txn import (
+    CONTROL_TOPIC,
+    ControlState,
+    SinkError,
+    Touched,
+    batch_base,
+    commit_clock,
+    continue_clock,
+    control_partition,
+    decode_control,
+    encode_control,
+    producer_id,
+    task_partition,
+    uuid_bytes,
+)
+
+ROWS_PER_RECORD = 2048
+BYTES_PER_RECORD = 256 * 1024
+_FLUSH_TIMEOUT = 60.0
+
+
+# -- schema ----------------------------------------------------------------------------------
+
+
+def check_schema(schema: StructType, options: SinkOptions) -> None:
+    """Columns: ``value`` (required), ``key``, ``headers``, ``topic`` (or the option)."""
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+    allowed = {
+        "value": (BinaryType, StringType),
+        "key": (BinaryType, StringType),
+        "topic": (StringType,),
+        "headers": (ArrayType,),
+    }
+    unknown = sorted(set(types) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"the dafka sink takes columns value, key, headers, topic; got also {unknown}"
+        )
+    if "value" not in types:
+        raise ConfigError("the dafka sink needs a 'value' column (binary or string)")
+    for name, data_type in types.items():
+        if not isinstance(data_type, allowed[name]):
+            raise ConfigError(f"sink column {name!r} cannot be {data_type.simpleString()}")
+    if options.topic is None and "topic" not in types:
+        raise ConfigError("the dafka sink needs the option 'topic' or a 'topic' column")
+
+
+# -- the control partition (driver) ----------------------------------------------------------
+
+
+def read_control(options: SinkOptions, sink: str) -> ControlState:
+    """The sink's last control record (an empty state for a new sink)."""
+    _, partition = control_partition(sink)
+    with HeadWatcher([CONTROL_TOPIC], towers_transport(options.towers)) as watcher:
+        heads = watcher.wait_quiet(0.3, 10.0, min_stores=1)
+        if watcher.stores < 1:
+            raise SinkError("no dafka store answered: cannot read the sink's control state")
+    head = heads.get((CONTROL_TOPIC, partition))
+    if head is None:
+        return ControlState()
+    for _, contents in read_range(
+        towers_transport(options.towers),
+        CONTROL_TOPIC,
+        partition,
+        head,
+        head + 1,
+        timeout=30.0,
+        fail_on_data_loss=True,
+    ):
+        return decode_control(contents[-1])
+    raise SinkError(f"control record {head} of {partition} could not be read")
+
+
+def _append(options: SinkOptions, topic: str, name: str, content: bytes) -> None:
+    """Append one RECORD to the partition ``f"{name}.0"`` (resumed after its stored head)."""
+    with Producer(
+        topic, towers=options.towers, name=name, partitions=1, batching=False
+    ) as producer:
+        producer.send(content)
+        left = producer.flush(_FLUSH_TIMEOUT)
+        if left:
+            raise SinkError(f"{topic}/{name}.0: {left} record(s) not stored in time")
+
+
+def fan_out(options: SinkOptions, touched: Sequence[Touched]) -> None:
+    """Append each ACK to its partition (in parallel: one writer per partition)."""
+
+    def ack(t: Touched) -> None:
+        content = encode_batch(
+            [b""], uuids=[uuid_bytes(bytes.fromhex(t.producer), t.clock, Flags.ACK_TXN)]
+        )
+        _append(options, t.topic, t.partition.rsplit(".", 1)[0], content)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        for future in [pool.submit(ack, t) for t in touched]:
+            future.result()
+
+
+def commit_batch(
+    options: SinkOptions, sink: str, batch: int, messages: Sequence[WriterCommitMessage | None]
+) -> None:
+    state = read_control(options, sink)
+    if state.batch >= batch:
+        if state.batch == batch:
+            fan_out(options, state.touched)  # finish a fan-out a crash may have cut short
+        return
+    touched = [t for m in messages if isinstance(m, TaskCommit) for t in m.touched]
+    new = state.next(batch, touched)
+    name, _ = control_partition(sink)
+    _append(options, CONTROL_TOPIC, name, encode_control(new))  # the commit point
+    fan_out(options, new.touched)
+
+
+# -- the tasks -------------------------------------------------------------------------------
+
+
+@dataclass
+class TaskCommit(WriterCommitMessage):
+    """What a task wrote: one entry per output topic, with its commit ACK."""
+
+    batch: int
+    touched: list[Touched]
+    rows: int
+
+
+class _TopicWriter:
+    """One task's transaction on one topic: its own partition, resumed, rows as CONTINUEs."""
+
+    def __init__(
+        self, options: SinkOptions, sink: str, topic: str, task: int, state: ControlState
+    ) -> None:
+        self.topic = topic
+        self.name, self.partition = task_partition(sink, task)
+        self.pid = producer_id(sink, topic, self.partition)
+        self.producer = Producer(
+            topic, towers=options.towers, name=self.name, partitions=1, batching=False
+        )
+        self.rows = 0
+        self.values: list[bytes] = []
+        self.keys: list[bytes | None] = []
+        self.headers: list[list[tuple[str, bytes]] | None] = []
+        self.uuids: list[bytes] = []
+        self.size = 0
+        self.state = state
+
+    def begin(self, batch: int) -> None:
+        last = self.state.last_acks.get((self.topic, self.partition), batch_base(batch))
+        rollback = uuid_bytes(self.pid, last, Flags.ACK_TXN)
+        self.producer.send(encode_batch([b""], uuids=[rollback]))
+
+    def add(
+        self,
+        batch: int,
+        attempt: int,
+        value: bytes,
+        key: bytes | None,
+        headers: list[tuple[str, bytes]] | None,
+    ) -> None:
+        self.values.append(value)
+        self.keys.append(key)
+        self.headers.append(headers)
+        self.uuids.append(
+            uuid_bytes(self.pid, continue_clock(batch, attempt, self.rows), Flags.CONTINUE_TXN)
+        )
+        self.rows += 1
+        self.size += len(value) + (len(key) if key else 0) + 40
+        if len(self.values) >= ROWS_PER_RECORD or self.size >= BYTES_PER_RECORD:
+            self.send()
+
+    def send(self) -> None:
+        if not self.values:
+            return
+        now = int(time.time() * 1000)
+        keys = self.keys if any(k is not None for k in self.keys) else None
+        headers = self.headers if any(self.headers) else None
+        content = encode_batch(self.values, keys, headers, [now] * len(self.values), self.uuids)
+        self.producer.send(content)
+        self.values, self.keys, self.headers, self.uuids, self.size = [], [], [], [], 0
+
+    def finish(self, batch: int) -> Touched:
+        self.send()
+        left = self.producer.flush(_FLUSH_TIMEOUT)
+        self.producer.close()
+        if left:
+            raise SinkError(f"{self.topic}/{self.partition}: {left} record(s) not stored in time")
+        return Touched(self.topic, self.partition, self.pid.hex(), commit_clock(batch))
+
+    def abandon(self) -> None:
+        self.producer.close(timeout=0)
+
+
+def _as_bytes(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    raise SinkError(f"sink values must be binary or string, got {type(value).__name__}")
+
+
+def write_task(
+    options: SinkOptions, sink: str, state: ControlState, batch: int, data: Iterator[pa.RecordBatch]
+) -> TaskCommit:
+    """What one Spark task does with its rows (see the module docstring)."""
+    ctx = TaskContext.get()
+    task = ctx.partitionId() if ctx is not None else 0
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    if batch <= state.batch:
+        for _ in data:  # already committed (a re-run after a restart): write nothing
+            pass
+        return TaskCommit(batch, [], 0)
+    writers: dict[str, _TopicWriter] = {}
+    try:
+        for record_batch in data:
+            columns = {
+                name.lower(): record_batch.column(i).to_pylist()
+                for i, name in enumerate(record_batch.schema.names)
+            }
+            values = columns["value"]
+            keys = columns.get("key") or [None] * len(values)
+            headers = columns.get("headers") or [None] * len(values)
+            topics = columns.get("topic") or [options.topic] * len(values)
+            for value, key, header, row_topic in zip(values, keys, headers, topics, strict=True):
+                topic = row_topic or options.topic
+                if topic is None:
+                    raise SinkError("a row has no topic (null 'topic' and no 'topic' option)")
+                if value is None:
+                    raise SinkError("a row has a null 'value'")
+                writer = writers.get(topic)
+                if writer is None:
+                    writer = writers[topic] = _TopicWriter(options, sink, topic, task, state)
+                    writer.begin(batch)
+                writer.add(
+                    batch,
+                    attempt,
+                    _as_bytes(value) or b"",
+                    _as_bytes(key),
+                    [(h["key"], _as_bytes(h["value"]) or b"") for h in header] if header else None,
+                )
+            for writer in writers.values():
+                writer.send()  # one RECORD per Arrow batch at most: rows leave as they come
+        touched = [w.finish(batch) for w in writers.values()]
+    except BaseException:
+        for w in writers.values():
+            w.abandon()
+        raise
+    return TaskCommit(batch, touched, sum(w.rows for w in writers.values()))
+
+
+# -- pyspark writers -------------------------------------------------------------------------
+
+
+def sink_name(options: SinkOptions, raw: dict[str, str]) -> str:
+    """The sink's stable id: option ``name``, else derived from the checkpoint location."""
+    if options.name is not None:
+        return options.name
+    location = {k.lower(): v for k, v in raw.items()}.get("checkpointlocation")
+    if location:
+        import hashlib
+
+        return "spark-" + hashlib.sha256(location.encode()).hexdigest()[:16]
+    raise ConfigError(
+        "the dafka sink needs the option 'name' (a stable id of the query's output; one "
+        "writer at a time) or a checkpointLocation to derive it from"
+    )
+
+
+class DafkaStreamWriter(DataSourceStreamArrowWriter):
+    """Created on the driver per micro-batch; ``write`` runs in the tasks."""
+
+    def __init__(self, options: SinkOptions, sink: str, schema: StructType) -> None:
+        check_schema(schema, options)
+        self.options = options
+        self.sink = sink
+        self.state = read_control(options, sink)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        ctx = TaskContext.get()
+        raw = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None
+        if raw is None:
+            raise SinkError("no streaming batch id in the task context")
+        return write_task(self.options, self.sink, self.state, int(raw), iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        commit_batch(self.options, self.sink, batchId, messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to undo: uncommitted rows are never visible to read-committed readers, and
+        the next attempt's first ACK rolls them back."""
+
+
+class DafkaBatchWriter(DataSourceArrowWriter):
+    """``df.write``: one transaction, numbered after the sink's last committed batch."""
+
+    def __init__(self, options: SinkOptions, sink: str, schema: StructType) -> None:
+        check_schema(schema, options)
+        self.options = options
+        self.sink = sink
+        self.state = read_control(options, sink)
+        self.batch = self.state.batch + 1
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return write_task(self.options, self.sink, self.state, self.batch, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        commit_batch(self.options, self.sink, self.batch, messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """As the stream writer's: nothing to undo."""
+
+
+__all__ = ["DafkaBatchWriter", "DafkaStreamWriter", "TaskCommit", "sink_name"]

@@ -1,0 +1,169 @@
+"""The exactly-once dafka sink on a real local Spark and a real dafka cluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid as uuid_mod
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from dafka.client import PartitionProducer, encode_batch
+from dafka.message import get_clock
+from dafka.spark._txn import batch_base
+from tests.spark.committed import committed_values
+from tests.spark.conftest import Cluster
+
+DRIVER = Path(__file__).with_name("eos_driver.py")
+
+
+def read_all(spark: SparkSession, cluster: Cluster, topic: str) -> list[Row]:
+    return (
+        spark.read.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", topic)
+        .load()
+        .collect()
+    )
+
+
+def write(df: DataFrame, cluster: Cluster, **options: str) -> None:
+    writer = df.write.mode("append").format("dafka").option("towers", cluster.towers)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    writer.save()
+
+
+def test_batch_write_is_one_transaction_per_write_with_keys_routed(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    df = spark.range(0, 300, 1, 3).selectExpr(
+        "CAST(id % 10 AS STRING) AS key",
+        "CAST(id AS STRING) AS value",
+        "array(named_struct('key', 'h', 'value', CAST('x' AS BINARY))) AS headers",
+    )
+    write(df.repartition(3, "key"), cluster, topic="w-out", name="bw")
+    write(df.repartition(3, "key"), cluster, topic="w-out", name="bw")
+    rows = read_all(spark, cluster, "w-out")
+    committed = committed_values(rows)
+    assert Counter(committed) == Counter({str(i).encode(): 2 for i in range(300)})
+    data = [r for r in rows if r.value]
+    assert all([(h.key, h.value) for h in r.headers] == [("h", b"x")] for r in data)
+    # keyed rows, repartitioned by key: every key in exactly one partition, both writes
+    partitions_of: dict[bytes, set[str]] = {}
+    for r in data:
+        partitions_of.setdefault(r.key, set()).add(r.partition)
+    assert all(len(p) == 1 for p in partitions_of.values())
+    assert {r.partition for r in rows} <= {"bw.0.0", "bw.1.0", "bw.2.0"}  # bounded
+
+
+@pytest.mark.parametrize(
+    ("select", "options", "named"),
+    [
+        ("CAST(id AS STRING) AS key", {"topic": "x", "name": "n"}, "value"),
+        ("CAST(id AS STRING) AS value, id", {"topic": "x", "name": "n"}, "id"),
+        ("CAST(id AS STRING) AS value", {"name": "n"}, "topic"),
+        ("CAST(id AS STRING) AS value", {"topic": "x"}, "name"),
+        ("CAST(id AS STRING) AS value", {"topic": "x", "name": "n", "partitons": "2"}, "partitons"),
+    ],
+)
+def test_bad_sink_input_fails_naming_it(
+    spark: SparkSession, cluster: Cluster, select: str, options: dict[str, str], named: str
+) -> None:
+    df = spark.range(0, 3).selectExpr(*select.split(", "))
+    with pytest.raises(Exception, match=named):
+        write(df, cluster, **options)
+
+
+def _publish_input(cluster: Cluster, n: int) -> list[bytes]:
+    values = [b"v%05d" % i for i in range(n)]
+    with PartitionProducer("eos-in", cluster.transport, producer_id="in.0") as p:
+        for i, v in enumerate(values):
+            p.publish(encode_batch([v], keys=[b"k%d" % (i % 101)]))
+        assert p.flush(60)
+    return values
+
+
+def _run_driver(
+    cluster: Cluster, checkpoint: Path, kill_after_batch: int | None, runs: list[str]
+) -> str:
+    proc = subprocess.Popen(
+        [sys.executable, str(DRIVER), cluster.towers, str(checkpoint), "1,4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    lines: list[str] = []
+    log = (checkpoint.parent / f"driver-{len(runs)}.log").open("w")
+    killed = threading.Event()
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            log.write(line)
+            log.flush()
+            if (
+                kill_after_batch is not None
+                and line.startswith("task 0 of batch ")
+                and int(line.split()[-1]) >= kill_after_batch
+                and not killed.is_set()
+            ):
+                killed.set()
+                os.killpg(proc.pid, signal.SIGKILL)  # driver, JVM and Python workers
+
+    reader = threading.Thread(target=watch, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        reader.join(10)
+        assert proc.stdout is not None
+        proc.stdout.close()
+        log.close()
+    output = "".join(lines)
+    runs.append(output)
+    if kill_after_batch is not None:
+        assert killed.is_set(), output[-3000:]
+    else:
+        assert proc.returncode == 0, output[-3000:]
+        assert "done" in output
+    return output
+
+
+@pytest.mark.timeout(900)
+def test_exactly_once_with_failed_task_attempts_and_a_killed_driver(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    expected = _publish_input(cluster, 600)
+    checkpoint = tmp_path / "checkpoint"
+    started = time.monotonic()
+    runs: list[str] = []
+    _run_driver(cluster, checkpoint, 2, runs)  # killed while batch 2 runs
+    _run_driver(cluster, checkpoint, None, runs)
+    logs = "\n---\n".join(r[-4000:] for r in runs)
+    rows = read_all(spark, cluster, "eos-out")
+    committed = committed_values(rows)
+    assert Counter(committed) == Counter(expected), (
+        f"missing {len(set(expected) - set(committed))}, "
+        f"duplicated {sum(n - 1 for n in Counter(committed).values() if n > 1)}"
+    )
+    # The scenario happened: retried attempts (attempt bits of the clocks) wrote rows, and
+    # rows that no reader may see (failed attempts, the killed run) are in the log.
+    data = [r for r in rows if r.value]
+    attempts = {(get_clock(uuid_mod.UUID(bytes=r.uuid)) >> 24) & 0xFF for r in data}
+    assert attempts - {0}, f"no task attempt was retried:\n{logs}"
+    assert len(data) > len(expected), f"no uncommitted leftovers (no rollback):\n{logs}"
+    assert all(get_clock(uuid_mod.UUID(bytes=r.uuid)) > batch_base(0) for r in data)
+    assert time.monotonic() - started < 900
