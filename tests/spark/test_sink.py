@@ -114,8 +114,8 @@ def _run_driver(
             log.flush()
             if (
                 kill_after_batch is not None
-                and line.startswith("task 0 of batch ")
-                and int(line.split()[-1]) >= kill_after_batch
+                and line.startswith("batch ")
+                and int(line.split()[1]) >= kill_after_batch
                 and not killed.is_set()
             ):
                 killed.set()
@@ -150,7 +150,7 @@ def test_exactly_once_with_failed_task_attempts_and_a_killed_driver(
     checkpoint = tmp_path / "checkpoint"
     started = time.monotonic()
     runs: list[str] = []
-    _run_driver(cluster, checkpoint, 2, runs)  # killed while batch 2 runs
+    _run_driver(cluster, checkpoint, 1, runs)  # killed once batch 1 is done: batch 2 runs
     _run_driver(cluster, checkpoint, None, runs)
     logs = "\n---\n".join(r[-4000:] for r in runs)
     rows = read_all(spark, cluster, "eos-out")

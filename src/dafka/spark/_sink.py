@@ -16,6 +16,7 @@ Exactly-once, by Gazette transactions (design: ``docs/spark.md``, "Sink"; clocks
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,10 @@ from dafka.spark._txn import (
     task_partition,
     uuid_bytes,
 )
+
+FAIL_ENV = "DAFKA_SPARK_SINK_FAIL"
+"""Fault injection for tests: ``"B,B2,...:N"`` fails the first attempt of task 0 of each
+listed micro-batch once it has stored N rows (the partial output a crashed task leaves)."""
 
 ROWS_PER_RECORD = 2048
 BYTES_PER_RECORD = 256 * 1024
@@ -251,6 +256,7 @@ def write_task(
             pass
         return TaskCommit(batch, [], 0)
     writers: dict[str, _TopicWriter] = {}
+    fail_at = _injected_failure(batch, task, attempt)
     try:
         for record_batch in data:
             columns = {
@@ -280,12 +286,26 @@ def write_task(
                 )
             for writer in writers.values():
                 writer.send()  # one RECORD per Arrow batch at most: rows leave as they come
+            if fail_at is not None and sum(w.rows for w in writers.values()) >= fail_at:
+                for writer in writers.values():
+                    writer.producer.flush(_FLUSH_TIMEOUT)
+                raise SinkError(f"injected failure ({FAIL_ENV}) in batch {batch} after rows")
         touched = [w.finish(batch) for w in writers.values()]
     except BaseException:
         for w in writers.values():
             w.abandon()
         raise
     return TaskCommit(batch, touched, sum(w.rows for w in writers.values()))
+
+
+def _injected_failure(batch: int, task: int, attempt: int) -> int | None:
+    spec = os.environ.get(FAIL_ENV)
+    if not spec or task != 0 or attempt != 0:
+        return None
+    batches, _, rows = spec.partition(":")
+    if str(batch) not in batches.split(","):
+        return None
+    return int(rows)
 
 
 # -- pyspark writers -------------------------------------------------------------------------
