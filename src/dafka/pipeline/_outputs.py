@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from dafka.client import Record
 from dafka.pipeline._expected import Aggregate
 
 
@@ -70,8 +71,8 @@ def read_topic(
     read_committed: bool,
     idle: float = 3.0,
     timeout: float = 60.0,
-) -> list[bytes]:
-    """Every message value of ``topic``, from the beginning, once the consumer is at the end.
+) -> list[Record]:
+    """Every message of ``topic``, from the beginning, once the consumer is at the end.
 
     The consumer learns the partitions from the stores' beacons; it is "at the end" when it
     has read up to every head it knows and no new message came for ``idle`` seconds.
@@ -84,14 +85,14 @@ def read_topic(
         isolation_level="read_committed" if read_committed else "read_uncommitted",
         skip_unavailable_after=None,  # a check must never skip what it cannot fetch
     )
-    values: list[bytes] = []
+    values: list[Record] = []
     deadline = time.monotonic() + timeout
     with Consumer([topic], settings=settings) as consumer:
         quiet_since = time.monotonic()
         while time.monotonic() < deadline:
             records = consumer.poll(timeout=0.2)
             if records:
-                values.extend(r.value for r in records)
+                values.extend(records)
                 quiet_since = time.monotonic()
             elif consumer.at_end() and time.monotonic() - quiet_since >= idle:
                 return values
