@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/dafka demo
+	$(VENV)/bin/dafka pipeline
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests bench scripts examples

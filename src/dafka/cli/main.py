@@ -542,7 +542,7 @@ def bench(records: int, size: int, data_dir: Path | None) -> None:
 @main.command(hidden=True)
 @_bench_options
 def demo(records: int, size: int, data_dir: Path | None) -> None:
-    """The former name of `dafka bench` (what `make run` runs)."""
+    """The former name of `dafka bench`."""
     from dafka.cli._demo import run_demo
 
     run_demo(records, size, data_dir)

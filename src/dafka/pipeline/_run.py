@@ -115,7 +115,10 @@ def sent_messages(options: RunOptions, sent: dict[int, int]) -> list[Message]:
 
 
 class _Watcher:
-    """Consumes the output topic live and notes when each aggregate first appears."""
+    """Consumes the output topic live and notes when each aggregate first appears.
+
+    Read committed: an aggregate counts as visible when a downstream reader can see it, i.e.
+    once the sink's transaction for it is committed (not when its message is stored)."""
 
     def __init__(self, towers: str, topic: str, timings: Timings) -> None:
         self._towers = towers
@@ -129,7 +132,9 @@ class _Watcher:
     def _run(self) -> None:
         from dafka import Consumer, ConsumerSettings
 
-        settings = ConsumerSettings(towers=self._towers, offset_reset="earliest")
+        settings = ConsumerSettings(
+            towers=self._towers, offset_reset="earliest", isolation_level="read_committed"
+        )
         try:
             with Consumer([self._topic], settings=settings) as consumer:
                 while not self._stop.is_set():

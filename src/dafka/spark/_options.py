@@ -39,8 +39,9 @@ _SOURCE_OPTIONS = {
     "headsrefresh",
 }
 _SINK_OPTIONS = {"towers", "topic", "name", "partitions", "checkpointlocation", "path"}
-_SPARK_OPTIONS = {"path", "checkpointlocation"}
-"""Options Spark itself may pass along (``start(path)``, ``checkpointLocation``)."""
+_SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
+"""Options Spark itself may pass along (``start(path)``, ``checkpointLocation``,
+``queryName``)."""
 
 
 @dataclass(frozen=True, slots=True)

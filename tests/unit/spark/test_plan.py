@@ -62,7 +62,10 @@ def test_source_options() -> None:
 
 
 def test_sink_options() -> None:
-    o = parse_sink_options({"topic": "out", "towers": "h:7000", "checkpointLocation": "/x"})
+    # Spark passes a streaming query's checkpointLocation and queryName on to the sink.
+    o = parse_sink_options(
+        {"topic": "out", "towers": "h:7000", "checkpointLocation": "/x", "queryName": "q"}
+    )
     assert (o.topic, o.transport.tower_pub_addresses) == ("out", ("tcp://h:7001",))
     with pytest.raises(ConfigError, match="tpoic"):
         parse_sink_options({"tpoic": "x"})
