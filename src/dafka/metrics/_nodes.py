@@ -2,7 +2,8 @@
 
 Store: the runner's counters (messages in/out, undecodable, peers), the store machine's
 (records stored, ACKs sent, FETCHes sent/answered, records served, drops by reason,
-partitions) and the size of its data directory. Tower: beacons and subscriptions forwarded,
+partitions), its persistence's (records persisted, failed appends) and the size of its data
+directory. Tower: beacons and subscriptions forwarded,
 malformed messages dropped.
 """
 
@@ -50,6 +51,14 @@ def store_samples(node: StoreNode) -> list[Sample]:
         ).items()
     ]
     out += runner_samples("store", runner.statistics())
+    persistence = node.persistence
+    if persistence is not None:
+        out += [
+            Sample(f"store_{name}", float(value), f"persistence: {name.replace('_', ' ')}")
+            for name, value in dataclasses.asdict(
+                runner.call(lambda _now: persistence.statistics())
+            ).items()
+        ]
     out.append(
         Sample("store_data_bytes", float(directory_bytes(node.data_dir)), "bytes on disk", "gauge")
     )

@@ -22,6 +22,7 @@ from dafka.client._ids import new_node_id
 from dafka.errors import ConfigError
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage
+from dafka.server._persistence import StorePersistence
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
@@ -81,6 +82,7 @@ class StoreNode:
         self.storage: Storage | None = None
         self.runner: NodeRunner | None = None
         self.machine: StoreMachine | None = None
+        self.persistence: StorePersistence | None = None
         self.writer_id = ""
         self.reader_id = ""
 
@@ -92,12 +94,13 @@ class StoreNode:
         self.writer_id, self.reader_id = _load_ids(self.data_dir)
         self.storage = storage
         self.machine = StoreMachine(self.writer_id, self.reader_id, storage, self._store_config)
+        self.persistence = StorePersistence(storage, self.machine, self._name)
         self.runner = NodeRunner(
             self.machine,
             [Identity(self.writer_id), Identity(self.reader_id, xpub=True)],
             self._transport,
             context=self._context,
-            storage=storage,
+            persistence=self.persistence,
             route_send=_route_send,
             route_subscribe=_route_subscribe,
             after_turn=self._retention_turn,

@@ -28,6 +28,7 @@ from dafka.node import (
     StoreMachine,
 )
 from dafka.protocol import DataMessage, Record
+from dafka.server import StorePersistence
 from dafka.storage import Storage
 from dafka.transport.runner import Identity, NodeRunner
 from tests.integration.cluster.cluster_client import payload, transport
@@ -60,7 +61,7 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
         store,
         [Identity(store.writer_id), Identity(store.reader_id, xpub=True)],
         config,
-        storage=storage,
+        persistence=StorePersistence(storage, store),
         route_send=lambda m: 0 if isinstance(m, STORE_WRITER_SENDS) else 1,
         route_subscribe=lambda prefix: 0 if prefix[0] in STORE_WRITER_PREFIXES else 1,
         inbound_filter=lossy(seed=1),

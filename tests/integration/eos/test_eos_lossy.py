@@ -26,7 +26,7 @@ from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._transactions import TransactionalProducer
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreMachine
 from dafka.protocol import DataMessage, Record
-from dafka.server import LocalCluster
+from dafka.server import LocalCluster, StorePersistence
 from dafka.storage import Storage
 from dafka.transport.runner import Identity, NodeRunner
 from tests.integration.eos.test_eos_cluster import DEADLINE, common
@@ -56,7 +56,7 @@ def lossy_store(cluster: LocalCluster, path: Path) -> tuple[NodeRunner, Storage]
         store,
         [Identity(store.writer_id), Identity(store.reader_id, xpub=True)],
         cluster.transport,
-        storage=storage,
+        persistence=StorePersistence(storage, store),
         route_send=lambda m: 0 if isinstance(m, STORE_WRITER_SENDS) else 1,
         route_subscribe=lambda prefix: 0 if prefix[0] in STORE_WRITER_PREFIXES else 1,
         inbound_filter=lossy(seed=3),

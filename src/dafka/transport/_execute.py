@@ -1,0 +1,204 @@
+"""Outbound: execute what the machines asked for, in order.
+
+Sends are encoded and published (a message the encoder refuses - a reply built from a
+peer's bad input - is counted and dropped); (un)subscriptions and peer connections change
+the SUB sockets; ``Deliver`` goes to the application's callback and ``Persist`` to the
+node's :class:`~dafka.transport._persistence.Persistence`. After each outbox the
+persistence reports what became durable, which may give the machine ACKs to send: the loop
+goes on until both are quiet (bounded, so that a turn ends).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+
+import zmq
+import zmq.backend
+
+from dafka.errors import DafkaError
+from dafka.node import Discovery
+from dafka.node.actions import (
+    Action,
+    Connect,
+    Deliver,
+    Disconnect,
+    NodeMachine,
+    Persist,
+    Send,
+    SendBeacon,
+    Subscribe,
+    Unsubscribe,
+)
+from dafka.protocol import DataMessage, EncodeError, encode
+from dafka.transport._drops import DropLog
+from dafka.transport._persistence import Persistence
+from dafka.transport._socket_set import PeerSockets, SocketSet
+from dafka.transport._stats import RunnerStats
+from dafka.transport.config import TransportConfig
+
+log = logging.getLogger("dafka.transport.runner")
+
+_send: Callable[..., None] = zmq.backend.Socket.send
+"""The Cython ``send`` without pyzmq's Python wrapper (routing ids, copy thresholds): the
+wrapper costs as much as the send itself for a small frame, and it is paid twice per record
+(frame 0 with SNDMORE, then the content: cheaper than ``send_multipart``)."""
+_SNDMORE = zmq.SNDMORE
+_COPY_BELOW = 65536
+"""Contents smaller than this are copied into the message (cheaper than tracking a zero-copy
+buffer, as pyzmq's own ``copy_threshold``); larger ones are sent without a copy."""
+_ROUNDS = 16
+"""Outbox / durability rounds per turn at most (each round may produce the next one's work)."""
+
+OnPeer = Callable[[str, float], None]
+"""``on_peer(node_id, now)``: a peer was connected."""
+
+
+class Executor:
+    """Executes the outboxes of a runner's machines on its sockets (in the runner thread)."""
+
+    def __init__(
+        self,
+        machine: NodeMachine,
+        discovery: Discovery,
+        sockets: SocketSet,
+        config: TransportConfig,
+        stats: RunnerStats,
+        drops: DropLog,
+        name: str,
+        *,
+        clock: Callable[[], float],
+        persistence: Persistence | None,
+        peers: PeerSockets | None,
+        route_send: Callable[[DataMessage], int] | None,
+        route_subscribe: Callable[[bytes], int] | None,
+        on_deliver: Callable[[Deliver], None] | None,
+        on_peer: OnPeer | None,
+    ) -> None:
+        self._machine = machine
+        self._discovery = discovery
+        self._sockets = sockets
+        self._config = config
+        self._stats = stats
+        self._drops = drops
+        self._name = name
+        self._clock = clock
+        self._persistence = persistence
+        self._peers = peers
+        self._route_send = route_send
+        self._route_subscribe = route_subscribe
+        self._on_deliver = on_deliver
+        self._on_peer = on_peer
+        self._pubs = [e.pub for e in sockets.endpoints]
+
+    def execute(self, now: float) -> None:
+        """Execute both outboxes until empty (persisting may make the store send ACKs)."""
+        discovery_actions = self._discovery.take_actions()
+        if discovery_actions:
+            self.execute_actions(discovery_actions)
+        persistence = self._persistence
+        machine = self._machine
+        for _ in range(_ROUNDS):
+            actions = machine.take_actions()
+            if actions:
+                self.execute_actions(actions)
+            advanced = persistence is not None and persistence.report_durable(now)
+            if not advanced and not actions:
+                return
+
+    def shutdown(self, now: float) -> None:
+        """The last turn: execute, make everything durable, and send the last ACKs."""
+        self.execute(now)
+        if self._persistence is not None:
+            self._persistence.flush()  # its advances are reported by the next execute
+            self.execute(now)
+
+    def execute_actions(self, actions: list[Action]) -> None:
+        endpoints = self._sockets.endpoints
+        route_send = self._route_send
+        stats = self._stats
+        pubs = self._pubs
+        default_pub = pubs[0]
+        peers = self._peers
+        sent = 0
+        for action in actions:
+            if action.__class__ is Send:
+                message = action.message
+                pub = pubs[route_send(message)] if route_send else default_pub
+                try:
+                    frames = encode(message)
+                except EncodeError as exc:  # a reply built from a peer's bad input
+                    stats.unencodable += 1
+                    self._drops.drop(f"an unencodable {type(message).__name__}", exc)
+                    continue
+                if len(frames) == 2:
+                    _send(pub, frames[0], _SNDMORE)
+                    content = frames[1]
+                    _send(pub, content, 0, len(content) < _COPY_BELOW)
+                else:
+                    _send(pub, frames[0])
+                sent += 1
+            elif isinstance(action, Deliver):
+                if self._on_deliver is not None:
+                    self._on_deliver(action)
+            elif isinstance(action, Persist):
+                if self._persistence is None:
+                    raise DafkaError(f"{self._name}: a Persist action but no storage")
+                self._persistence.persist(action)
+            elif isinstance(action, Subscribe | Unsubscribe):
+                if peers is not None:
+                    peers.subscribe(action.prefix, isinstance(action, Subscribe))
+                    continue
+                index = self._route_subscribe(action.prefix) if self._route_subscribe else 0
+                option = zmq.SUBSCRIBE if isinstance(action, Subscribe) else zmq.UNSUBSCRIBE
+                endpoints[index].sub.setsockopt(option, action.prefix)
+            elif isinstance(action, Connect):
+                self._connect(action, peers)
+            elif isinstance(action, Disconnect):
+                if peers is not None:
+                    peers.remove(action.endpoint)
+                else:
+                    for e in endpoints:
+                        with contextlib.suppress(zmq.ZMQError):
+                            e.sub.disconnect(action.endpoint)
+                stats.peers_expired += 1
+                log.info("%s: lost %s at %s", self._name, action.node_id, action.endpoint)
+            elif isinstance(action, SendBeacon):
+                self._send_beacons()
+        stats.sent += sent
+
+    def _connect(self, action: Connect, peers: PeerSockets | None) -> None:
+        """Connect to a new peer: its own SUB with ``peers``, else every identity's SUB."""
+        try:
+            if peers is not None:
+                if action.endpoint in peers:
+                    return
+                peers.add(action.node_id, action.endpoint)
+            else:
+                try:
+                    for e in self._sockets.endpoints:
+                        e.sub.connect(action.endpoint)
+                except zmq.ZMQError:
+                    for e in self._sockets.endpoints:
+                        with contextlib.suppress(zmq.ZMQError):
+                            e.sub.disconnect(action.endpoint)
+                    raise
+        except zmq.ZMQError as exc:
+            self._stats.connect_errors += 1
+            self._drops.drop("a peer", f"cannot connect to {action.endpoint!r}: {exc}")
+            return
+        self._stats.peers_connected += 1
+        log.info("%s: connected to %s at %s", self._name, action.node_id, action.endpoint)
+        if self._on_peer is not None:
+            self._on_peer(action.node_id, self._clock())
+
+    def _send_beacons(self) -> None:
+        host = self._config.advertised_host.encode()
+        beacon_pub = self._sockets.beacon_pub
+        for e in self._sockets.endpoints:
+            node_id = e.identity.node_id.encode("utf-8", "surrogateescape")
+            beacon_pub.send_multipart([b"B", node_id, host, str(e.port).encode()])
+
+
+__all__ = ["Executor", "OnPeer"]

@@ -1,0 +1,149 @@
+"""The runner's poll loop: one turn at a time, until the mailbox says stop.
+
+Each turn:
+
+1. polls the beacon SUB, the data SUBs (and per-peer SUBs), the XPUBs (subscription
+   notices, for STORE-HELLO) and the mailbox's wake-up, with a timeout up to the next
+   timer (the machine's, discovery's, the persistence's sync clock);
+2. runs posted work (the mailbox), then reads the sockets into the machines
+   (:class:`~dafka.transport._receive.Receiver`);
+3. runs due timers;
+4. executes the outboxes (:class:`~dafka.transport._execute.Executor`), then the owner's
+   ``after_turn``.
+
+Reading a batch before executing the outbox is what makes the store write once and ACK once
+per partition per burst of records. While the application has paused receiving
+(``receive_paused``, a consumer whose queue is full) only the beacons and the mailbox are
+polled, at least every 10 ms, so that the loop notices the pause end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import zmq
+
+from dafka.node import Discovery
+from dafka.node.actions import NodeMachine
+from dafka.transport._execute import Executor
+from dafka.transport._mailbox import Mailbox
+from dafka.transport._persistence import Persistence
+from dafka.transport._receive import OnNotice, Receiver
+from dafka.transport._socket_set import PeerSockets, SocketSet
+
+_PAUSED_POLL_MS = 10
+
+
+class PollLoop:
+    """Runs turns on ``sockets`` until ``stopping()`` is true after the mailbox ran."""
+
+    def __init__(
+        self,
+        machine: NodeMachine,
+        discovery: Discovery,
+        sockets: SocketSet,
+        mailbox: Mailbox,
+        receiver: Receiver,
+        executor: Executor,
+        *,
+        clock: Callable[[], float],
+        stopping: Callable[[], bool],
+        persistence: Persistence | None,
+        peers: PeerSockets | None,
+        on_subscription: OnNotice | None,
+        receive_paused: Callable[[], bool] | None,
+        after_turn: Callable[[float], None] | None,
+    ) -> None:
+        self._machine = machine
+        self._discovery = discovery
+        self._sockets = sockets
+        self._mailbox = mailbox
+        self._receiver = receiver
+        self._executor = executor
+        self._clock = clock
+        self._stopping = stopping
+        self._persistence = persistence
+        self._peers = peers
+        self._on_subscription = on_subscription
+        self._receive_paused = receive_paused
+        self._after_turn = after_turn
+
+    def run(self) -> None:
+        """Turn until stopped; the last turn flushes (``Executor.shutdown``)."""
+        machine = self._machine
+        discovery = self._discovery
+        persistence = self._persistence
+        receiver = self._receiver
+        executor = self._executor
+        clock = self._clock
+        beacon_sub = self._sockets.beacon_sub
+        wake = self._sockets.wake
+        control = zmq.Poller()  # used alone while the application has paused receiving
+        control.register(beacon_sub, zmq.POLLIN)
+        control.register(wake, zmq.POLLIN)
+        poller = zmq.Poller()
+        poller.register(beacon_sub, zmq.POLLIN)
+        poller.register(wake, zmq.POLLIN)
+        endpoints = self._sockets.endpoints
+        subs = [e.sub for e in endpoints]
+        xpubs = [e.pub for e in endpoints if e.identity.xpub]
+        for sock in (*subs, *xpubs):
+            poller.register(sock, zmq.POLLIN)
+        peer_senders: dict[zmq.Socket[bytes], str] = {}
+        if self._peers is not None:
+            self._peers.poller = poller
+            peer_senders = self._peers.senders
+        on_subscription = self._on_subscription
+        paused = self._receive_paused
+        after_turn = self._after_turn
+        while True:
+            now = clock()
+            deadline = _earliest(
+                machine.next_deadline(),
+                discovery.next_deadline(),
+                persistence.next_deadline() if persistence is not None else None,
+            )
+            timeout_ms = -1 if deadline is None else max(0, int((deadline - now) * 1000) + 1)
+            receiving = paused is None or not paused()
+            if receiving:
+                events = dict(poller.poll(timeout_ms))
+            else:
+                limit = _PAUSED_POLL_MS if timeout_ms < 0 else min(timeout_ms, _PAUSED_POLL_MS)
+                events = dict(control.poll(limit))
+            now = clock()
+            if wake in events:
+                self._mailbox.drain(wake, now)
+                if self._stopping():
+                    executor.shutdown(now)
+                    return
+            if beacon_sub in events:
+                receiver.beacons(beacon_sub, now)
+            if receiving:
+                for sock in subs:
+                    if sock in events:
+                        receiver.data(sock, now)
+                if peer_senders:
+                    for sock, sender in list(peer_senders.items()):
+                        if sock in events:
+                            receiver.data(sock, now, sender)
+            if on_subscription is not None:
+                for sock in xpubs:
+                    if sock in events:
+                        receiver.notices(sock, on_subscription, now)
+            due = machine.next_deadline()
+            if due is not None and due <= now:
+                machine.on_timer(now)
+            due = discovery.next_deadline()
+            if due is not None and due <= now:
+                discovery.on_timer(now)
+            executor.execute(now)
+            if after_turn is not None:
+                after_turn(now)
+
+
+def _earliest(*deadlines: float | None) -> float | None:
+    present = [d for d in deadlines if d is not None]
+    return min(present) if present else None
+
+
+__all__ = ["PollLoop"]

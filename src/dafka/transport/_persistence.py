@@ -1,0 +1,37 @@
+"""What the runner needs from a node that persists (a store): the ``Persistence`` protocol.
+
+The transport does not know storage. A store hands its runner an object with this surface
+(``dafka.server.StorePersistence``) and the runner calls it at fixed points of its turn:
+``persist`` for each :class:`~dafka.node.actions.Persist` action, ``report_durable`` after
+executing the outbox (what became durable goes back to the machine, whose ACKs are then
+executed in the same turn), ``next_deadline`` when it computes its poll timeout (the fsync
+clock), and ``flush`` once at shutdown, before the last ACKs are sent.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from dafka.node.actions import Persist
+
+
+class Persistence(Protocol):
+    """A node's persistence, driven by its runner thread (never called from another)."""
+
+    def persist(self, action: Persist) -> None:
+        """Write ``action``'s records (a failure is the implementation's to count and log)."""
+
+    def report_durable(self, now: float) -> bool:
+        """Tell the machine what became durable (syncing what is due at ``now``).
+
+        Returns True if anything did: the machine may then have ACKs to send.
+        """
+
+    def next_deadline(self) -> float | None:
+        """When ``report_durable`` should next run (a sync is due), or None."""
+
+    def flush(self) -> None:
+        """Make everything written durable now (shutdown); ``report_durable`` reports it."""
+
+
+__all__ = ["Persistence"]

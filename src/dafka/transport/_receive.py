@@ -1,0 +1,210 @@
+"""Inbound: read what the sockets hold, decode it, and feed the machines.
+
+Undecodable input is counted and dropped (rate-limited log), never raised. Data messages
+go to the node machine, consecutive RECORDs of one partition as one run (see
+:meth:`Receiver.data`); beacons and welcomes go to the discovery machine; XPUB subscription
+notices to the machine's ``on_subscription``.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+
+import zmq
+
+from dafka.node import Discovery
+from dafka.node.actions import NodeMachine
+from dafka.protocol import (
+    Ack,
+    DataMessage,
+    DecodeError,
+    DirectRecord,
+    Record,
+    decode_data,
+    decode_discovery,
+)
+from dafka.transport._drops import DropLog
+from dafka.transport._stats import RunnerStats
+
+log = logging.getLogger("dafka.transport.runner")
+
+_unpack_sequence = struct.Struct(">Q").unpack_from
+"""The u64 big-endian sequence that ends frame 0 of a RECORD."""
+
+OnRecords = Callable[[str, str, int, list[bytes], float], None]
+"""``on_records(topic, producer, first_sequence, contents, now)``."""
+OnDirectRecords = Callable[[str, str, str, int, list[bytes], float], None]
+"""``on_direct_records(recipient, topic, producer, first_sequence, contents, now)``."""
+OnAck = Callable[[Ack, float, str], None]
+"""``on_ack(ack, now, sender)``: an ACK with the node id of the store that sent it."""
+OnNotice = Callable[[bytes, bool, float], None]
+"""``on_subscription(prefix, subscribed, now)``: an XPUB notice."""
+
+
+class Receiver:
+    """Reads a runner's sockets into its machines (in the runner thread)."""
+
+    def __init__(
+        self,
+        machine: NodeMachine,
+        discovery: Discovery,
+        stats: RunnerStats,
+        drops: DropLog,
+        receive_batch: int,
+        *,
+        on_records: OnRecords | None,
+        on_direct_records: OnDirectRecords | None,
+        on_ack: OnAck | None,
+        inbound_filter: Callable[[DataMessage], bool] | None,
+        on_welcome: Callable[[], None],
+    ) -> None:
+        self._machine = machine
+        self._discovery = discovery
+        self._stats = stats
+        self._drops = drops
+        self._receive_batch = receive_batch
+        self._on_records = on_records
+        self._on_direct_records = on_direct_records
+        self._on_ack = on_ack
+        self._inbound_filter = inbound_filter
+        self._on_welcome = on_welcome
+        self._welcomed = False
+
+    def beacons(self, beacon_sub: zmq.Socket[bytes], now: float) -> None:
+        """Every beacon and welcome waiting, into the discovery machine."""
+        discovery = self._discovery
+        while True:
+            try:
+                frames = beacon_sub.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                message = decode_discovery(frames)
+            except DecodeError as exc:
+                self._stats.undecodable += 1
+                self._drops.drop("an undecodable beacon", exc)
+                continue
+            rejected = discovery.rejected
+            discovery.on_message(message, now)
+            if discovery.rejected != rejected:
+                self._stats.rejected_endpoints += 1
+                self._drops.drop("a beacon", discovery.last_rejection)
+            if discovery.started and not self._welcomed:
+                self._welcomed = True
+                self._on_welcome()
+
+    def notices(self, sock: zmq.Socket[bytes], handler: OnNotice, now: float) -> None:
+        """Every XPUB notice waiting (``\\x01`` subscribe, ``\\x00`` unsubscribe + prefix)."""
+        while True:
+            try:
+                notice = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if notice[:1] in (b"\x00", b"\x01"):
+                handler(notice[1:], notice[:1] == b"\x01", now)
+
+    def data(self, sock: zmq.Socket[bytes], now: float, sender: str | None = None) -> None:
+        """Read up to ``receive_batch`` messages and feed them to the machine.
+
+        Frames are received as ``zmq.Frame`` (``copy=False``) because a frame says itself
+        whether another follows (``.more``): asking the socket (``RCVMORE``) costs a
+        Python-level option lookup per message, and ``recv_multipart`` more still. Any
+        number of frames is read, so a malformed message never desynchronises the socket.
+
+        *Runs.* A machine with ``on_records`` (store, consumer) gets consecutive RECORDs of
+        one partition as one call: once a RECORD decoded (so its header, frame 0 without
+        the 8-byte sequence, passed the decoder's checks), each next message of exactly two
+        frames whose frame 0 is that header followed by the next sequence joins the run
+        without being decoded into a ``Record``. This is the decoder's own header-cache
+        argument (equal bytes, equal verdict), so nothing is accepted that decoding would
+        refuse; anything else ends the run, which is fed before that message. The same holds
+        for DIRECT-RECORDs (a FETCH reply) with a machine that has ``on_direct_records``
+        (the consumer): the header then also fixes the recipient.
+
+        ``sender`` names the peer of a per-peer socket: its ACKs go to ``on_ack``.
+        """
+        on_message = self._machine.on_message
+        on_ack = self._on_ack if sender is not None else None
+        flt = self._inbound_filter
+        on_records = self._on_records if flt is None else None
+        on_direct = self._on_direct_records if flt is None else None
+        run_recipient: str | None = None
+        stats = self._stats
+        recv = sock.recv
+        received = 0
+        run: list[bytes] = []
+        run_header: bytes | None = None
+        run_topic = run_producer = ""
+        run_first = run_next = 0
+        try:
+            for _ in range(self._receive_batch):
+                frame = recv(zmq.NOBLOCK, False)
+                received += 1
+                if frame.more:
+                    part = recv(0, False)
+                    frames = [frame.bytes, part.bytes]
+                    while part.more:
+                        part = recv(0, False)
+                        frames.append(part.bytes)
+                else:
+                    frames = [frame.bytes]
+                if run_header is not None:
+                    if len(frames) == 2:
+                        head = frames[0]
+                        if (
+                            head[:-8] == run_header
+                            and _unpack_sequence(head, len(head) - 8)[0] == run_next
+                        ):
+                            run.append(frames[1])
+                            run_next += 1
+                            continue
+                    if run_recipient is None:
+                        on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                    else:
+                        on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                    run_header = None
+                try:
+                    message = decode_data(frames)
+                except DecodeError as exc:
+                    stats.undecodable += 1
+                    self._drops.drop("an undecodable message", exc)
+                    continue
+                if flt is not None and flt(message):
+                    stats.filtered += 1
+                    continue
+                if on_records is not None and message.__class__ is Record:
+                    run_header = frames[0][:-8]
+                    run_recipient = None
+                    run_topic = message.topic
+                    run_producer = message.producer
+                    run_first = message.sequence
+                    run_next = run_first + 1
+                    run = [frames[1]]
+                    continue
+                if on_direct is not None and message.__class__ is DirectRecord:
+                    run_header = frames[0][:-8]
+                    run_recipient = message.recipient
+                    run_topic = message.topic
+                    run_producer = message.producer
+                    run_first = message.sequence
+                    run_next = run_first + 1
+                    run = [frames[1]]
+                    continue
+                if on_ack is not None and message.__class__ is Ack:
+                    on_ack(message, now, sender)  # type: ignore[arg-type]
+                    continue
+                on_message(message, now)
+        except zmq.Again:
+            pass
+        finally:
+            stats.received += received
+        if run_header is not None:
+            if run_recipient is None:
+                on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+            else:
+                on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+
+
+__all__ = ["OnAck", "OnDirectRecords", "OnNotice", "OnRecords", "Receiver"]

@@ -1,0 +1,170 @@
+"""The sockets of one runner: set up in its thread, closed when it ends.
+
+* one data PUB (an XPUB for an identity that must see subscription notices) and one data
+  SUB per identity, the PUB bound on an ephemeral port of ``bind_host``;
+* the beacon PUB and SUB, connected to every tower (the SUB takes welcomes ``W`` and
+  beacons ``B``);
+* the wake-up PAIR of the runner's mailbox;
+* with ACK attribution (``PeerSockets``), one more SUB per peer, created as peers appear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import zmq
+
+from dafka.errors import DafkaError
+from dafka.transport.config import TransportConfig
+from dafka.transport.sockets import bound_port, make_socket
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """One node id with its own data sockets; ``xpub`` to see subscription notices."""
+
+    node_id: str
+    xpub: bool = False
+
+
+class Endpoint:
+    """The data sockets of one identity, and the port its PUB is bound to."""
+
+    __slots__ = ("identity", "port", "pub", "sub")
+
+    def __init__(
+        self, identity: Identity, pub: zmq.Socket[bytes], sub: zmq.Socket[bytes], port: int
+    ) -> None:
+        self.identity = identity
+        self.pub = pub
+        self.sub = sub
+        self.port = port
+
+
+class SocketSet:
+    """Every socket the runner thread opens at start; ``close()`` closes them all."""
+
+    def __init__(
+        self,
+        endpoints: list[Endpoint],
+        beacon_pub: zmq.Socket[bytes],
+        beacon_sub: zmq.Socket[bytes],
+        wake: zmq.Socket[bytes],
+        owned: list[zmq.Socket[bytes]],
+    ) -> None:
+        self.endpoints = endpoints
+        self.beacon_pub = beacon_pub
+        self.beacon_sub = beacon_sub
+        self.wake = wake
+        self._owned = owned
+
+    @classmethod
+    def open(
+        cls,
+        context: zmq.Context[zmq.Socket[bytes]],
+        identities: list[Identity],
+        config: TransportConfig,
+        wake_endpoint: str,
+        name: str,
+    ) -> SocketSet:
+        """Create, bind and connect; raises :class:`DafkaError` (nothing left open) on failure."""
+        owned: list[zmq.Socket[bytes]] = []
+        try:
+            endpoints = []
+            for identity in identities:
+                pub = make_socket(
+                    context,
+                    zmq.XPUB if identity.xpub else zmq.PUB,
+                    linger_ms=config.linger_ms,
+                    hwm=config.high_watermark,
+                )
+                sub = make_socket(context, zmq.SUB, linger_ms=0, hwm=config.high_watermark)
+                owned += [pub, sub]
+                pub.bind(f"tcp://{config.bind_host}:*")
+                endpoints.append(Endpoint(identity, pub, sub, bound_port(pub)))
+            beacon_pub = make_socket(context, zmq.PUB, linger_ms=0)
+            beacon_sub = make_socket(context, zmq.SUB, linger_ms=0)
+            wake = make_socket(context, zmq.PAIR, linger_ms=0)
+            owned += [beacon_pub, beacon_sub, wake]
+            wake.bind(wake_endpoint)
+            beacon_sub.setsockopt(zmq.SUBSCRIBE, b"W")
+            beacon_sub.setsockopt(zmq.SUBSCRIBE, b"B")
+            for address in config.tower_sub_addresses:
+                beacon_pub.connect(address)
+            for address in config.tower_pub_addresses:
+                beacon_sub.connect(address)
+        except zmq.ZMQError as exc:
+            for sock in owned:
+                sock.close()
+            raise DafkaError(f"{name}: cannot set up sockets: {exc}") from exc
+        return cls(endpoints, beacon_pub, beacon_sub, wake, owned)
+
+    def close(self) -> None:
+        for sock in self._owned:
+            sock.close()
+
+
+class PeerSockets:
+    """One SUB per peer endpoint, so that an ACK read from it names its store.
+
+    ZeroMQ does not say who sent a message, but it delivers on the socket connected to
+    the sender: a socket per peer is the attribution ``min_stores`` needs (docs/nodes.md).
+    Every peer socket carries every subscription (the identities' SUBs then stay idle).
+    ``poller``, set by the poll loop, gets each new socket registered and each closed one
+    unregistered.
+    """
+
+    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], config: TransportConfig) -> None:
+        self._context = context
+        self._hwm = config.high_watermark
+        self._by_endpoint: dict[str, tuple[str, zmq.Socket[bytes]]] = {}
+        self.senders: dict[zmq.Socket[bytes], str] = {}
+        """Socket -> the node id of the peer it is connected to."""
+        self._prefixes: set[bytes] = set()
+        self.poller: zmq.Poller | None = None
+
+    def __contains__(self, endpoint: str) -> bool:
+        return endpoint in self._by_endpoint
+
+    def subscribe(self, prefix: bytes, on: bool) -> None:
+        if on:
+            self._prefixes.add(prefix)
+        else:
+            self._prefixes.discard(prefix)
+        option = zmq.SUBSCRIBE if on else zmq.UNSUBSCRIBE
+        for _, sock in self._by_endpoint.values():
+            sock.setsockopt(option, prefix)
+
+    def add(self, node_id: str, endpoint: str) -> None:
+        """Open a SUB to ``endpoint``; raises ``zmq.ZMQError`` (nothing left open) if refused."""
+        sock = make_socket(self._context, zmq.SUB, linger_ms=0, hwm=self._hwm)
+        try:
+            for prefix in self._prefixes:
+                sock.setsockopt(zmq.SUBSCRIBE, prefix)
+            sock.connect(endpoint)
+        except zmq.ZMQError:
+            sock.close()
+            raise
+        self._by_endpoint[endpoint] = (node_id, sock)
+        self.senders[sock] = node_id
+        if self.poller is not None:
+            self.poller.register(sock, zmq.POLLIN)
+
+    def remove(self, endpoint: str) -> None:
+        found = self._by_endpoint.pop(endpoint, None)
+        if found is None:
+            return
+        sock = found[1]
+        self.senders.pop(sock, None)
+        if self.poller is not None:
+            self.poller.unregister(sock)
+        sock.close()
+
+    def close(self) -> None:
+        for _, sock in self._by_endpoint.values():
+            sock.close()
+        self._by_endpoint.clear()
+        self.senders.clear()
+
+
+__all__ = ["Endpoint", "Identity", "PeerSockets", "SocketSet"]

@@ -1,0 +1,27 @@
+"""The counters of a runner (``NodeRunner.statistics()``), shared by its parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RunnerStats:
+    """Counters of a runner: written by its thread only, copied by ``statistics()``."""
+
+    received: int = 0
+    sent: int = 0
+    undecodable: int = 0
+    filtered: int = 0
+    peers_connected: int = 0
+    peers_expired: int = 0
+    rejected_endpoints: int = 0
+    """Forwarded beacons naming an endpoint nobody can connect to (ignored)."""
+    unencodable: int = 0
+    """Messages the machine asked to send that the encoder refused (dropped): e.g. a
+    STORE-HELLO to a subscriber whose id is not a valid name."""
+    connect_errors: int = 0
+    """Peers ZeroMQ refused to connect to (the endpoint passed our checks but not its)."""
+
+
+__all__ = ["RunnerStats"]
