@@ -25,7 +25,13 @@ Then, with the first policy:
 is ``PartitionProducer.publish`` (one RECORD per call, the figures above), ``unbatched`` and
 ``batched`` the topic-level ``Producer.produce`` (no future per message) with one RECORD per
 message or many per RECORD (``linger_ms``/``batch_size`` defaults); rates then count
-messages, and the consumer unpacks batches.
+messages, and the consumer unpacks batches. ``many`` is batched with ``produce_many`` (10,000
+values per call); ``futures`` is batched with ``send`` (a future per message, all awaited at
+the end) and ``async`` the same with ``AsyncProducer.send_nowait`` and an ``AsyncConsumer``
+(compare those two for the asyncio clients' cost). received/delivered counts RECORDs.
+
+Every result line ends with the load average when the run finished (``os.getloadavg()``): the
+machine may be shared, compare figures of one run.
 
 Run: ``.venv/bin/python bench/cluster.py [--records N] [--quick] [--fsync batch,os]``.
 Targets (issue 5): >= 150,000 records/s of 100 B through a store, p99 < 2 ms, first record
@@ -35,6 +41,7 @@ within 100 ms. The C reference: 275k-390k records/s (``../shared/PROTOCOL.md`` s
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import multiprocessing
 import os
@@ -50,7 +57,7 @@ from typing import Any, TypeAlias
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import ProcessCluster, cpu_seconds, percentile
-from dafka.client import Consumer, PartitionProducer, Producer
+from dafka.client import AsyncConsumer, AsyncProducer, Consumer, PartitionProducer, Producer
 from dafka.node import ConsumerConfig
 from dafka.transport.config import TransportConfig
 
@@ -115,15 +122,19 @@ def produce_messages(
     size: int,
     go: Event,
     out: Results,
-    batching: bool = True,
+    client: str = "batched",
 ) -> None:
     """``produce_burst`` with the topic-level ``Producer`` (one partition): ``produce()``
-    (no future per message) in batches (``batching``) or one RECORD per message."""
+    (no future per message) in batches or one RECORD per message (``unbatched``),
+    ``produce_many`` (``many``) or ``send`` with a future per message (``futures``)."""
+    if client == "async":
+        asyncio.run(produce_async(port, beacon, topic, records, size, go, out))
+        return
     towers = f"127.0.0.1:{port}"
     with Producer(
         topic,
         towers=towers,
-        batching=batching,
+        batching=client != "unbatched",
         beacon_interval=beacon,
         beacon_timeout=4 * beacon,
         bind_host="127.0.0.1",
@@ -140,14 +151,59 @@ def produce_messages(
         produce = producer.produce
         started = time.time_ns()
         cpu = time.process_time()
-        for _ in range(records - 1):
-            produce(payload)
+        if client == "many":
+            chunk = [payload] * 10_000
+            for _ in range((records - 1) // len(chunk)):
+                producer.produce_many(chunk)
+            producer.produce_many([payload] * ((records - 1) % len(chunk)))
+        elif client == "futures":
+            send = producer.send
+            futures = [send(payload) for _ in range(records - 1)]
+        else:
+            for _ in range(records - 1):
+                produce(payload)
         produce(b"E" * size)
         left = producer.flush(300)
+        if client == "futures":
+            assert all(f.result(0) for f in futures)
         finished = time.time_ns()
         cpu = time.process_time() - cpu
         resent = sum(m.statistics().records_resent for m in producer._machine.machines)
         delivered = producer.delivered
+    out.put(("produced", started, finished, delivered, delivered + left, left == 0, cpu, resent))
+
+
+async def produce_async(
+    port: int, beacon: float, topic: str, records: int, size: int, go: Event, out: Results
+) -> None:
+    """``futures`` with an ``AsyncProducer``: ``send_nowait`` per message, then ``gather``."""
+    async with AsyncProducer(
+        topic,
+        towers=f"127.0.0.1:{port}",
+        beacon_interval=beacon,
+        beacon_timeout=4 * beacon,
+        bind_host="127.0.0.1",
+        advertised_host="127.0.0.1",
+    ) as producer:
+        warm = b"w" * size
+        await producer.send(warm)
+        out.put(("producer-ready", os.getpid()))
+        while not go.is_set():
+            producer.send_nowait(warm)
+            await asyncio.sleep(0.002)
+        payload = b"x" * size
+        send = producer.send_nowait
+        started = time.time_ns()
+        cpu = time.process_time()
+        futures = [send(payload) for _ in range(records - 1)]
+        futures.append(send(b"E" * size))
+        await asyncio.gather(*futures)
+        left = await producer.flush(300)
+        finished = time.time_ns()
+        cpu = time.process_time() - cpu
+        inner = producer.producer
+        resent = sum(m.statistics().records_resent for m in inner._machine.machines)
+        delivered = inner.delivered
     out.put(("produced", started, finished, delivered, delivered + left, left == 0, cpu, resent))
 
 
@@ -158,10 +214,16 @@ def _peers_connected(consumer: Consumer) -> int:
     return int(runner_stats.peers_connected)
 
 
-def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results) -> None:
+def consume_count(
+    port: int, beacon: float, topic: str, peers: int, out: Results, use_async: bool = False
+) -> None:
     """Read (earliest) up to the record starting with ``E``; says "consumer-ready" once it
     is connected to ``peers`` peers, has caught up and received 50 more records (0: at once).
+    ``use_async``: with an ``AsyncConsumer`` (``await poll``).
     """
+    if use_async:
+        asyncio.run(consume_count_async(port, beacon, topic, peers, out))
+        return
     started = time.time_ns()
     config = ConsumerConfig(offset_reset="earliest")
     count = 0
@@ -197,6 +259,7 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
         cpu = time.process_time() - cpu
         stats = consumer.statistics()
         received = consumer.transport_statistics().received
+        polled = consumer.poll_statistics().records_polled
     out.put(
         (
             "consumed",
@@ -207,7 +270,62 @@ def consume_count(port: int, beacon: float, topic: str, peers: int, out: Results
             cpu,
             stats.fetches_sent,
             stats.arrived_ahead,
-            received,
+            received / max(polled, 1),
+        )
+    )
+
+
+async def consume_count_async(
+    port: int, beacon: float, topic: str, peers: int, out: Results
+) -> None:
+    """``consume_count`` with an ``AsyncConsumer``."""
+    started = time.time_ns()
+    config = ConsumerConfig(offset_reset="earliest")
+    count = 0
+    first = last = 0
+    ready_at: int | None = None
+    cpu = time.process_time()
+    async with AsyncConsumer(topic, transport=transport(port, beacon), config=config) as c:
+        consumer = c.consumer
+        if peers == 0:
+            out.put(("consumer-ready", os.getpid()))
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            batch = await c.poll(timeout=1.0)
+            if not batch:
+                continue
+            now = time.time_ns()
+            if not first:
+                first = now
+            count += len(batch)
+            last = now
+            if (
+                ready_at is None
+                and peers
+                and _peers_connected(consumer) >= peers
+                and consumer.statistics().fetches_in_flight == 0
+            ):
+                ready_at = count + 50
+            if ready_at is not None and count - len(batch) < ready_at <= count:
+                out.put(("consumer-ready", os.getpid()))
+                cpu = time.process_time()
+            if batch[-1].value[:1] == b"E":
+                break
+        cpu = time.process_time() - cpu
+        stats = consumer.statistics()
+        received = consumer.transport_statistics().received
+        polled = consumer.poll_statistics().records_polled
+    out.put(
+        (
+            "consumed",
+            started,
+            first,
+            last,
+            count,
+            cpu,
+            stats.fetches_sent,
+            stats.arrived_ahead,
+            received / max(polled, 1),
         )
     )
 
@@ -315,14 +433,16 @@ def throughput(
     else:
         producer = ctx.Process(
             target=produce_messages,
-            args=(port, beacon, topic, records, size, go, out, client == "batched"),
+            args=(port, beacon, topic, records, size, go, out, client),
         )
     producer.start()
     _expect(out, "producer-ready")
     consumer = None
     if live:
         peers = 1 + 2 * cluster.stores  # the producer, each store's writer and reader
-        consumer = ctx.Process(target=consume_count, args=(port, beacon, topic, peers, out))
+        consumer = ctx.Process(
+            target=consume_count, args=(port, beacon, topic, peers, out, client == "async")
+        )
         consumer.start()
         _expect(out, "consumer-ready")
     store_pids = [pid for name, pid in cluster.pids.items() if name.startswith("store")]
@@ -344,20 +464,20 @@ def throughput(
         "resent": resent,
     }
     if consumer is None:
-        consumer = ctx.Process(target=consume_count, args=(port, beacon, topic, 0, out))
+        consumer = ctx.Process(
+            target=consume_count, args=(port, beacon, topic, 0, out, client == "async")
+        )
         consumer.start()
         _expect(out, "consumer-ready")
         got["consumed"] = _expect(out, "consumed", 600)
     consumer.join()
-    _, consumer_started, first, last, count, consumer_cpu, fetches, ahead, received = got[
-        "consumed"
-    ]
+    _, consumer_started, first, last, count, consumer_cpu, fetches, ahead, ratio = got["consumed"]
     if count != total:
         print(f"  ! the consumer got {count} of {total} records")
     result["consumer_us"] = consumer_cpu / count * 1e6
     result["fetches"] = fetches
     result["arrived_ahead"] = ahead
-    result["received_ratio"] = received / max(count, 1)
+    result["received_ratio"] = ratio
     if live:
         result["consume"] = records / ((last - started) / 1e9)
     else:
@@ -459,7 +579,8 @@ def main() -> None:
         default="records",
         help="comma-separated producers to run the throughput with: records (PartitionProducer,"
         " one RECORD per publish), unbatched and batched (Producer.produce, one RECORD per "
-        "message or many)",
+        "message or many), many (produce_many), futures (send), async (AsyncProducer and "
+        "AsyncConsumer)",
     )
     args = parser.parse_args()
     policies = args.fsync.split(",")
@@ -474,7 +595,8 @@ def main() -> None:
     ctx = multiprocessing.get_context("spawn")
     print(
         f"cluster: tower + {args.stores} store process(es), producer and consumer processes; "
-        f"beacon interval {args.beacon_interval:g} s; {os.cpu_count()} CPUs"
+        f"beacon interval {args.beacon_interval:g} s; {os.cpu_count()} CPUs; load average "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min)"
     )
     if "throughput" not in skip:
         print(f"\nthroughput, {records:,} records per run (payload MB/s):")
@@ -499,6 +621,7 @@ def main() -> None:
                             else f" (first after {r['first_ms']:.0f} ms, received/delivered "
                             f"{r['received_ratio']:.2f})"
                         )
+                        + f" [load {', '.join(f'{x:.1f}' for x in os.getloadavg())}]"
                         + f"\n{'':<26}CPU per record: producer {r['producer_us']:.1f} us, "
                         f"store {r['store_us']:.1f} us, consumer {r['consumer_us']:.1f} us; the "
                         f"consumer sent {r['fetches']:.0f} FETCHes, "

@@ -110,7 +110,7 @@ def encode_batch(
     flags = 0
     columns: list[bytes] = []
     data: list[bytes] = []
-    if keys is not None and any(k is not None for k in keys):
+    if keys is not None and keys.count(None) != len(keys):  # count: no Python frame per key
         _check_len("keys", keys, count)
         flags |= FLAG_KEYS
         columns.append(struct.pack(f"<{count}i", *[-1 if k is None else len(k) for k in keys]))
@@ -141,12 +141,14 @@ def encode_batch(
         _check_len("timestamps", timestamps, count)
         flags |= FLAG_TIMESTAMPS
         base = min(timestamps)
-        deltas = [t - base for t in timestamps]
-        if max(deltas) > _I32_MAX:
+        top = max(timestamps)
+        if top == base:  # one clock reading for all (produce_many, a fast producer)
+            columns.append(bytes(4 * count))
+        elif top - base > _I32_MAX:
             flags |= FLAG_WIDE_TS
-            columns.append(struct.pack(f"<{count}q", *deltas))
+            columns.append(struct.pack(f"<{count}q", *[t - base for t in timestamps]))
         else:
-            columns.append(struct.pack(f"<{count}i", *deltas))
+            columns.append(struct.pack(f"<{count}i", *[t - base for t in timestamps]))
     if uuids is not None:
         _check_len("uuids", uuids, count)
         if any(len(u) != UUID_SIZE for u in uuids):
@@ -202,7 +204,7 @@ def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int
         wide = bool(flags & FLAG_WIDE_TS)
         deltas = struct.unpack_from(f"<{count}{'q' if wide else 'i'}", content, pos)
         pos += (8 if wide else 4) * count
-        timestamps = [base + d for d in deltas]
+        timestamps = [base + d for d in deltas] if any(deltas) else [base] * count
     elif flags & FLAG_WIDE_TS or base:
         raise CorruptBatchError("batch timestamp fields without FLAG_TIMESTAMPS")
     else:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from dafka.client._batch import NO_UUID, encode_batch
@@ -46,8 +47,8 @@ Token = Any
 
 Entry = tuple[
     int,
-    bytes,
-    "bytes | None",
+    Any,  # bytes (a chunk: list[bytes])
+    Any,  # bytes | None (a chunk: list[bytes | None] | None)
     "Sequence[tuple[str, bytes]] | None",
     "int | None",
     "bytes | None",
@@ -55,7 +56,23 @@ Entry = tuple[
 ]
 """One queued message: (partition index, value, key, headers, timestamp ms (None when
 unbatched), uuid, token);
-the token is ``(future or None, size)`` where size counts value, key and headers."""
+the token is ``(future or None, size)`` where size counts value, key and headers.
+
+A *chunk* (``Producer.produce_many``) is one entry for many messages of one partition:
+``(index, values, keys or None, None, timestamp, None, Chunk)``; its messages share the
+timestamp and have no future (the :class:`Chunk` token says how many and how big)."""
+
+
+@dataclass(slots=True)
+class Chunk:
+    """The token of a chunk entry: ``count`` messages without futures, ``size`` bytes.
+
+    A slots class, not a tuple: tokens of single messages are ``(future, size)`` pairs and
+    a Chunk must never unpack as one."""
+
+    count: int
+    size: int
+
 
 _PER_MESSAGE = 16
 """Batch bytes a message costs beyond its size: its length columns and timestamp."""
@@ -69,6 +86,7 @@ class _Open:
     opened: float
     entries: list[Entry] = field(default_factory=list)
     size: int = 0
+    chunks: int = 0
 
 
 @dataclass(slots=True)
@@ -166,25 +184,51 @@ class TopicProducerMachine:
         return self._machines
 
     def add_many(self, entries: Sequence[Entry], now: float) -> None:
-        """Queue messages (only once resumed); a batch reaching ``batch_size`` is sent."""
+        """Queue messages (only once resumed); a batch reaching ``batch_size`` is sent.
+
+        A chunk joins the open batch whole; when it would take the batch past
+        ``batch_size`` the open batch is sent first (the producer cuts chunks to fit)."""
         if not self._batching:
-            machines, sent = self._machines, self._sent
-            for entry in entries:
-                index = entry[0]
-                sequence = machines[index].publish(entry[1], now)
-                sent[index].append(_Sent(sequence, now, [entry[6]]))
+            self._add_unbatched(entries, now)
             return
         open_batches = self._open
         limit = self._batch_size
         for entry in entries:
             index = entry[0]
             batch = open_batches[index]
-            if batch is None:
-                batch = open_batches[index] = _Open(now)
+            token = entry[6]
+            if token.__class__ is Chunk:
+                grow = token.size + _PER_MESSAGE * token.count
+                if batch is not None and batch.size + grow > limit:
+                    self.close_batch(index, now)
+                    batch = None
+                if batch is None:
+                    batch = open_batches[index] = _Open(now)
+                batch.chunks += 1
+                batch.size += grow
+            else:
+                if batch is None:
+                    batch = open_batches[index] = _Open(now)
+                batch.size += token[1] + _PER_MESSAGE
             batch.entries.append(entry)
-            batch.size += entry[6][1] + _PER_MESSAGE
             if batch.size >= limit:
                 self.close_batch(index, now)
+
+    def _add_unbatched(self, entries: Sequence[Entry], now: float) -> None:
+        """One RECORD per message (content = value); a chunk's messages one by one."""
+        machines, sent = self._machines, self._sent
+        for entry in entries:
+            index = entry[0]
+            token = entry[6]
+            publish = machines[index].publish
+            queue = sent[index]
+            if token.__class__ is Chunk:
+                keys = entry[2] or repeat(None)
+                for value, key in zip(entry[1], keys, strict=False):
+                    size = len(value) if key is None else len(value) + len(key)
+                    queue.append(_Sent(publish(value, now), now, [(None, size)]))
+            else:
+                queue.append(_Sent(publish(entry[1], now), now, [token]))
 
     def close_batch(self, index: int, now: float) -> None:
         """Send partition ``index``'s open batch now (if any)."""
@@ -192,7 +236,10 @@ class TopicProducerMachine:
         if batch is None:
             return
         self._open[index] = None
-        _, values, keys, headers, timestamps, uuids, tokens = zip(*batch.entries, strict=True)
+        if batch.chunks:
+            values, keys, headers, timestamps, uuids, tokens = _columns(batch.entries)
+        else:
+            _, values, keys, headers, timestamps, uuids, tokens = zip(*batch.entries, strict=True)
         content = encode_batch(
             values,
             keys=keys,
@@ -302,4 +349,33 @@ class TopicProducerMachine:
         return out
 
 
-__all__ = ["RESUME_ASK_INTERVAL", "TopicProducerMachine"]
+def _columns(
+    entries: list[Entry],
+) -> tuple[Sequence[Any], ...]:
+    """The batch columns of entries that include chunks (one token per entry)."""
+    values: list[bytes] = []
+    keys: list[bytes | None] = []
+    headers: list[Any] = []
+    timestamps: list[int | None] = []
+    uuids: list[bytes | None] = []
+    tokens: list[Token] = []
+    for entry in entries:
+        token = entry[6]
+        if token.__class__ is Chunk:
+            n = token.count
+            values += entry[1]
+            keys += entry[2] if entry[2] is not None else repeat(None, n)
+            headers += repeat(None, n)
+            timestamps += repeat(entry[4], n)
+            uuids += repeat(None, n)
+        else:
+            values.append(entry[1])
+            keys.append(entry[2])
+            headers.append(entry[3])
+            timestamps.append(entry[4])
+            uuids.append(entry[5])
+        tokens.append(token)
+    return values, keys, headers, timestamps, uuids, tokens
+
+
+__all__ = ["RESUME_ASK_INTERVAL", "Chunk", "TopicProducerMachine"]

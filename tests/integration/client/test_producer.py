@@ -253,3 +253,91 @@ def test_produce_without_futures_reports_through_flush_and_callback(cluster: Clu
     assert len(seen) == 2000
     assert None not in seen
     assert len(read_back(cluster, "bulk", 2000)) == 2000
+
+
+def test_produce_many_routes_keys_like_send_and_counts_delivery(cluster: Cluster) -> None:
+    seen: list[RecordMetadata] = []
+    errors: list[BaseException] = []
+
+    def on_delivery(meta: RecordMetadata | None, error: BaseException | None) -> None:
+        if meta is not None:
+            seen.append(meta)
+        if error is not None:
+            errors.append(error)
+
+    n = 3000
+    keys: list[bytes | None] = [None if i % 7 == 0 else b"k%d" % (i % 11) for i in range(n)]
+    values = [b"%d" % i for i in range(n)]
+    with Producer(
+        "many", towers=cluster.towers, partitions=3, on_delivery=on_delivery, **FAST
+    ) as p:
+        p.produce_many(values[:1000], keys[:1000])
+        p.send(b"single", key=b"k1").result(timeout=20)  # mixed with single messages
+        p.produce_many(iter(values[1000:]), iter(keys[1000:]))  # any iterables
+        assert p.flush(timeout=20) == 0
+        assert p.delivered == n + 1
+        routes = {key: p.partition_for(key) for key in keys if key is not None}
+    assert not errors
+    assert len(seen) == n + 1
+    assert len({(m.partition, m.offset, m.index) for m in seen}) == n + 1
+    records = read_back(cluster, "many", n + 1)
+    got = {r.value: r for r in records}
+    assert sorted(got) == sorted([*values, b"single"])
+    for i, (value, key) in enumerate(zip(values, keys, strict=True)):
+        record = got[value]
+        assert record.key == key, i
+        if key is not None:  # keyed: the same partition as send() picks
+            assert record.partition == routes[key]
+        assert record.timestamp is not None
+    for key, partition in routes.items():  # one key's messages keep their order
+        mine = [r for r in records if r.key == key and r.value != b"single"]
+        assert all(r.partition == partition for r in mine)
+        order = [int(r.value) for r in sorted(mine, key=lambda r: (r.offset, r.index))]
+        assert order == sorted(order)
+
+
+def test_produce_many_unbatched_and_its_mistakes(cluster: Cluster) -> None:
+    with Producer("many-plain", towers=cluster.towers, batching=False, partitions=2, **FAST) as p:
+        p.produce_many([b"a%d" % i for i in range(100)], [b"k%d" % (i % 5) for i in range(100)])
+        p.produce_many([])  # nothing to do
+        with pytest.raises(TypeError, match="value must be bytes"):
+            p.produce_many([b"ok", "text"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="key must be bytes"):
+            p.produce_many([b"ok"], ["text"])  # type: ignore[list-item]
+        with pytest.raises(ValueError, match="2 keys for 1 values"):
+            p.produce_many([b"ok"], [b"a", b"b"])
+        with pytest.raises(TypeError, match="timestamp"):
+            p.produce_many([b"ok"], timestamp=1.5)  # type: ignore[arg-type]
+        assert p.flush(timeout=20) == 0
+        assert p.delivered == 100
+    records = read_back(cluster, "many-plain", 100)
+    assert sorted(r.value for r in records) == sorted(b"a%d" % i for i in range(100))
+    assert all(r.index == 0 and r.key is None for r in records)  # plain RECORDs
+
+
+def test_produce_many_is_admitted_whole_at_the_bounds(tmp_path: Path) -> None:
+    """No store: nothing is ever ACKed. flush() returns what is still unACKed."""
+    with Cluster(tmp_path, stores=0) as cluster:
+        failed: list[BaseException | None] = []
+        with Producer(
+            "bp-many",
+            towers=cluster.towers,
+            max_in_flight=100,
+            backpressure="error",
+            on_delivery=lambda m, e: failed.append(e),
+            **FAST,
+        ) as p:
+            p.produce_many([b"x"] * 60)
+            with pytest.raises(BackpressureError):
+                p.produce_many([b"y"] * 41)  # would pass the bound: nothing queued
+            assert len(p) == 60
+            p.produce_many([b"z"] * 40)
+            assert p.flush(timeout=0.3) == 100
+            with pytest.raises(BackpressureError):
+                p.produce(b"one too many")
+        # closed unflushed: every message is reported failed to on_delivery
+        assert len(failed) == 100
+        assert all(isinstance(e, DeliveryError) for e in failed)
+        with Producer("bp-many", towers=cluster.towers, max_in_flight=10, **FAST) as p:
+            p.produce_many([b"big"] * 25)  # more than the bound, nothing in flight: admitted
+            assert p.flush(timeout=0.2) == 25
