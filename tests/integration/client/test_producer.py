@@ -154,7 +154,10 @@ def test_futures_fail_when_the_cluster_is_gone(tmp_path: Path) -> None:
     cluster.start()
     try:
         p = Producer("gone", towers=cluster.towers, delivery_timeout=1.0, **FAST)
-        assert p.send(b"before").result(timeout=20).offset == 0
+        # until the store is connected (under load that can take longer than the 1 s timeout)
+        deadline = time.monotonic() + 20
+        while p.send(b"before").exception(timeout=20) is not None:
+            assert time.monotonic() < deadline, "the store never acknowledged"
         for store in cluster.stores:
             store.stop()
         cluster.stores.clear()
