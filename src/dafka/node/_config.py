@@ -133,6 +133,9 @@ class StoreConfig:
     * ``fetch_reply_slice`` - DIRECT-RECORDs a FETCH reply sends per runner turn (replies
       stream); ``fetch_reply_wait`` - how long a reply waits for records it covers (taken,
       not yet durable) to become durable before it ends.
+    * ``append_retry_initial`` / ``append_retry_max`` - after a failed append (a full disk)
+      the partition takes nothing for this long, doubling per failure in a row up to the
+      max, then fetches what it dropped and tries again.
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -140,8 +143,16 @@ class StoreConfig:
     heads_refresh: float | None = 10.0
     fetch_reply_slice: int = 2048
     fetch_reply_wait: float = 1.0
+    append_retry_initial: float = 0.25
+    append_retry_max: float = 5.0
 
     def __post_init__(self) -> None:
+        _positive("store append_retry_initial", self.append_retry_initial)
+        if self.append_retry_max < self.append_retry_initial:
+            raise ConfigError(
+                f"store append_retry_max ({self.append_retry_max}) must be >= "
+                f"append_retry_initial ({self.append_retry_initial})"
+            )
         _positive("store fetch_reply_slice", self.fetch_reply_slice)
         _positive("store fetch_reply_wait", self.fetch_reply_wait)
         if self.heads_refresh is not None:

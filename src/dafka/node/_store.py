@@ -31,6 +31,19 @@ reply running past that record). A reply waiting for durability longer than
 ``fetch_reply_wait`` ends where durability stopped. A FETCH addressed to another store
 (``requester@reader-id``, see ``dafka.node._stores``) is not answered (``fetches_declined``);
 one addressed to us is answered to the plain requester id.
+
+Storage faults heal without a restart. The driver reports what really happened on disk:
+
+* :meth:`StoreMachine.on_append_failed` - a ``Persist`` failed (a full disk): the partition
+  goes back to what the log really holds (the records taken after it are dropped, never
+  ACKed), takes nothing for a backoff (``append_retry_initial``, doubling per failure in a
+  row up to ``append_retry_max``), then fetches what it dropped - from the producer, which
+  still holds every unACKed record, or from the other stores - and persists it: the next
+  append is the retry. ACKs only ever carry the durable head, so nothing unpersisted is
+  ACKed meanwhile.
+* :meth:`StoreMachine.on_truncated` - the log was cut (a read met a corrupt record): the
+  partition goes back to the new head at once (GET-HEADS answers tell the truth) and fetches
+  the lost range from the other stores and the producer.
 """
 
 from __future__ import annotations
@@ -105,6 +118,12 @@ class StoreStatistics:
     dropped_duplicates: int
     dropped_foreign: int
     dropped_unexpected: int
+    append_failures: int = 0
+    truncations: int = 0
+    dropped_unpersisted: int = 0
+    """Records taken but given up after a failed append or a cut (fetched again)."""
+    partitions_blocked: int = 0
+    """Partitions waiting out an append backoff now."""
 
 
 class _Reply:
@@ -157,6 +176,13 @@ class StoreMachine:
         self._duplicates = 0
         self._foreign = 0
         self._unexpected = 0
+        self._blocked: dict[Cursor, float] = {}
+        """Partitions whose last append failed -> when they take records again."""
+        self._append_delay: dict[Cursor, float] = {}
+        """Backoff of partitions whose appends failed, until one becomes durable."""
+        self._append_failures = 0
+        self._truncations = 0
+        self._unpersisted = 0
         for topic in reader.topics():
             for producer, last in reader.heads(topic).items():
                 cursor = self._cursor(topic, producer)
@@ -182,8 +208,54 @@ class StoreMachine:
             return
         cursor.durable = min(sequence, cursor.last)
         self._ack_due[cursor] = None
+        if self._append_delay:
+            self._append_delay.pop(cursor, None)  # appends work again: the backoff restarts
         if self._replies and self._reply_due is None:
             self._reply_due = now  # a reply may wait for these records
+
+    def on_append_failed(self, topic: str, producer: str, stored: int, now: float) -> None:
+        """A ``Persist`` of the partition failed; ``stored`` is the last sequence its log
+        really holds (-1: none).
+
+        The partition goes back to ``stored`` (everything taken after it is dropped: it was
+        never ACKed, the producer or another store still has it), takes nothing until its
+        backoff is over, then fetches from ``stored + 1`` (see the module docstring).
+        """
+        cursor = self._cursors.get((topic, producer))
+        if cursor is None:
+            return
+        self._append_failures += 1
+        self._rewind(cursor, stored)
+        delay = self._append_delay.get(cursor)
+        policy = self.config
+        delay = (
+            policy.append_retry_initial
+            if delay is None
+            else min(delay * 2.0, policy.append_retry_max)
+        )
+        self._append_delay[cursor] = delay
+        self._blocked[cursor] = now + delay
+
+    def on_truncated(self, topic: str, producer: str, head: int, now: float) -> None:
+        """The partition's log was cut back to ``head`` (-1: empty): fetch the rest again."""
+        cursor = self._cursors.get((topic, producer))
+        if cursor is None:
+            return
+        self._truncations += 1
+        self._rewind(cursor, head)
+        if cursor not in self._blocked and cursor.known_head > cursor.last:
+            self._fetcher.gap(cursor, cursor.known_head, now, self._out)
+
+    def _rewind(self, cursor: Cursor, stored: int) -> None:
+        """Make ``cursor`` hold exactly what the log holds (``stored``), dropping the rest."""
+        taken = cursor.last
+        cursor.known_head = max(cursor.known_head, taken)
+        if taken > stored:
+            self._unpersisted += taken - stored
+        cursor.pending = []
+        cursor.last = stored
+        cursor.durable = min(cursor.durable, stored)
+        self._fetcher.forget(cursor)
 
     def on_peer(self, node_id: str, now: float) -> None:
         """The driver connected to a new peer: ask for heads now, and keep asking.
@@ -277,6 +349,8 @@ class StoreMachine:
         due = self._reply_due
         if due is not None and due <= now:
             self._serve(now)
+        if self._blocked:
+            self._unblock(now)
         self._fetcher.on_timer(now, self._out)
         due = self._refresh_due
         if due is not None and due <= now:
@@ -289,6 +363,10 @@ class StoreMachine:
         refresh = self._refresh_due
         if refresh is None or (fetch is not None and fetch < refresh):
             refresh = fetch
+        if self._blocked:
+            unblock = min(self._blocked.values())
+            if refresh is None or unblock < refresh:
+                refresh = unblock
         reply = self._reply_due
         if reply is None or (refresh is not None and refresh < reply):
             return refresh
@@ -302,8 +380,14 @@ class StoreMachine:
                 out.append(Send(Ack(cursor.producer, cursor.topic, cursor.durable)))
             self._ack_due = {}
         if self._dirty:
+            blocked = self._blocked
             for cursor in self._dirty:
                 contents = cursor.pending
+                if blocked and cursor in blocked:
+                    # taken in order while the partition waits out an append backoff:
+                    # given up like the failed append's records, fetched again after it
+                    self._rewind(cursor, cursor.pending_first - 1 if contents else cursor.last)
+                    continue
                 if contents:
                     self._stored += len(contents)
                     out.append(
@@ -334,6 +418,10 @@ class StoreMachine:
             dropped_duplicates=self._duplicates,
             dropped_foreign=self._foreign,
             dropped_unexpected=self._unexpected,
+            append_failures=self._append_failures,
+            truncations=self._truncations,
+            dropped_unpersisted=self._unpersisted,
+            partitions_blocked=len(self._blocked),
         )
 
     # -- writer ----------------------------------------------------------------------------
@@ -349,6 +437,10 @@ class StoreMachine:
         if cursor is None:
             cursor = self._cursor(record.topic, record.producer)
             self._arm_refresh(now)
+        if self._blocked and cursor in self._blocked:
+            cursor.known_head = max(cursor.known_head, sequence)  # fetched after the backoff
+            self._unpersisted += 1
+            return
         last = cursor.last
         if sequence == last + 1:
             cursor.last = sequence
@@ -364,6 +456,14 @@ class StoreMachine:
             self._fetcher.early(cursor, sequence, record.content, direct, now, self._out)
         else:
             self._duplicates += 1
+
+    def _unblock(self, now: float) -> None:
+        """Partitions whose append backoff is over fetch what they dropped: the retry."""
+        for cursor, until in list(self._blocked.items()):
+            if until <= now:
+                del self._blocked[cursor]
+                if cursor.known_head > cursor.last:
+                    self._fetcher.gap(cursor, cursor.known_head, now, self._out)
 
     def _arm_refresh(self, now: float) -> None:
         """Start the GET-HEADS refresh timer once there is a topic (off the hot path)."""
@@ -381,7 +481,10 @@ class StoreMachine:
             cursor = self._cursor(head.topic, head.producer)
         self._arm_refresh(now)
         if head.sequence > cursor.last:
-            self._fetcher.gap(cursor, head.sequence, now, self._out)
+            if self._blocked and cursor in self._blocked:
+                cursor.known_head = max(cursor.known_head, head.sequence)  # after the backoff
+            else:
+                self._fetcher.gap(cursor, head.sequence, now, self._out)
         elif cursor.durable >= 0 and head.sequence <= cursor.durable:
             self._ack_due[cursor] = None  # the producer may have lost our last ACK
 

@@ -61,7 +61,15 @@ class StorageClosedError(StorageError):
 
 
 class StorageIOError(StorageError):
-    """The disk refused a write, fsync or read; the log was rolled back to its last good state."""
+    """The disk refused a write, fsync or read; the log was rolled back to its last good state.
+
+    ``errno`` is the failing call's (``errno.ENOSPC`` for a full disk), None if unknown.
+    """
+
+    @property
+    def errno(self) -> int | None:
+        cause = self.__cause__
+        return cause.errno if isinstance(cause, OSError) else None
 
 
 __all__ = [

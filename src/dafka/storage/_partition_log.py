@@ -39,6 +39,7 @@ from dafka.storage._format import (
 )
 from dafka.storage._index import SparseIndex
 from dafka.storage._naming import NAME_FILE, is_long_form, write_name_file
+from dafka.storage._quarantine import copy_to_quarantine, move_to_quarantine
 from dafka.storage._report import RecoveryReport, Truncation
 from dafka.storage._segment import Segment, recover_segment, write_all
 
@@ -168,6 +169,7 @@ class PartitionLog:
             report.segments += 1
             report.records += seg.records
             report.bytes_scanned += rec.scanned
+            report.quarantined += rec.quarantined
             if rec.index_rebuilt:
                 report.indexes_rebuilt.append(seg.index_path)
             elif rec.index_repaired:
@@ -185,31 +187,43 @@ class PartitionLog:
                         rec.problem.problem or "corrupt",
                         rec.problem.detail,
                         rec.dropped,
+                        quarantined=tuple(rec.quarantined),
                     )
                 )
         log.active.open_files()
         return log
 
     def _drop_from(self, i: int, bases: list[int], report: RecoveryReport, detail: str) -> None:
+        """Segments ``bases[i:]`` do not continue the log: move them to the quarantine."""
         seg_path = self.directory / (f"{bases[i]:020d}" + LOG_SUFFIX)
         dropped = sum(_file_size(self.directory, b) for b in bases[i:])
+        moved = self._quarantine_files(bases[i:])
+        report.quarantined += moved
         report.truncations.append(
             Truncation(
-                self.topic, self.partition, seg_path, 0, self.next_offset, "gap", detail, dropped
+                self.topic,
+                self.partition,
+                seg_path,
+                0,
+                self.next_offset,
+                "gap",
+                f"{detail}; {len(bases) - i} segment(s) dropped",
+                dropped,
+                quarantined=tuple(moved),
             )
         )
-        self._remove_files(bases[i:], report)
 
-    def _remove_files(self, bases: Sequence[int], report: RecoveryReport) -> None:
+    def _quarantine_files(self, bases: Sequence[int]) -> list[Path]:
+        moved: list[Path] = []
         for base in bases:
             for suffix in (LOG_SUFFIX, INDEX_SUFFIX):
                 path = self.directory / (f"{base:020d}" + suffix)
                 try:
-                    path.unlink()
+                    moved.append(move_to_quarantine(path))
                 except FileNotFoundError:
                     continue
-                report.removed.append(path)
                 self.dir_dirty = True
+        return moved
 
     def _add_segment(self, seg: Segment) -> None:
         self.segments.append(seg)
@@ -285,7 +299,11 @@ class PartitionLog:
             raise InvalidArgumentError("payloads must be bytes-like objects") from None
         self._write(seg, parts, pos, offset)
         if index.pending() >= self.config.index_flush_entries:
-            self._flush_index(seg)
+            # The records are written: a failing index write (a full disk) must not make
+            # the append look failed. The entries stay pending for the next flush, and a
+            # short index only makes the next open scan a longer tail.
+            with contextlib.suppress(StorageIOError):
+                self._flush_index(seg)
         return offset - 1
 
     def _write(self, seg: Segment, parts: list[Payload], end: int, next_offset: int) -> None:
@@ -321,8 +339,11 @@ class PartitionLog:
                 self.needs_fsync = False
             elif self.needs_fsync:
                 self.unsynced_closed.append(old.path)
-            old.close_files()
+            # Create the next segment before closing this one: if the disk is full, the log
+            # stays as it was (this segment active, nothing half made) and can roll later.
             seg = Segment.create(self.directory, old.next_offset, self.config.index_interval_bytes)
+            with contextlib.suppress(OSError):  # a short index is repaired at the next open
+                old.close_files()
         except OSError as exc:
             raise StorageIOError(f"rolling {old.path} failed: {exc}") from exc
         self._add_segment(seg)
@@ -478,15 +499,25 @@ class PartitionLog:
         return None
 
     def _cut(self, i: int, position: int, next_offset: int, reason: str, detail: str) -> Truncation:
-        """Keep only what precedes ``position`` of segment ``i``: never serve past a gap."""
+        """Keep only what precedes ``position`` of segment ``i``: never serve past a gap.
+
+        What is cut goes to the quarantine first: the later segments are moved there, the
+        segment's tail from ``position`` is copied there (fsynced) before the truncation.
+        """
         seg = self.segments[i]
         dropped = seg.size - position + sum(s.size for s in self.segments[i + 1 :])
+        end_offset = self.next_offset
+        moved: list[Path] = []
         try:
-            for later in self.segments[i + 1 :]:
-                later.delete()
+            seg.open_files()
+            if seg.size > position:
+                moved.append(copy_to_quarantine(seg.path, seg.fd, position, seg.size))
+            later = self.segments[i + 1 :]
+            for other in later:
+                other.close_files()
+            moved += self._quarantine_files([s.base for s in later])
             del self.segments[i + 1 :]
             del self.bases[i + 1 :]
-            seg.open_files()
             seg.truncate(position, next_offset)
             if not self.config.fsync.is_os:
                 os.fdatasync(seg.fd)
@@ -505,6 +536,8 @@ class PartitionLog:
             "corrupt" if reason == "corrupt" else "torn",
             detail,
             dropped,
+            end_offset,
+            tuple(moved),
         )
 
     # ---------------------------------------------------------------- retention

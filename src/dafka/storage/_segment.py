@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dafka.storage._format import (
@@ -26,6 +26,7 @@ from dafka.storage._format import (
     segment_stem,
 )
 from dafka.storage._index import SparseIndex
+from dafka.storage._quarantine import copy_to_quarantine, move_to_quarantine
 
 
 def write_all(fd: int, data: bytes, position: int) -> None:
@@ -62,13 +63,25 @@ class Segment:
 
     @classmethod
     def create(cls, directory: Path, base: int, interval: int) -> Segment:
-        """A new, empty segment (the caller fsyncs the directory when durability needs it)."""
+        """A new, empty segment (the caller fsyncs the directory when durability needs it).
+
+        On failure (a full disk) nothing is left behind, so that the same segment can be
+        created again once there is room.
+        """
         seg = cls(directory, base, interval)
         seg.fd = os.open(seg.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        write_all(seg.fd, encode_segment_header(base), 0)
-        seg.index_fd = os.open(
-            seg.index_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644
-        )
+        try:
+            write_all(seg.fd, encode_segment_header(base), 0)
+            seg.index_fd = os.open(
+                seg.index_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644
+            )
+        except BaseException:
+            os.close(seg.fd)
+            seg.fd = -1
+            for path in (seg.path, seg.index_path):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            raise
         return seg
 
     def open_files(self) -> None:
@@ -78,16 +91,19 @@ class Segment:
             self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def close_files(self) -> None:
-        """Write pending index entries and close both descriptors."""
-        if self.index_fd >= 0:
-            try:
-                self.index.flush(self.index_fd)
-            finally:
-                os.close(self.index_fd)
-                self.index_fd = -1
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Write pending index entries and close both descriptors (both, even if the index
+        write fails: its error is raised after)."""
+        try:
+            if self.index_fd >= 0:
+                try:
+                    self.index.flush(self.index_fd)
+                finally:
+                    os.close(self.index_fd)
+                    self.index_fd = -1
+        finally:
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
 
     def read_fd(self) -> tuple[int, bool]:
         """A descriptor to read from, and whether the caller must close it."""
@@ -147,6 +163,7 @@ class SegmentRecovery:
     dropped: int = 0
     index_rebuilt: bool = False
     index_repaired: bool = False
+    quarantined: list[Path] = field(default_factory=list)
 
 
 def recover_segment(seg: Segment, *, max_length: int, full: bool) -> SegmentRecovery:
@@ -154,7 +171,9 @@ def recover_segment(seg: Segment, *, max_length: int, full: bool) -> SegmentReco
 
     Only the part after the last *verified* index entry is scanned (a record there must sit
     at its position with its offset and a good CRC), unless ``full``: then every record is
-    checked and the index is rebuilt from scratch.
+    checked and the index is rebuilt from scratch. What it cannot read goes to the
+    quarantine (a segment with a bad header is moved there whole, a corrupt record and what
+    follows it are copied there before the cut); a torn tail is only cut.
     """
     result = SegmentRecovery()
     fd = os.open(seg.path, os.O_RDWR | os.O_CLOEXEC)
@@ -167,8 +186,16 @@ def recover_segment(seg: Segment, *, max_length: int, full: bool) -> SegmentReco
             detail = "segment header cut short" if torn else "bad segment header"
             result.problem = ScanResult(0, seg.base, "torn" if torn else "corrupt", detail)
             result.dropped = file_size
-            os.ftruncate(fd, 0)
-            write_all(fd, expected, 0)
+            if torn:
+                os.ftruncate(fd, 0)
+                write_all(fd, expected, 0)
+            else:
+                result.quarantined.append(move_to_quarantine(seg.path))
+                fresh = os.open(seg.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                try:
+                    write_all(fresh, expected, 0)
+                finally:
+                    os.close(fresh)
             seg.size = SEGMENT_HEADER_SIZE
             seg.next_offset = seg.base
             result.index_repaired = _reset_index(seg)
@@ -205,6 +232,8 @@ def recover_segment(seg: Segment, *, max_length: int, full: bool) -> SegmentReco
                 res.problem, res.detail = "torn", "zero-filled tail"
             result.problem = res
             result.dropped = file_size - res.position
+            if res.problem == "corrupt":
+                result.quarantined.append(copy_to_quarantine(seg.path, fd, res.position, file_size))
             os.ftruncate(fd, res.position)
         seg.size = res.position
         seg.next_offset = res.next_offset

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -22,7 +23,10 @@ from dafka.storage._errors import (
 from dafka.storage._format import MAX_OFFSET, Payload
 from dafka.storage._naming import directory_name, name_from_directory
 from dafka.storage._partition_log import PartitionLog, fsync_directory
+from dafka.storage._quarantine import QUARANTINE_DIR
 from dafka.storage._report import RecoveryReport, Truncation
+
+_logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 """(topic, partition)"""
@@ -93,7 +97,7 @@ class Storage:
     def _recover(self) -> None:
         report = self.recovery_report
         for topic_dir in sorted(self.root.iterdir()):
-            if topic_dir.name == LOCK_FILE:
+            if topic_dir.name in (LOCK_FILE, QUARANTINE_DIR):
                 continue
             topic = name_from_directory(topic_dir) if topic_dir.is_dir() else None
             if topic is None:
@@ -106,15 +110,17 @@ class Storage:
                 if partition is None:
                     report.skipped.append(part_dir)
                     continue
-                log = PartitionLog.open(part_dir, topic, partition, self.config, report)
-                if log is None:
+                seen = len(report.truncations)
+                plog = PartitionLog.open(part_dir, topic, partition, self.config, report)
+                _warn(self.root, report.truncations[seen:], "recovery")
+                if plog is None:
                     continue
                 report.partitions += 1
-                self._register(log)
+                self._register(plog)
                 if self.config.fsync.is_os:
-                    log.mark_written_durable()
+                    plog.mark_written_durable()
                 else:
-                    log.sync(force=True)
+                    plog.sync(force=True)
 
     def _register(self, log: PartitionLog) -> None:
         self._logs[log.topic, log.partition] = log
@@ -301,17 +307,19 @@ class Storage:
         finally:
             self._collect_truncations(log)
 
-    def _collect_truncations(self, log: PartitionLog) -> None:
-        if log.truncations:
-            self._truncations.extend(log.truncations)
-            log.truncations.clear()
-            self._dirty.pop((log.topic, log.partition), None)
+    def _collect_truncations(self, plog: PartitionLog) -> None:
+        if plog.truncations:
+            _warn(self.root, plog.truncations, "read")
+            self._truncations.extend(plog.truncations)
+            plog.truncations.clear()
+            self._dirty.pop((plog.topic, plog.partition), None)
 
     def take_truncations(self) -> list[Truncation]:
         """Logs cut since open because a read or :meth:`verify` met a corrupt record.
 
         After one, the partition's head (and maybe its durable offset) went back: the store
-        should announce the new head and fetch the rest again.
+        must announce the new head and fetch the rest again (the store node does, see
+        ``dafka.server``). Each cut was already logged at WARNING when it happened.
         """
         truncations, self._truncations = self._truncations, []
         return truncations
@@ -320,10 +328,11 @@ class Storage:
         """CRC-check every record of every partition, cutting at corruption (slow)."""
         self._check_open()
         found: list[Truncation] = []
-        for log in self._logs.values():
-            cut = log.verify()
+        for plog in self._logs.values():
+            cut = plog.verify()
             if cut is not None:
                 found.append(cut)
+        _warn(self.root, found, "verify")
         return found
 
     # ---------------------------------------------------------------- heads
@@ -383,6 +392,12 @@ class Storage:
             if removed:
                 moved[key] = log.start_offset
         return moved
+
+
+def _warn(root: Path, truncations: Sequence[Truncation], when: str) -> None:
+    """Every cut is logged at WARNING: data left the log (one rule for open, read, verify)."""
+    for cut in truncations:
+        _logger.warning("storage %s: %s: %s", root, when, cut.describe())
 
 
 __all__ = ["Storage"]

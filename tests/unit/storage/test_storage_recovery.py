@@ -151,7 +151,9 @@ def test_verify_on_open_finds_mid_log_corruption(tmp_path: Path) -> None:
         assert (cut.reason, cut.offset, cut.segment) == ("corrupt", base + 3, second)
         assert (gap.reason, gap.offset, gap.position) == ("gap", base + 3, 0)
         assert gap.segment == third
-        assert len(storage.recovery_report.removed) >= 2  # later segments and their indexes
+        quarantined = storage.recovery_report.quarantined
+        assert len(quarantined) >= 3  # the cut tail, later segments and their indexes
+        assert all(p.exists() and ".quarantine" in p.parts for p in quarantined)
         assert storage.head("t", "p") == base + 2
         assert_prefix(all_records(storage), base + 3)
 
