@@ -1,63 +1,170 @@
-"""``dafka status TOPIC...``: what the cluster announces about topics, seen as a consumer.
+"""``dafka status``, ``dafka topics``: the cluster as it announces itself, as a report.
 
-It joins through the towers as a consumer of TOPICS that reads nothing (``latest``), waits
-a few beacon intervals for stores and producers to announce themselves and their heads, and
-reports the towers it reached, how many peers it connected to, and each partition with its
-head (the highest offset stored or announced). Per-store heads, lag per consumer group and
-the list of every topic are not announced by the protocol today (see docs/cli.md).
+A :class:`~dafka.client.ClusterWatcher` joins through the towers, listens until the view has
+been quiet for a while (at most ``--wait`` seconds), and :func:`report` turns its snapshot
+into plain data: the stores with the partitions each holds, every topic's partitions with
+their head per store and how far each store is behind (*lag*: the highest sequence anyone
+announced minus what the store holds), the live producers with the head they announce, and
+the live consumers. What the protocol does not announce (a consumer's position, a store's
+size on disk) is not shown; see docs/cli.md.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from dafka.client import ClusterSnapshot, ClusterWatcher
 from dafka.transport.config import TransportConfig
 
+Report = dict[str, Any]
 
-@dataclass
-class Status:
-    towers: list[str]
-    peers: int
-    topics: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "towers": self.towers,
-            "peers_connected": self.peers,
-            "topics": {
-                t: {"partitions": [{"partition": p, "head": h} for p, h in sorted(parts.items())]}
-                for t, parts in self.topics.items()
-            },
+def watch(topics: tuple[str, ...], transport: TransportConfig, wait: float) -> ClusterSnapshot:
+    """Listen to the cluster for up to ``wait`` seconds (less once nothing changes)."""
+    interval = transport.beacon_interval
+    with ClusterWatcher(transport, topics, refresh=min(0.5, interval)) as watcher:
+        return watcher.wait_settled(
+            quiet=max(0.5, 2 * min(0.5, interval)),
+            timeout=wait,
+            at_least=min(wait, max(1.5, 3 * interval)),  # producers HEAD every second
+        )
+
+
+def _lag(head: int, held: int | None) -> int:
+    return head - (-1 if held is None else held)
+
+
+def report(snapshot: ClusterSnapshot, towers: list[str], only: tuple[str, ...] = ()) -> Report:
+    """Plain data (JSON-ready) from a snapshot; ``only`` limits the topics shown."""
+    view = snapshot.view
+    where = snapshot.endpoints
+    live_stores = [s for s in view.stores if s.live]
+    topics: dict[str, Any] = {}
+    for topic in only or view.topics:
+        partitions: list[dict[str, Any]] = []
+        for partition in view.partitions(topic):
+            key = (topic, partition)
+            head = view.heads[key]
+            held = {s.reader_id: s.heads.get(key) for s in live_stores}
+            lag = {rid: _lag(head, h) for rid, h in held.items()}
+            partitions.append(
+                {
+                    "partition": partition,
+                    "head": head,
+                    "producer_head": view.announced.get(key),
+                    "stores": held,
+                    "lag": max(lag.values(), default=0),
+                }
+            )
+        topics[topic] = {
+            "partitions": partitions,
+            "records": sum(p["head"] + 1 for p in partitions),
+            "producers": sorted(p for p, t in view.producers.items() if t == topic),
+            "consumers": sorted(c for c, ts in view.consumers.items() if topic in ts),
+            "consumed": topic in view.consumed_topics,
         }
+    stores = []
+    for store in view.stores:
+        mine = {k: h for k, h in store.heads.items() if k[0] in topics}
+        stores.append(
+            {
+                "id": store.reader_id,
+                "address": where.get(store.reader_id),
+                "live": store.live,
+                "partitions": len(mine),
+                "records": sum(h + 1 for h in mine.values()),
+                "lag": sum(
+                    _lag(view.heads[k], store.heads.get(k)) for k in view.heads if k[0] in topics
+                ),
+            }
+        )
+    producers = [
+        {
+            "id": pid,
+            "topic": topic,
+            "address": where.get(pid),
+            "head": None if topic is None else view.announced.get((topic, pid)),
+        }
+        for pid, topic in sorted(view.producers.items())
+    ]
+    consumers = [
+        {"id": cid, "address": where.get(cid), "topics": list(ts)}
+        for cid, ts in view.consumers.items()
+    ]
+    return {
+        "towers": towers,
+        "peers_connected": len(where),
+        "stores": stores,
+        "topics": topics,
+        "producers": producers,
+        "consumers": consumers,
+    }
 
-    def lines(self) -> list[str]:
-        out = [f"towers: {', '.join(self.towers)} (reached)", f"peers connected: {self.peers}"]
-        for topic, parts in self.topics.items():
-            out.append(f"topic {topic}: {len(parts)} partition(s)")
-            width = max((len(p) for p in parts), default=0)
-            for partition, head in sorted(parts.items()):
-                shown = "empty" if head < 0 else f"head {head}"
-                out.append(f"  {partition:<{width}}  {shown}")
-        return out
+
+def status_lines(found: Report) -> list[str]:
+    """``dafka status`` as text: one section per kind of thing, one line per thing."""
+    out = [f"towers: {', '.join(found['towers'])} (reached)"]
+    out.append(f"peers connected: {found['peers_connected']}")
+    live = [s for s in found["stores"] if s["live"]]
+    out.append(f"stores: {len(live)} live")
+    for s in found["stores"]:
+        state = "" if s["live"] else "  (gone)"
+        out.append(
+            f"  {s['id']}  {s['address'] or '?'}  {s['partitions']} partition(s)"
+            f"  {s['records']} record(s)  lag {s['lag']}{state}"
+        )
+    out.append(f"producers: {len(found['producers'])} live")
+    for p in found["producers"]:
+        head = "-" if p["head"] is None else p["head"]
+        out.append(f"  {p['id']}  topic {p['topic'] or '?'}  head {head}  {p['address'] or '?'}")
+    out.append(f"consumers: {len(found['consumers'])} live")
+    for c in found["consumers"]:
+        topics = ",".join(c["topics"]) or "?"
+        out.append(f"  {c['id']}  topics {topics}  {c['address'] or '?'}")
+    for topic, t in found["topics"].items():
+        out.append(
+            f"topic {topic}: {len(t['partitions'])} partition(s), {t['records']} record(s),"
+            f" {len(t['producers'])} producer(s)"
+        )
+        width = max((len(p["partition"]) for p in t["partitions"]), default=0)
+        for p in t["partitions"]:
+            held = " ".join("-" if h is None else str(h) for h in p["stores"].values())
+            announced = "" if p["producer_head"] is None else f"  producer {p['producer_head']}"
+            out.append(
+                f"  {p['partition']:<{width}}  head {p['head']}{announced}"
+                f"  stores [{held}]  lag {p['lag']}"
+            )
+    return out
 
 
-def status(topics: tuple[str, ...], transport: TransportConfig, settle: float) -> Status:
-    from dafka.client import Consumer
-
-    with Consumer(topics, transport=transport, offset_reset="latest") as consumer:
-        deadline = time.monotonic() + settle
-        heads: dict[tuple[str, str], int] = {}
-        while time.monotonic() < deadline:
-            consumer.poll(timeout=0.1)  # keeps the queue empty; nothing is printed
-            heads = consumer.heads()
-        peers = consumer.transport_statistics().peers_connected
-    towers = [sub.removeprefix("tcp://") for sub in transport.tower_sub_addresses]
-    result = Status(towers, peers, {t: {} for t in topics})
-    for (topic, partition), head in heads.items():
-        result.topics.setdefault(topic, {})[partition] = head
-    return result
+def topics_rows(found: Report) -> list[dict[str, Any]]:
+    """``dafka topics``: one row per topic."""
+    return [
+        {
+            "topic": topic,
+            "partitions": len(t["partitions"]),
+            "records": t["records"],
+            "producers": len(t["producers"]),
+            "consumed": t["consumed"],
+            "lag": max((p["lag"] for p in t["partitions"]), default=0),
+        }
+        for topic, t in found["topics"].items()
+    ]
 
 
-__all__ = ["Status", "status"]
+def topics_lines(rows: list[dict[str, Any]]) -> list[str]:
+    width = max((len(r["topic"]) for r in rows), default=5)
+    out = [f"{'TOPIC':<{width}}  PARTITIONS  RECORDS  PRODUCERS  CONSUMED  LAG"]
+    for r in rows:
+        out.append(
+            f"{r['topic']:<{width}}  {r['partitions']:>10}  {r['records']:>7}"
+            f"  {r['producers']:>9}  {'yes' if r['consumed'] else 'no':>8}  {r['lag']:>3}"
+        )
+    return out
+
+
+def towers_of(transport: TransportConfig) -> list[str]:
+    return [sub.removeprefix("tcp://") for sub in transport.tower_sub_addresses]
+
+
+__all__ = ["report", "status_lines", "topics_lines", "topics_rows", "towers_of", "watch"]

@@ -443,16 +443,35 @@ def consume(
     )
 
 
-@main.command()
-@click.argument("topics", nargs=-1, required=True, type=TopicType())
-@node_options
-@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
-@click.option(
+_wait_option = click.option(
     "--wait",
     type=click.FloatRange(0.1, 600),
     default=None,
-    help="Seconds to listen for announcements (default: 3 beacon intervals, at least 2 s).",
+    help="Seconds to listen at most (default: 3 beacon intervals, at least 3 s); it stops "
+    "earlier once nothing new was heard for a while.",
 )
+
+
+def _watch(
+    topics: tuple[str, ...],
+    towers: tuple[str, ...],
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    wait: float | None,
+) -> dict[str, Any]:
+    from dafka.cli._status import report, towers_of, watch
+
+    transport = transport_config(towers, advertise, bind_host, beacon_interval)
+    snapshot = watch(topics, transport, wait or max(3.0, 3 * beacon_interval))
+    return report(snapshot, towers_of(transport), topics)
+
+
+@main.command()
+@click.argument("topics", nargs=-1, type=TopicType())
+@node_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@_wait_option
 def status(
     topics: tuple[str, ...],
     towers: tuple[str, ...],
@@ -462,17 +481,76 @@ def status(
     as_json: bool,
     wait: float | None,
 ) -> None:
-    """Show the partitions of TOPICS and their heads, as the cluster announces them."""
+    """Show the stores, topics (or only TOPICS), heads per store, lag, producers, consumers.
+
+    All of it as the cluster announces it (beacons, HEADs, subscriptions): it joins as a
+    watcher, listens until nothing new is heard, and prints what it learnt.
+    """
     import json
 
-    from dafka.cli._status import status as run
+    from dafka.cli._status import status_lines
+
+    found = _watch(topics, towers, advertise, bind_host, beacon_interval, wait)
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+    else:
+        click.echo("\n".join(status_lines(found)))
+
+
+@main.command()
+@node_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+@_wait_option
+def topics(
+    towers: tuple[str, ...],
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    as_json: bool,
+    wait: float | None,
+) -> None:
+    """List the topics the cluster announces: partitions, records, producers, lag."""
+    import json
+
+    from dafka.cli._status import topics_lines, topics_rows
+
+    rows = topics_rows(_watch((), towers, advertise, bind_host, beacon_interval, wait))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo("\n".join(topics_lines(rows)))
+
+
+@main.command()
+@click.argument("topics", nargs=-1, type=TopicType())
+@node_options
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 3600),
+    default=1.0,
+    show_default=True,
+    help="Seconds between frames.",
+)
+@click.option("--iterations", type=click.IntRange(min=1), default=None, help="Stop after N frames.")
+@click.option("--once", is_flag=True, help="One frame (same as --iterations 1).")
+def top(
+    topics: tuple[str, ...],
+    towers: tuple[str, ...],
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    interval: float,
+    iterations: int | None,
+    once: bool,
+) -> None:
+    """A live view of topics, partitions, heads, rates and stores (Ctrl-C quits)."""
+    from dafka.cli._top import top as run
 
     transport = transport_config(towers, advertise, bind_host, beacon_interval)
-    found = run(topics, transport, wait or max(2.0, 3 * beacon_interval))
-    if as_json:
-        click.echo(json.dumps(found.as_json(), indent=2))
-    else:
-        click.echo("\n".join(found.lines()))
+    try:
+        run(topics, transport, interval, 1 if once else iterations)
+    except KeyboardInterrupt:  # Ctrl-C is how one leaves top: not an error
+        return
 
 
 @main.command("config")

@@ -6,6 +6,7 @@ Applications import from :mod:`dafka` (the front door); this package is where th
 from dafka.client._async_consumer import AsyncConsumer
 from dafka.client._async_producer import AsyncProducer
 from dafka.client._batch import BatchColumns, decode_batch, encode_batch, is_batch
+from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
 from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import CorruptBatchError, DeliveryError
 from dafka.client._partition_producer import PartitionProducer
@@ -20,6 +21,8 @@ __all__ = [
     "AsyncConsumer",
     "AsyncProducer",
     "BatchColumns",
+    "ClusterSnapshot",
+    "ClusterWatcher",
     "ConsumedRecord",
     "Consumer",
     "ConsumerSettings",

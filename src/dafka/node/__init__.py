@@ -4,6 +4,7 @@ No sockets, no files, no clock: messages, timer ticks and driver events in, acti
 (:mod:`dafka.node.actions`) out, drained once per batch with ``take_actions()``.
 """
 
+from dafka.node._cluster import ClusterMachine, ClusterView, StoreView
 from dafka.node._config import (
     BackpressurePolicy,
     ConsumerConfig,
@@ -41,6 +42,8 @@ __all__ = [
     "Action",
     "BackpressureError",
     "BackpressurePolicy",
+    "ClusterMachine",
+    "ClusterView",
     "Connect",
     "ConsumerConfig",
     "ConsumerMachine",
@@ -67,6 +70,7 @@ __all__ = [
     "StoreConfig",
     "StoreMachine",
     "StoreStatistics",
+    "StoreView",
     "Subscribe",
     "Unsubscribe",
     "endpoint_problem",

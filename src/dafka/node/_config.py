@@ -166,10 +166,17 @@ class DiscoveryConfig:
 
     interval: float = 1.0
     timeout: float = 4.0
+    listen_first: float = 0.0
+    """Seconds to listen to the others' beacons (and connect to them) before the first beacon
+    of our own: a watcher's subscriptions are then in place on every peer by the time the
+    peers discover it and greet it (a store sends GET-HEADS for all its topics to a new peer
+    at once; before our SUB reached it, that question would be lost)."""
 
     def __post_init__(self) -> None:
         _positive("beacon/interval", self.interval)
         _positive("beacon/timeout", self.timeout)
+        if not 0 <= self.listen_first <= 3600:
+            raise ConfigError(f"listen_first must be 0..3600 seconds, got {self.listen_first!r}")
 
 
 __all__ = [

@@ -67,6 +67,7 @@ class Discovery:
         self._rejected = 0
         self._tower_heard = float("-inf")
         self._kept = 0
+        self._silent_until = float("-inf")
         self.last_rejection = ""
         """Why the last endpoint was refused (for the runner's rate-limited log line)."""
 
@@ -78,6 +79,11 @@ class Discovery:
     def start(self, now: float) -> None:
         """Begin beaconing: once now, then every interval. Idempotent."""
         if self._beacon_due is None:
+            delay = self.config.listen_first
+            if delay > 0:  # silent until then: on_timer sends the first beacon
+                self._silent_until = now + delay
+                self._beacon_due = now + delay
+                return
             self._beacon()
             self._beacon_due = now + self.config.interval
 
@@ -166,7 +172,7 @@ class Discovery:
         self._users[endpoint] = users + 1
         if users == 0:
             self._out.append(Connect(node_id, endpoint))
-        if self._beacon_due is not None:
+        if self._beacon_due is not None and now >= self._silent_until:
             self._beacon()
 
     def _release(self, node_id: str, endpoint: str) -> None:

@@ -34,6 +34,8 @@ class TransportConfig:
     linger_ms: int = 500
     receive_batch: int = 1024
     """Messages read from one socket before the machine's outbox is executed."""
+    listen_first: float = 0.0
+    """Seconds to connect to the peers already there before beaconing (``DiscoveryConfig``)."""
 
     def __post_init__(self) -> None:
         if not self.tower_sub_addresses or not self.tower_pub_addresses:

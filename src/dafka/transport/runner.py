@@ -114,7 +114,11 @@ class NodeRunner:
         self._endpoints: list[Endpoint] = []
         self.discovery = Discovery(
             [i.node_id for i in identities],
-            DiscoveryConfig(interval=config.beacon_interval, timeout=config.beacon_timeout),
+            DiscoveryConfig(
+                interval=config.beacon_interval,
+                timeout=config.beacon_timeout,
+                listen_first=config.listen_first,
+            ),
         )
 
     # -- life cycle -------------------------------------------------------------------------

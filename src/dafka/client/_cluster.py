@@ -1,0 +1,121 @@
+"""ClusterWatcher: the cluster as it announces itself, kept up to date in a thread.
+
+The runner thread drives a :class:`~dafka.node.ClusterMachine` (its data PUB is an XPUB,
+so that it sees who subscribes); after every turn in which the view changed it publishes a
+fresh :class:`ClusterSnapshot` (the view plus every peer's endpoint from the beacons), which
+:meth:`ClusterWatcher.snapshot` returns without a round-trip to that thread. This is what
+``dafka status``, ``dafka topics`` and ``dafka top`` read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from dafka.client._ids import new_node_id
+from dafka.node import ClusterMachine, ClusterView
+from dafka.transport.config import TransportConfig
+from dafka.transport.runner import Identity, NodeRunner
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """A :class:`ClusterView` with where each peer listens and when it was taken."""
+
+    view: ClusterView
+    endpoints: dict[str, str] = field(default_factory=dict)
+    """Node id -> ``tcp://host:port`` from its beacon."""
+    taken: float = 0.0
+    """``time.monotonic()`` when the view last changed."""
+
+
+def _listening_first(transport: TransportConfig) -> TransportConfig:
+    """Connect to the nodes already there before they learn of us (``listen_first``): a
+    store asks a new peer for the heads of every topic it holds once, at once, and that
+    question is how a topic without live producers or consumers is found."""
+    if transport.listen_first > 0:
+        return transport
+    return dataclasses.replace(transport, listen_first=1.5 * transport.beacon_interval)
+
+
+class ClusterWatcher:
+    """``with ClusterWatcher(transport) as w: w.wait_settled(); print(w.snapshot())``"""
+
+    def __init__(
+        self,
+        transport: TransportConfig | None = None,
+        topics: Iterable[str] = (),
+        *,
+        refresh: float = 0.5,
+        ready_timeout: float | None = 10.0,
+    ) -> None:
+        self.node_id = new_node_id()
+        self._machine = ClusterMachine(self.node_id, tuple(topics), refresh)
+        self._changed = threading.Condition()
+        self._started = time.monotonic()
+        self._snapshot = ClusterSnapshot(self._machine.view(), {}, self._started)
+        self._version = -1
+        self._peers = 0
+        self._runner = NodeRunner(
+            self._machine,
+            [Identity(self.node_id, xpub=True)],
+            _listening_first(transport or TransportConfig()),
+            after_turn=self._after_turn,
+            name="cluster",
+        )
+        self._runner.start(ready_timeout)
+
+    def snapshot(self) -> ClusterSnapshot:
+        """The latest view (no wait)."""
+        return self._snapshot
+
+    def wait_settled(
+        self, quiet: float = 0.5, timeout: float = 5.0, at_least: float = 0.0
+    ) -> ClusterSnapshot:
+        """Wait until the view did not change for ``quiet`` seconds, at least ``at_least``
+        seconds after start, at most ``timeout`` seconds; returns the latest snapshot."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                last = self._snapshot.taken
+                if now >= deadline or (now - last >= quiet and now >= self._started + at_least):
+                    return self._snapshot
+                wake = max(last + quiet, self._started + at_least)
+                self._changed.wait(max(min(deadline, wake) - now, 0.001))
+
+    def close(self) -> None:
+        self._runner.stop()
+
+    def __enter__(self) -> ClusterWatcher:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- runner thread ---------------------------------------------------------------------
+
+    def _after_turn(self, now: float) -> None:
+        del now
+        machine = self._machine
+        peers = self._runner.discovery.peers()
+        if machine.version == self._version and len(peers) == self._peers:
+            return
+        self._version = machine.version
+        self._peers = len(peers)
+        snapshot = ClusterSnapshot(machine.view(), peers, time.monotonic())
+        with self._changed:
+            self._snapshot = snapshot
+            self._changed.notify_all()
+
+
+__all__ = ["ClusterSnapshot", "ClusterWatcher"]
