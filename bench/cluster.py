@@ -176,7 +176,8 @@ def produce_messages(
 async def produce_async(
     port: int, beacon: float, topic: str, records: int, size: int, go: Event, out: Results
 ) -> None:
-    """``futures`` with an ``AsyncProducer``: ``send_nowait`` per message, then ``gather``."""
+    """``futures`` with an ``AsyncProducer``: ``send_nowait`` per message, ``flush``, then
+    every future's result (as ``futures`` does)."""
     async with AsyncProducer(
         topic,
         towers=f"127.0.0.1:{port}",
@@ -197,8 +198,8 @@ async def produce_async(
         cpu = time.process_time()
         futures = [send(payload) for _ in range(records - 1)]
         futures.append(send(b"E" * size))
-        await asyncio.gather(*futures)
         left = await producer.flush(300)
+        assert all(f.result() for f in futures)
         finished = time.time_ns()
         cpu = time.process_time() - cpu
         inner = producer.producer

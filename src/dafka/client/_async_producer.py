@@ -25,6 +25,10 @@ from dafka.errors import DafkaError
 from dafka.node import BackpressureError
 
 
+def _nothing(now: float) -> None:
+    del now
+
+
 class _LoopBridge:
     """Completes asyncio futures from the runner thread, one loop call per turn."""
 
@@ -129,8 +133,15 @@ class AsyncProducer:
             return await future
 
     async def flush(self, timeout: float | None = None) -> int:
-        """Send open batches and wait until all is stored; returns the count still in flight."""
-        return await self._loop.run_in_executor(None, self.producer.flush, timeout)
+        """Send open batches and wait until all is stored; returns the count still in flight.
+
+        On return every future of a stored message is done: the runner thread releases the
+        in-flight count just before it hands that turn's completions to this loop, so one
+        more runner turn (a ``call``) and this loop's FIFO order make them land first."""
+        producer = self.producer
+        left = await self._loop.run_in_executor(None, producer.flush, timeout)
+        await self._loop.run_in_executor(None, producer._runner.call, _nothing)
+        return left
 
     async def close(self, timeout: float | None = 10.0) -> None:
         """Flush for up to ``timeout``, fail the rest with ``DeliveryError``, leave."""

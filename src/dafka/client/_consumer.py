@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import logging
 import threading
 import time
@@ -299,7 +300,23 @@ class Consumer:
             return self._take(max_records)
 
     def _take(self, max_records: int) -> list[Record]:
-        """Build up to ``max_records`` Records from the queue (the lock is held)."""
+        """Build up to ``max_records`` Records from the queue (the lock is held).
+
+        With the cyclic garbage collector paused: every Record is a new tuple, and a
+        generation-0 collection every 700 of them (each visiting the young Records, which
+        hold no cycles and are untracked at once) cost as much as building them: 1.3 M
+        Records/s with it, 2.3 M/s without (bench CPU time). The collector runs again
+        when the batch is built (the next allocation collects what is due), and is left
+        alone when the application paused it itself."""
+        if not gc.isenabled():
+            return self._take_records(max_records)
+        gc.disable()
+        try:
+            return self._take_records(max_records)
+        finally:
+            gc.enable()
+
+    def _take_records(self, max_records: int) -> list[Record]:
         out: list[Record] = []
         taken = 0  # RECORDs fully consumed from the queue
         nxt = self._next

@@ -64,3 +64,17 @@ def test_async_futures_fail_on_close_without_stores(tmp_path: Path) -> None:
                 await asyncio.wait_for(pending, 10)
 
         asyncio.run(main())
+
+
+def test_flush_returns_with_every_stored_future_done(tmp_path: Path) -> None:
+    with Cluster(tmp_path, stores=1) as cluster:
+
+        async def main() -> None:
+            async with AsyncProducer("aio-flush", towers=cluster.towers, **FAST) as p:
+                for _ in range(3):
+                    futures = [p.send_nowait(b"v%d" % i) for i in range(2000)]
+                    assert await p.flush(20) == 0
+                    assert all(f.done() for f in futures)  # no await needed after flush
+                    assert len({f.result() for f in futures}) == 2000
+
+        asyncio.run(main())

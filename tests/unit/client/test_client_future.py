@@ -23,6 +23,26 @@ def test_result_set_before_anyone_looks() -> None:
     with pytest.raises(ValueError, match="x"):
         f.result(timeout=0)
     assert isinstance(f.exception(timeout=0), ValueError)
+    # finished before anyone waited: read without building the Condition
+    assert f._cond is None
+    assert f2._cond is None
+
+
+def test_a_waiter_after_completion_reads_the_outcome_in_any_thread() -> None:
+    futures: list[DeliveryFuture[int]] = [DeliveryFuture() for _ in range(2000)]
+    done = threading.Event()
+
+    def complete() -> None:
+        for i, f in enumerate(futures):
+            f.set_result(i)
+        done.set()
+
+    t = threading.Thread(target=complete)
+    t.start()
+    for i, f in enumerate(futures):  # concurrently with the completions
+        assert f.result(timeout=10) == i
+    t.join(10)
+    assert done.is_set()
 
 
 def test_waiter_in_another_thread_is_woken() -> None:
