@@ -4,17 +4,34 @@ The store machine asks for writes (``Persist``); this appends them to the storag
 runs the fsync clock, and tells the machine what became durable (``on_durable``) so that
 its ACKs cover only durable records. It lives with the store, not in the transport: the
 runner only calls it at fixed points of its turn, in its own thread.
+
+Storage faults heal here, without a restart (``dafka.node._store`` has the machine's side):
+
+* A failed append (a full disk, any ``StorageIOError``) is reported to the machine with
+  what the log really holds (``on_append_failed``): the partition stops taking records,
+  ACKs nothing new, and retries by re-fetching after a backoff. The first failure is logged
+  at ERROR with the data directory and its free space, later ones only counted, and the
+  first append that works again is logged with the count of failures.
+* A log cut by a read that met a corrupt record (``Storage.take_truncations``, logged at
+  WARNING by the storage) is reported to the machine (``on_truncated``), which goes back to
+  the true head and fetches the lost range from the other stores and the producer.
+* An append that does not continue the log (the machine took records past a cut in the
+  same turn) is reported the same way: the machine goes back to the log's head.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dafka.errors import DafkaError
 from dafka.node import StoreMachine
 from dafka.node.actions import Persist
-from dafka.storage import Storage
+from dafka.storage import NonContiguousAppendError, Storage, StorageIOError
 
 log = logging.getLogger(__name__)
 
@@ -25,29 +42,96 @@ class PersistenceStats:
 
     persisted_records: int = 0
     persist_errors: int = 0
+    """Appends that failed (disk errors and appends that did not continue the log)."""
+    truncations: int = 0
+    """Logs cut by reads that met corruption (each refetched)."""
 
 
 class StorePersistence:
     """``storage`` under ``machine``: appends, durability reports, the shutdown flush."""
 
-    def __init__(self, storage: Storage, machine: StoreMachine, name: str = "store") -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        machine: StoreMachine,
+        name: str = "store",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``clock`` must be the runner's (the machine's backoff deadlines use it)."""
         self._storage = storage
         self._machine = machine
         self._name = name
+        self._clock = clock
         self._stats = PersistenceStats()
+        self._failing = 0
+        """Appends failed in a row by the disk (0: writes work)."""
 
     def persist(self, action: Persist) -> None:
+        now = self._clock()
+        self._take_truncations(now)  # before the append: the machine may be behind a cut
+        topic, producer = action.topic, action.producer
         try:
-            self._storage.append(
-                action.topic, action.producer, action.first_sequence, action.contents
-            )
-        except DafkaError as exc:
+            self._storage.append(topic, producer, action.first_sequence, action.contents)
+        except NonContiguousAppendError as exc:
+            self._stats.persist_errors += 1
+            log.info("%s: %s; going back to the log's head", self._name, exc)
+            self._machine.on_truncated(topic, producer, self._stored(topic, producer), now)
+            return
+        except StorageIOError as exc:
+            self._stats.persist_errors += 1
+            self._disk_failed(exc)
+            self._machine.on_append_failed(topic, producer, self._stored(topic, producer), now)
+            return
+        except DafkaError as exc:  # a bad record (too large): never retried, never ACKed
             self._stats.persist_errors += 1
             log.error("%s: persist failed: %s", self._name, exc)
             return
+        if self._failing:
+            log.warning(
+                "%s: writes to %s resume after %d failed append(s) (%s free)",
+                self._name,
+                self._storage.root,
+                self._failing,
+                self._free(),
+            )
+            self._failing = 0
         self._stats.persisted_records += len(action.contents)
 
+    def _stored(self, topic: str, producer: str) -> int:
+        head = self._storage.head(topic, producer)
+        return -1 if head is None else head
+
+    def _free(self) -> str:
+        try:
+            return f"{shutil.disk_usage(self._storage.root).free} bytes"
+        except OSError as exc:
+            return f"unknown: {exc}"
+
+    def _disk_failed(self, exc: StorageIOError) -> None:
+        """Log the first failure of a run (ENOSPC says so), count the others."""
+        self._failing += 1
+        if self._failing > 1:
+            return
+        what = "disk full (ENOSPC)" if exc.errno == errno.ENOSPC else "append failed"
+        log.error(
+            "%s: %s in %s (%s free): %s; the partition stops ACKing and retries with backoff",
+            self._name,
+            what,
+            self._storage.root,
+            self._free(),
+            exc,
+        )
+
+    def _take_truncations(self, now: float) -> bool:
+        cuts = self._storage.take_truncations()
+        for cut in cuts:  # the storage logged each at WARNING
+            self._stats.truncations += 1
+            head = self._stored(cut.topic, cut.partition)
+            self._machine.on_truncated(cut.topic, cut.partition, head, now)
+        return bool(cuts)
+
     def report_durable(self, now: float) -> bool:
+        cut = self._take_truncations(now)  # the machine then has FETCHes to send
         storage = self._storage
         durable = storage.take_durable_advances()
         due = storage.next_sync_deadline()
@@ -56,7 +140,7 @@ class StorePersistence:
         on_durable = self._machine.on_durable
         for (topic, partition), sequence in durable.items():
             on_durable(topic, partition, sequence, now)
-        return bool(durable)
+        return bool(durable) or cut
 
     def next_deadline(self) -> float | None:
         return self._storage.next_sync_deadline()
