@@ -30,7 +30,11 @@ Decisions (details in docs/storage.md):
 * A new partition must start at ``StorageConfig.first_offset`` (0, where Dafka stores fetch
   from); ``first_offset=None`` lets it start anywhere, for a store joining mid-stream.
 * A torn or corrupt record cuts the log there: earlier records stay readable, it and all
-  later ones are dropped (never served past a gap) and the store refetches them.
+  later ones are dropped (never served past a gap) and the store refetches them. Every cut
+  is logged at WARNING; what a repair cannot read is moved or copied to
+  ``<root>/.quarantine/``, never deleted (a torn tail is only cut).
+* A failed append (a full disk) leaves the log as it was; ``next_offset`` says what it
+  holds, and the same append works once there is room.
 * Durable means fsynced, except under the "os" policy, where it means written (survives a
   crash of the process, not of the machine).
 * Reads serve every record written, durable or not.
