@@ -8,8 +8,10 @@ store`` processes, ``--producers`` producer processes publishing at ``--rate`` r
 each, ``--consumers`` consumer processes reading everything from the beginning, and the
 hostile node of the hardening tests (``tests/integration/hardening/hostile_node.py``),
 restarted whenever it finishes. Until the time is up, every 5-20 s one of: SIGKILL a store
-and restart it on its data directory after 1-3 s, or SIGKILL the tower and restart it on the
-same ports after 1-5 s.
+and restart it on its data directory after 1-3 s, SIGKILL the tower and restart it on the
+same ports after 1-5 s, or fill store 0's filesystem to the last byte for 2-8 s and free it
+(store 0 keeps its data on a small tmpfs of its own, ``--disk-mb``; that needs root to
+mount, otherwise the disk fault is left out and the output says why).
 
 At the end: every producer must have had every record ACKed; every consumer must have
 received every record of every producer exactly once and in order (``cluster_client.py``
@@ -18,14 +20,15 @@ complete logs. Prints records, kills, faults, lost, duplicated, reordered; exit 
 check failed.
 
 Not exercised yet (issue 8, open): dropping RECORDs in transit (needs the fault-injection
-layer below the runner's run grouping, item 7) and filling a store's filesystem (needs the
-ENOSPC healing of item 3).
+layer below the runner's run grouping, item 7).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
+import re
 import signal
 import sys
 import tempfile
@@ -43,11 +46,18 @@ from tests.integration.cluster.cluster_procs import (  # noqa: E402
     Processes,
     TowerProc,
 )
+from tests.integration.storage.tmpfs import (  # noqa: E402
+    TmpfsUnavailableError,
+    fill,
+    small_tmpfs,
+)
 
 from dafka.server import free_port_pair  # noqa: E402
 
 HOSTILE = ROOT / "tests" / "integration" / "hardening" / "hostile_node.py"
 TOPIC = "chaos"
+DISK_FULL = re.compile(r"disk full \(ENOSPC\)")
+RESUMED = re.compile(r"writes to \S+ resume after (\d+) failed append")
 
 
 def start_tower(procs: Processes, port: int) -> TowerProc:
@@ -73,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consumers", type=int, default=2)
     parser.add_argument("--rate", type=float, default=300.0, help="records/s per producer")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument(
+        "--disk-mb", type=int, default=0, help="store 0's tmpfs size (0: fits the run + 50%%)"
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     seconds = args.minutes * 60
@@ -82,12 +95,23 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir()
     procs = Processes(logs)
     kills = {"store": 0, "tower": 0}
+    disk_fills = 0
     hostile_runs = 0
     failures: list[str] = []
+    mounts = contextlib.ExitStack()
     try:
+        # ~116 bytes a record on disk plus index and segment slack, and 50 % to spare
+        disk_mb = args.disk_mb or max(16, int(records * args.producers * 130 * 1.5 / 2**20))
+        disk: Path | None = None
+        try:
+            disk = mounts.enter_context(small_tmpfs(scratch / "disk-0", f"{disk_mb}m"))
+            disk_note = f"store 0 on a {disk_mb} MB tmpfs"
+        except TmpfsUnavailableError as exc:
+            disk_note = f"not exercised: {exc}"
+        data_dirs = [(disk or scratch) / "store-0", scratch / "store-1"]
         port = free_port_pair()
         tower = start_tower(procs, port)
-        stores = [procs.store(scratch / f"store-{i}", [tower], fsync="ms:5") for i in range(2)]
+        stores = [procs.store(data_dirs[i], [tower], fsync="ms:5") for i in range(2)]
         budget = str(seconds + 300)
         consumers = [
             procs.client(
@@ -145,7 +169,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 hostile_runs += 1
             if time.monotonic() >= next_fault:
-                if rng.random() < 0.7:
+                roll = rng.random()
+                if disk is not None and roll < 0.25:
+                    filler = fill(disk)  # store 0's appends fail: it stops ACKing, retries
+                    disk_fills += 1
+                    time.sleep(rng.uniform(2, 8))
+                    filler.unlink()  # it must resume by itself
+                elif roll < 0.7:
                     i = rng.randrange(2)
                     stores[i].proc.kill()
                     kills["store"] += 1
@@ -156,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
                     kills["tower"] += 1
                     time.sleep(rng.uniform(1, 5))
                     tower = start_tower(procs, port)
-                print(f"{time.strftime('%H:%M:%S')} faults so far: {kills}", flush=True)
+                print(
+                    f"{time.strftime('%H:%M:%S')} faults so far: {kills}, disk fills {disk_fills}",
+                    flush=True,
+                )
                 next_fault = time.monotonic() + rng.uniform(5, 20)
             time.sleep(0.2)
         if hostile is not None:
@@ -191,15 +224,31 @@ def main(argv: list[str] | None = None) -> int:
             for e in errors
         )
         reordered = len(errors) - duplicated
+        store_logs = "".join(p.read_text(errors="replace") for p in logs.glob("store*.err"))
+        full_lines = len(DISK_FULL.findall(store_logs))
+        failed_appends = sum(int(n) for n in RESUMED.findall(store_logs))
+        if disk_fills and not full_lines:
+            failures.append("the disk was filled but no store logged a full disk")
         print(f"minutes        {args.minutes}")
         print(
             f"records        {records * args.producers} published, {received} received "
             f"by {args.consumers} consumers (expected {expected})"
         )
         print(f"kills          {kills['store']} stores, {kills['tower']} towers (SIGKILL)")
+        print(
+            f"faults         {kills['store'] + kills['tower'] + disk_fills} "
+            f"({kills['store'] + kills['tower']} kills, {disk_fills} disk fills)"
+        )
         print(f"hostile runs   {hostile_runs}")
         print("drops          not exercised (in-transit fault layer: issue 8 item 7)")
-        print("disk faults    not exercised (ENOSPC healing: issue 8 item 3)")
+        if disk is None:
+            print(f"disk faults    {disk_note}")
+        else:
+            print(
+                f"disk faults    {disk_fills} fills of {disk_note} (held 2-8 s, then freed): "
+                f"{full_lines} runs of failed appends logged, {failed_appends} appends "
+                "failed and healed"
+            )
         print(f"lost           {max(0, expected - received)}")
         print(f"duplicated     {duplicated}")
         print(f"reordered      {reordered}")
@@ -210,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     finally:
         procs.close()
+        mounts.close()
         if not args.keep and not failures:
             import shutil
 
