@@ -568,8 +568,11 @@ class PartitionLog:
     # ---------------------------------------------------------------- close
 
     def close(self) -> None:
+        """Close every descriptor. A failing index write (a full disk) is not an error:
+        the index only speeds reads up, and the next open repairs a short one."""
         for seg in self.segments:
-            seg.close_files()
+            with contextlib.suppress(OSError):
+                seg.close_files()
 
 
 def _file_size(directory: Path, base: int) -> int:

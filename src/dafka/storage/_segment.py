@@ -259,11 +259,22 @@ def _reset_index(seg: Segment) -> bool:
 
 
 def _write_index(seg: Segment) -> None:
-    fd = os.open(seg.index_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    """Rewrite the index file from memory; on a full disk, leave it for a later flush.
+
+    The in-memory index is what reads use; the file only saves the next open a scan. So a
+    store restarted on a full disk still opens (``flushed`` stays 0: the next flush writes
+    every entry, and the next open checks whatever the file holds).
+    """
+    seg.index.flushed = 0
     try:
-        seg.index.flushed = 0
+        fd = os.open(seg.index_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return
+    try:
         os.ftruncate(fd, len(seg.index) * INDEX_ENTRY_SIZE)
         seg.index.flush(fd)
+    except OSError:
+        seg.index.flushed = 0
     finally:
         os.close(fd)
 

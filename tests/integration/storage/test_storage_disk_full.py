@@ -79,3 +79,16 @@ def test_a_new_partition_on_a_full_disk_can_be_created_later(small_disk: Path) -
             if storage.next_offset("t", f"p{i}") != len(BATCH):
                 storage.append("t", f"p{i}", 0, BATCH)
         assert all(storage.head("t", f"p{i}") == len(BATCH) - 1 for i in range(5))
+
+
+def test_closing_and_reopening_on_a_full_disk_lose_nothing(small_disk: Path) -> None:
+    root = small_disk / "log"
+    config = StorageConfig(index_flush_entries=10_000, fsync=FsyncPolicy.batch())
+    storage = Storage.open(root, config)
+    storage.append("t", "p", 0, BATCH * 20)  # index entries pending in memory
+    fill(small_disk)
+    storage.close()  # the index cannot be written: closes anyway
+    for index in root.glob("t/p/*.idx"):
+        index.write_bytes(b"")  # and an index to rebuild at open, still on the full disk
+    with Storage.open(root, config) as reopened:
+        assert [o for o, _ in reopened.read("t", "p", 0, 10**6)] == list(range(400))
