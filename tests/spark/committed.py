@@ -1,46 +1,31 @@
-"""A read-committed view of rows read by the dafka source, by Gazette's rules.
+"""What a read-committed reader of a topic sees: the oracle of the exactly-once sink tests.
 
-The test oracle for the exactly-once sink: the rows of each partition, in log order, go
-through ``dafka.message.Sequencer``; what it commits (ACKs left out) is what a
-read-committed consumer sees.
+The real client, ``Consumer(..., isolation_level="read_committed")`` (Gazette's rules,
+``dafka.client._read_committed``), reads the topic from the beginning until every partition
+it knows is handed out up to its head.
 """
 
 from __future__ import annotations
 
-import uuid as uuid_mod
-from collections import defaultdict
-from collections.abc import Iterable
+import time
 
-from pyspark.sql import Row
-
-from dafka.message import NIL_UUID, Envelope, Flags, Sequencer, get_flags
+from dafka.client import Consumer
+from tests.spark.conftest import Cluster
 
 
-class _Msg:
-    __slots__ = ("uuid", "value")
-
-    def __init__(self, uid: uuid_mod.UUID, value: bytes) -> None:
-        self.uuid = uid
-        self.value = value
-
-    def new_acknowledgement(self, partition: str) -> _Msg:
-        return _Msg(NIL_UUID, b"")
-
-
-def committed_values(rows: Iterable[Row]) -> list[bytes]:
-    """Values a read-committed reader delivers, each partition read in log order."""
-    by_partition: dict[tuple[str, str], list[Row]] = defaultdict(list)
-    for r in rows:
-        by_partition[(r.topic, r.partition)].append(r)
+def committed_values(cluster: Cluster, topic: str, timeout: float = 60.0) -> list[bytes]:
+    """Every committed message value of ``topic``, each as often as a reader delivers it."""
     out: list[bytes] = []
-    for (topic, partition), part in sorted(by_partition.items()):
-        seq: Sequencer[_Msg] = Sequencer(buffer=1 << 20)
-        name = f"{topic}/{partition}"
-        for r in sorted(part, key=lambda r: (r.offset, r["index"])):
-            uid = NIL_UUID if r.uuid is None else uuid_mod.UUID(bytes=bytes(r.uuid))
-            begin = r.offset << 32 | r["index"]
-            seq.queue_uncommitted(Envelope(name, begin, begin + 1, _Msg(uid, bytes(r.value))))
-            while (env := seq.step()) is not None:
-                if get_flags(env.message.uuid) != Flags.ACK_TXN:
-                    out.append(env.message.value)
-    return out
+    deadline = time.monotonic() + timeout
+    with Consumer(
+        [topic], isolation_level="read_committed", offset_reset="earliest", towers=cluster.towers
+    ) as consumer:
+        while True:
+            out += [r.value for r in consumer.poll(0.2)]
+            heads = {k: h for k, h in consumer.heads().items() if h >= 0}
+            positions = consumer.positions()
+            if heads and all(positions.get(k, 0) > h for k, h in heads.items()):
+                out += [r.value for r in consumer.poll(0)]
+                return out
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}: not read to its heads {heads} in {timeout} s")

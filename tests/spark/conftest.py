@@ -34,6 +34,10 @@ def make_session(master: str = "local[2]", **conf: str) -> SparkSession:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "768m")
         .config("spark.sql.streaming.pollingDelay", "10ms")
+        # a loaded machine: Python workers authenticate and answer slowly (the 10 s
+        # connect-back of a streaming source's process is fixed: see eos_driver.py)
+        .config("spark.python.authenticate.socketTimeout", "120s")
+        .config("spark.network.timeout", "300s")
     )
     for key, value in conf.items():
         builder = builder.config(key, value)

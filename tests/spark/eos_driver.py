@@ -6,6 +6,13 @@
 stored 25 rows (``dafka.spark._sink.FAIL_ENV``): Spark retries the task and the first
 attempt's rows stay behind, uncommitted. Prints ``batch N`` after
 each micro-batch so that the test can kill it mid-run.
+
+Load: Spark starts a streaming Python source's driver-side process with a connect-back
+timeout of 10 s that no configuration changes (``PythonWorkerFactory.createSimpleWorker``;
+the executors' workers and the sink's commit runner come from the forking daemon, which has
+none). On a loaded 2-core machine that start can take longer, and the query fails at once
+with "Python worker failed to connect back": the driver then restarts the query from its
+checkpoint (at most ``START_ATTEMPTS`` times), which is what a production driver does too.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from pyspark.sql import SparkSession
 
 from dafka.spark._sink import FAIL_ENV
 
+START_ATTEMPTS = 3
+CONNECT_BACK = "failed to connect back"
+
 
 def main() -> None:
     towers, checkpoint, batches = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -34,6 +44,8 @@ def main() -> None:
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10")
         .config("spark.sql.execution.python.udf.maxRecordsPerBatch", "10")
         .config("spark.driver.memory", "768m")
+        .config("spark.python.authenticate.socketTimeout", "120s")
+        .config("spark.network.timeout", "300s")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -51,23 +63,30 @@ def main() -> None:
     def progress(batch_id: int) -> None:
         print(f"batch {batch_id} at {time.strftime('%H:%M:%S')}", flush=True)
 
-    query = (
-        out.writeStream.format("dafka")
-        .option("towers", towers)
-        .option("topic", "eos-out")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
     last = -1
-    while query.isActive:
-        query.awaitTermination(1)
-        p = query.lastProgress
-        if p is not None and p["batchId"] != last:
-            last = p["batchId"]
-            progress(last)
-    if query.exception() is not None:
-        raise SystemExit(f"query failed: {query.exception()}")
+    for attempt in range(START_ATTEMPTS):
+        query = (
+            out.writeStream.format("dafka")
+            .option("towers", towers)
+            .option("topic", "eos-out")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        while query.isActive:
+            query.awaitTermination(1)
+            p = query.lastProgress
+            if p is not None and p["batchId"] != last:
+                last = p["batchId"]
+                progress(last)
+        error = query.exception()
+        if error is None:
+            break
+        if CONNECT_BACK not in str(error) or attempt == START_ATTEMPTS - 1:
+            raise SystemExit(f"query failed: {error}")
+        # Spark waits a fixed 10 s for its streaming source's Python process (see the module
+        # docstring): on a loaded machine it may give up; the checkpoint makes a restart exact.
+        print(f"restart after: {CONNECT_BACK}", flush=True)
     print("done", flush=True)
     spark.stop()
 

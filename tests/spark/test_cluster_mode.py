@@ -55,12 +55,14 @@ def test_read_and_exactly_once_write_on_two_executors(
         .option("name", "lc")
         .save()
     )
+    expected = [b"%d-%d" % (p, i) for p in range(2) for i in range(500)]
+    assert Counter(committed_values(cluster, "lc-out")) == Counter(expected)
     out = (
         spark.read.format("dafka")
         .option("towers", cluster.towers)
         .option("subscribe", "lc-out")
+        .option("isolation", "read_committed")
         .load()
         .collect()
     )
-    expected = [b"%d-%d" % (p, i) for p in range(2) for i in range(500)]
-    assert Counter(committed_values(out)) == Counter(expected)
+    assert Counter(r.value for r in out) == Counter(expected)

@@ -24,14 +24,11 @@ from tests.spark.conftest import Cluster
 DRIVER = Path(__file__).with_name("eos_driver.py")
 
 
-def read_all(spark: SparkSession, cluster: Cluster, topic: str) -> list[Row]:
-    return (
-        spark.read.format("dafka")
-        .option("towers", cluster.towers)
-        .option("subscribe", topic)
-        .load()
-        .collect()
-    )
+def read_all(spark: SparkSession, cluster: Cluster, topic: str, **options: str) -> list[Row]:
+    reader = spark.read.format("dafka").option("towers", cluster.towers)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.option("subscribe", topic).load().collect()
 
 
 def write(df: DataFrame, cluster: Cluster, **options: str) -> None:
@@ -52,7 +49,7 @@ def test_batch_write_is_one_transaction_per_write_with_keys_routed(
     write(df.repartition(3, "key"), cluster, topic="w-out", name="bw")
     write(df.repartition(3, "key"), cluster, topic="w-out", name="bw")
     rows = read_all(spark, cluster, "w-out")
-    committed = committed_values(rows)
+    committed = committed_values(cluster, "w-out")
     assert Counter(committed) == Counter({str(i).encode(): 2 for i in range(300)})
     data = [r for r in rows if r.value]
     assert all([(h.key, h.value) for h in r.headers] == [("h", b"x")] for r in data)
@@ -154,11 +151,14 @@ def test_exactly_once_with_failed_task_attempts_and_a_killed_driver(
     _run_driver(cluster, checkpoint, None, runs)
     logs = "\n---\n".join(r[-4000:] for r in runs)
     rows = read_all(spark, cluster, "eos-out")
-    committed = committed_values(rows)
+    committed = committed_values(cluster, "eos-out")
     assert Counter(committed) == Counter(expected), (
         f"missing {len(set(expected) - set(committed))}, "
         f"duplicated {sum(n - 1 for n in Counter(committed).values() if n > 1)}"
     )
+    # the source's read_committed isolation sees the same
+    through_spark = read_all(spark, cluster, "eos-out", isolation="read_committed")
+    assert Counter(r.value for r in through_spark) == Counter(expected)
     # The scenario happened: retried attempts (attempt bits of the clocks) wrote rows, and
     # rows that no reader may see (failed attempts, the killed run) are in the log.
     data = [r for r in rows if r.value]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from dafka.client import PartitionProducer as Producer
 from dafka.client import encode_batch
+from dafka.message import Flags, build_uuid
 from tests.spark.conftest import Cluster, wait_until
 
 
@@ -217,3 +219,90 @@ def test_max_records_per_trigger(spark: SparkSession, cluster: Cluster) -> None:
     assert max(sizes) == 10
     assert sum(sizes) == 37
     assert len([s for s in sizes if s]) == 4
+
+
+# -- isolation=read_committed ----------------------------------------------------------------
+
+_PID = b"\x01rc-tx"
+
+
+def _txn(values: list[bytes], first_clock: int) -> bytes:
+    """One RECORD of CONTINUE_TXN messages with consecutive clocks from ``first_clock``."""
+    clocks = range(first_clock, first_clock + len(values))
+    uuids = [build_uuid(_PID, clock, Flags.CONTINUE_TXN).bytes for clock in clocks]
+    return encode_batch(values, uuids=uuids)
+
+
+def _ack(clock: int) -> bytes:
+    return encode_batch([b""], uuids=[build_uuid(_PID, clock, Flags.ACK_TXN).bytes])
+
+
+def _committed_stream(
+    spark: SparkSession, cluster: Cluster, checkpoint: Path, batches: list[list[bytes]]
+) -> StreamingQuery:
+    def collect(df: DataFrame, batch_id: int) -> None:
+        batches.append(sorted(r.value for r in df.collect()))
+
+    return (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", "rc")
+        .option("startingOffsets", "earliest")
+        .option("isolation", "read_committed")
+        .option("maxRecordsPerTrigger", "2")
+        .load()
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+
+
+def test_read_committed_across_micro_batches_and_a_restart(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    a = [b"a%d" % i for i in range(5)]
+    r = [b"r%d" % i for i in range(3)]
+    c = [b"c%d" % i for i in range(3)]
+    batches: list[list[bytes]] = []
+    with Producer("rc", cluster.transport, producer_id="rc.0") as log:
+        for content in [
+            _txn(a[:3], 1),  # 0  T1 (clocks 1..5) in two RECORDs ...
+            _txn(a[3:], 4),  # 1
+            _ack(5),  # 2     ... committed
+            b"p0",  # 3       a plain RECORD: committed on its own
+            _txn(r, 6),  # 4  T2 ...
+            _ack(5),  # 5     ... rolled back (the last ACK again)
+            _txn([b"a2"], 3),  # 6  a re-sent message of T1: a duplicate (clock <= last ACK)
+            _txn(c[:2], 9),  # 7  T3 open: straddles the batches and the restart
+            _txn(c[2:], 11),  # 8
+        ]:
+            log.publish(content)
+        assert log.flush(30)
+        query = _committed_stream(spark, cluster, tmp_path / "ckpt", batches)
+        try:
+            wait_until(lambda: sum(map(len, batches)) >= 6, what="T1 and p0")
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        before = [v for b in batches for v in b]
+        assert sorted(before) == sorted([*a, b"p0"]), batches
+        # maxRecordsPerTrigger=2 splits the log into several batches, but never a
+        # transaction: T1's five messages arrive together
+        assert len([b for b in batches if b]) >= 2, batches
+        assert next(b for b in batches if b"a0" in b)[:5] == a
+        log.publish(_ack(11))  # 9: T3 commits while the query is stopped
+        assert log.flush(30)
+    query = _committed_stream(spark, cluster, tmp_path / "ckpt", batches)
+    try:
+        wait_until(lambda: sum(map(len, batches)) >= 9, what="T3 after the restart")
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    seen = [v for b in batches for v in b]
+    assert Counter(seen) == Counter([*a, b"p0", *c])  # each committed message once
+    # a batch read sees the same committed log
+    rows = read(spark, cluster, subscribe="rc", isolation="read_committed").collect()
+    assert Counter(r.value for r in rows) == Counter([*a, b"p0", *c])
+    everything = read(spark, cluster, subscribe="rc").collect()
+    assert {b"r0", b"r1", b"r2"} <= {r.value for r in everything}  # but the log holds T2

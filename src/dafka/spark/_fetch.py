@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 
 from dafka.client._ids import new_node_id
 from dafka.errors import DafkaError
-from dafka.node import ConsumerConfig, ConsumerMachine, Deliver
+from dafka.node import ConsumerConfig, ConsumerMachine, Deliver, FetchPolicy
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 
@@ -33,13 +33,20 @@ class DataLossError(DafkaError):
 MAX_QUEUED_RUNS = 256
 """Delivered runs waiting for the task: beyond it the runner stops reading its sockets."""
 
+FETCH_POLICY = FetchPolicy(retry_initial=0.05, retry_max=2.0)
+"""A task's first FETCH leaves before its subscriptions have reached the tower and is often
+lost (ZeroMQ's slow joiner): retrying after 50 ms (doubling) rather than the clients' 0.5 s
+takes ~0.5 s off every task."""
+
 
 class _RangeNode:
     """One consumer node reading one assigned range; deliveries queue up for the task."""
 
     def __init__(self, transport: TransportConfig, topic: str, partition: str) -> None:
         node_id = new_node_id()
-        self.machine = ConsumerMachine(node_id, ConsumerConfig(latest_settle=0.0))
+        self.machine = ConsumerMachine(
+            node_id, ConsumerConfig(latest_settle=0.0, fetch=FETCH_POLICY)
+        )
         self.runs: collections.deque[Deliver] = collections.deque()
         self.ready = threading.Condition()
         self.runner = NodeRunner(

@@ -66,11 +66,12 @@ def latest(start: Offsets, heads: Heads, max_records: int | None) -> Offsets:
         available[key] = max(head + 1 - first, 0)
     for key in begin:
         available.setdefault(key, 0)
-    take = available if max_records is None else _share(available, max_records)
+    take = available if max_records is None else share(available, max_records)
     return nest({key: begin.get(key, 0) + n for key, n in take.items()})
 
 
-def _share(backlog: Mapping[tuple[str, str], int], budget: int) -> dict[tuple[str, str], int]:
+def share(backlog: Mapping[tuple[str, str], int], budget: int) -> dict[tuple[str, str], int]:
+    """``budget`` shared fairly among the partitions with a backlog (water-filling)."""
     take = dict.fromkeys(backlog, 0)
     waiting = sorted((n, key) for key, n in backlog.items() if n > 0)
     while waiting and budget > 0:
@@ -119,4 +120,4 @@ def ranges(start: Offsets, end: Offsets, min_partitions: int | None) -> list[Ran
     return split
 
 
-__all__ = ["Heads", "Range", "cap", "flatten", "heads_offsets", "latest", "nest", "ranges"]
+__all__ = ["Heads", "Range", "cap", "flatten", "heads_offsets", "latest", "nest", "ranges", "share"]

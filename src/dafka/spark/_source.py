@@ -9,8 +9,10 @@ Everything a task needs travels in its :class:`RangePartition`.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
@@ -22,8 +24,8 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from dafka.client._heads import HeadWatcher
-from dafka.errors import ConfigError
 from dafka.spark import _plan
+from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end, read_committed_range
 from dafka.spark._fetch import read_range
 from dafka.spark._options import Offsets, SourceOptions, towers_transport
 from dafka.spark._rows import RowBuilder
@@ -52,6 +54,10 @@ class RangePartition(InputPartition):
     end: int
     timeout: float
     fail_on_data_loss: bool
+    committed: bool = False
+    """read_committed: ``start`` and ``end`` are clean cuts (``dafka.spark._committed``)."""
+    producers: tuple[tuple[str, int], ...] = ()
+    """read_committed: the producer states at ``start``."""
 
 
 _watchers: dict[tuple[object, ...], HeadWatcher] = {}
@@ -74,13 +80,51 @@ def _watcher(options: SourceOptions) -> HeadWatcher:
         return watcher
 
 
-def _check_isolation(options: SourceOptions) -> None:
-    if options.isolation == "read_committed":
-        raise ConfigError(
-            "option 'isolation': read_committed is not available yet in this build "
-            "(it needs the read-committed consumer of the exactly-once work); "
-            "use read_uncommitted"
+_trackers: dict[tuple[object, ...], CutTracker] = {}
+
+
+def _tracker(options: SourceOptions, start: CommittedOffsets) -> CutTracker:
+    """The driver process's read_committed planner (made once, from the first start)."""
+    key = (options.towers, options.topics, options.pattern)
+    with _watchers_lock:
+        tracker = _trackers.get(key)
+        if tracker is None:
+            tracker = _trackers[key] = _new_tracker(options, start)
+        return tracker
+
+
+def _new_tracker(options: SourceOptions, start: CommittedOffsets) -> CutTracker:
+    cap = options.max_records_per_trigger
+    every = None if cap is None else max(1, cap // 8)  # cuts fine enough for the cap
+    if options.pattern is None:
+        return CutTracker(options.towers, start, options.topics, every=every)
+    watcher = _watcher(options)
+
+    def topics() -> set[str]:
+        return {topic for topic, _ in watcher.heads()}
+
+    return CutTracker(options.towers, start, (), topic_source=topics, every=every)
+
+
+def _committed_partitions(
+    options: SourceOptions, start: CommittedOffsets, end: CommittedOffsets
+) -> list[RangePartition]:
+    """One range per partition (a range starts and ends at clean cuts: never split)."""
+    return [
+        RangePartition(
+            options.towers,
+            topic,
+            partition,
+            start.positions.get((topic, partition), 0),
+            stop,
+            options.fetch_timeout,
+            options.fail_on_data_loss,
+            committed=True,
+            producers=start.producers.get((topic, partition), ()),
         )
+        for (topic, partition), stop in sorted(end.positions.items())
+        if stop > start.positions.get((topic, partition), 0)
+    ]
 
 
 def _partitions(options: SourceOptions, start: Offsets, end: Offsets) -> list[RangePartition]:
@@ -101,6 +145,19 @@ def _partitions(options: SourceOptions, start: Offsets, end: Offsets) -> list[Ra
 def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
     """What an executor task does: fetch the range, yield Arrow batches of the schema."""
     builder = RowBuilder(partition.topic, partition.partition)
+    if partition.committed:
+        for records in read_committed_range(
+            towers_transport(partition.towers),
+            (partition.topic, partition.partition),
+            partition.start,
+            partition.end,
+            partition.producers,
+            timeout=partition.timeout,
+            fail_on_data_loss=partition.fail_on_data_loss,
+        ):
+            yield from builder.add_records(records)
+        yield from builder.finish()
+        return
     for first, contents in read_range(
         towers_transport(partition.towers),
         partition.topic,
@@ -118,37 +175,46 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch planning on the driver; ``read`` on the executors."""
 
     def __init__(self, options: SourceOptions) -> None:
-        _check_isolation(options)
         self.options = options
+        self.committed = options.isolation == "read_committed"
         self._target: dict[tuple[str, str], int] | None = None
 
-    def initialOffset(self) -> dict[str, dict[str, int]]:
+    def initialOffset(self) -> dict[str, Any]:
         starting = self.options.starting
         if starting == "earliest":
-            return {}  # every partition is new, hence read from 0
-        if starting == "latest":
-            heads = _first_heads(_watcher(self.options), self.options)
-            return _plan.heads_offsets(heads)
-        return _plan.nest(_plan.flatten(starting))
+            offsets: Offsets = {}  # every partition is new, hence read from 0
+        elif starting == "latest":
+            offsets = _plan.heads_offsets(_first_heads(_watcher(self.options), self.options))
+        else:
+            offsets = _plan.nest(_plan.flatten(starting))
+        return CommittedOffsets.plain(offsets).to_json() if self.committed else offsets
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_records_per_trigger
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
-    def latestOffset(self, start: dict[str, dict[str, int]], limit: ReadLimit) -> Offsets:
-        heads = _watcher(self.options).heads()
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         target = self._target
+        if self.committed:
+            begin = CommittedOffsets.from_json(start)
+            tracker = _tracker(self.options, begin)
+            tracker.forget_before(begin.positions)
+            ceiling = None if target is None else {k: h + 1 for k, h in target.items()}
+            return plan_end(begin, tracker.cuts(), ceiling, cap, _plan.share).to_json()
+        heads = _watcher(self.options).heads()
         if target is not None:  # availableNow: nothing past the heads known when it started
             heads = {k: min(h, target[k]) for k, h in heads.items() if k in target}
-        cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return _plan.latest(start, heads, cap)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = dict(_first_heads(_watcher(self.options), self.options))
 
-    def partitions(
-        self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
-    ) -> Sequence[RangePartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[RangePartition]:
+        if self.committed:
+            return _committed_partitions(
+                self.options, CommittedOffsets.from_json(start), CommittedOffsets.from_json(end)
+            )
         return _partitions(self.options, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -156,7 +222,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return iter(())  # Spark reads one empty partition when there are none
         return read_partition(partition)
 
-    def commit(self, end: dict[str, dict[str, int]]) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: the checkpoint, not this (lagging) call, is the truth."""
 
 
@@ -164,7 +230,6 @@ class DafkaBatchReader(DataSourceReader):
     """``spark.read``: from ``startingOffsets`` to ``endingOffsets`` (heads at planning)."""
 
     def __init__(self, options: SourceOptions) -> None:
-        _check_isolation(options)
         self.options = options
 
     def partitions(self) -> Sequence[RangePartition]:
@@ -182,7 +247,28 @@ class DafkaBatchReader(DataSourceReader):
                 end = _plan.latest(start, _first_heads(watcher, options), None)
         else:
             end = ending
+        if options.isolation == "read_committed":
+            return self._committed(CommittedOffsets.plain(start), _plan.flatten(end))
         return _partitions(options, start, end)
+
+    def _committed(
+        self, start: CommittedOffsets, end: dict[tuple[str, str], int]
+    ) -> list[RangePartition]:
+        """Read the partitions up to ``end`` on the driver (the decisions need the UUIDs),
+        then plan each up to its last clean cut below ``end``."""
+        options = self.options
+        tracker = CutTracker(options.towers, start, sorted({t for t, _ in end}))
+        try:
+            deadline = time.monotonic() + options.fetch_timeout
+            while time.monotonic() < deadline:
+                reached = tracker.reached()
+                if all(reached.get(k, 0) >= o for k, o in end.items()):
+                    break
+                time.sleep(0.02)
+            planned = plan_end(start, tracker.cuts(), end, None, _plan.share)
+        finally:
+            tracker.close()
+        return _committed_partitions(options, start, planned)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):

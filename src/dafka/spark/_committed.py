@@ -1,0 +1,439 @@
+"""``isolation=read_committed`` for the source: clean cuts on the driver, filters in the tasks.
+
+The rule (Gazette's, ``dafka.message.Sequencer``, run by ``dafka.client``'s read-committed
+consumer): a CONTINUE message is delivered when its producer's ACK with a larger clock is
+read, rolled back by an ACK that repeats the last one, dropped when its clock is at or below
+the last ACK. Whether a message is delivered therefore depends on what comes *after* it
+(its ACK) and on the producers' state *before* it (their last ACK clocks).
+
+A micro-batch reads ``[start, end)`` of each partition in an executor that knows nothing of
+the previous batch. So the driver ends every batch at a **clean cut**: a RECORD boundary
+where no span of any producer of the partition is open - everything before it is decided,
+by messages before it (a clean cut is a last stable position, ``last_stable_position()``,
+at which nothing is pending). A span therefore never straddles two batches: a transaction
+whose ACK has not been read yet keeps the batch end before its first message, and the next
+batch that ends after its ACK carries it whole. The state of the producers at a cut (their
+last ACK clocks: a retried CONTINUE must still be recognised as a duplicate) travels in
+Spark's offsets, so that the task that reads ``[start, end)`` starts its filter exactly as
+a reader of the whole partition would be at ``start``:
+
+    {"offsets": {topic: {partition: cut}},
+     "producers": {topic: {partition: [[producer_hex, last_ack], ...]}}}
+
+**Driver** (:class:`CutTracker`): a read-committed reader of the subscribed topics, in its
+own thread, from the query's start (with the producer states of the start offsets). After
+each poll it feeds each partition's records in steps that end where a RECORD ends with a
+message that can close spans (an ACK, a message without a UUID, an OUTSIDE message) - the
+last such RECORD of the poll, or about every ``maxRecordsPerTrigger / 8`` RECORDs when a
+cap is set - and at the end of the poll, and records a :class:`Cut` whenever nothing is
+pending after a step. ``latestOffset`` only reads the recorded cuts (a copy under a lock).
+
+**Executors** (:func:`read_committed_range`): the read-committed consumer's filter
+(``CommittedFilter``), restored at ``start`` with the producer states of the start offsets,
+over the RECORDs of ``[start, end)`` fetched as read_uncommitted fetches them; it yields
+what the filter delivers. Because ``end`` is a clean cut, every
+message of the range is decided by messages of the range, and the task emits exactly the
+committed ones: the union over the batches is the committed log, each message once.
+
+Costs: the driver reads every RECORD once more (the decision needs the UUIDs), in a thread
+of its own; ``maxRecordsPerTrigger`` is honoured at cuts (a transaction larger than the cap
+makes a batch larger than the cap rather than splitting it); ``minPartitions`` does not
+split a partition's range (a piece would start at no cut).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+from dafka.client._batch import decode_batch, is_batch
+from dafka.client._consumer import Consumer
+from dafka.client._errors import CorruptBatchError
+from dafka.client._read_committed import CommittedFilter, ReadCommittedConsumer
+from dafka.client._records import Record
+from dafka.errors import ConfigError, DafkaError
+from dafka.spark._fetch import read_range
+from dafka.spark._options import Offsets
+from dafka.transport.config import TransportConfig
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+ProducerStates = tuple[tuple[str, int], ...]
+"""``((producer_hex, last_ack), ...)`` of one partition at a cut."""
+
+_INDEX_BITS = 32
+_MAX_CUTS = 4096
+"""Cuts remembered per partition (the oldest are forgotten: only the cap's precision
+suffers, every remembered cut stays exact)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A clean cut of one partition: RECORDs below ``position`` are decided, none is open."""
+
+    position: int
+    producers: ProducerStates
+
+
+# -- Spark offsets in read_committed mode -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffsets:
+    """Per partition: the cut a batch starts or ends at, and the producer states there."""
+
+    positions: dict[Key, int]
+    producers: dict[Key, ProducerStates]
+
+    def to_json(self) -> dict[str, Any]:
+        offsets: Offsets = {}
+        for (topic, partition), position in sorted(self.positions.items()):
+            offsets.setdefault(topic, {})[partition] = position
+        producers: dict[str, dict[str, list[list[Any]]]] = {}
+        for (topic, partition), states in sorted(self.producers.items()):
+            if states:
+                producers.setdefault(topic, {})[partition] = [[h, a] for h, a in states]
+        return {"offsets": offsets, "producers": producers}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> CommittedOffsets:
+        try:
+            positions = {
+                (str(t), str(p)): int(o)
+                for t, parts in doc["offsets"].items()
+                for p, o in parts.items()
+            }
+            producers = {
+                (str(t), str(p)): tuple((str(h), int(a)) for h, a in states)
+                for t, parts in doc["producers"].items()
+                for p, states in parts.items()
+            }
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(
+                f"not a read_committed offset of the dafka source ({exc}): a checkpoint "
+                "written with isolation=read_uncommitted cannot resume as read_committed"
+            ) from None
+        return cls(positions, producers)
+
+    @classmethod
+    def plain(cls, offsets: Offsets) -> CommittedOffsets:
+        """Positions without producer states (the start of a partition, or a user's JSON)."""
+        return cls({(t, p): o for t, parts in offsets.items() for p, o in parts.items()}, {})
+
+
+def filter_checkpoint(key: Key, position: int, producers: ProducerStates) -> dict[str, Any]:
+    """The read-committed consumer's checkpoint of one partition at a clean cut."""
+    topic, partition = key
+    return {
+        "version": 1,
+        "offsets": [[topic, partition, position << _INDEX_BITS]],
+        "producers": [[topic, partition, h, a, -1] for h, a in producers],
+    }
+
+
+# -- the driver's tracker -----------------------------------------------------------------------
+
+
+class _CutReader(ReadCommittedConsumer):
+    """A read-committed consumer that reports clean cuts instead of committed records."""
+
+    def read_cuts(
+        self, timeout: float, every: int | None
+    ) -> tuple[dict[Key, list[Cut]], dict[Key, int]]:
+        """Poll once; the clean cuts found in every partition polled, and how far each got
+        (RECORD offsets: the next one to read). ``every``: look for cuts about every so many
+        RECORDs (``maxRecordsPerTrigger`` needs them); None: only at the end of the poll."""
+        records = Consumer.poll(self, timeout, max_records=1 << 30)
+        if not records:
+            return {}, {}
+        by_key: dict[Key, list[Record]] = collections.defaultdict(list)
+        for record in records:
+            by_key[(record[0], record[1])].append(record)
+        cuts: dict[Key, list[Cut]] = {}
+        reached: dict[Key, int] = {}
+        feed = self._filter.feed
+        for key, recs in by_key.items():
+            reached[key] = recs[-1][2] + 1
+            at = 0
+            for stop in [*_closing_ends(recs, every), len(recs)]:
+                if stop <= at:
+                    continue
+                feed(recs[at:stop])
+                at = stop
+                position = recs[stop - 1][2] + 1
+                if self.last_stable_position(*key) == position:
+                    cuts.setdefault(key, []).append(Cut(position, self._states(key)))
+        return cuts, reached
+
+    def _states(self, key: Key) -> ProducerStates:
+        return tuple(
+            (producer, last_ack)
+            for topic, partition, producer, last_ack, _begin in self.checkpoint()["producers"]
+            if (topic, partition) == key
+        )
+
+
+def _closes(record: Record) -> bool:
+    """Whether a message may close spans: an ACK, an OUTSIDE message or one without UUID."""
+    raw = record[8]
+    if raw is None:
+        return True
+    flags = (raw[8] << 8 | raw[9]) & 0x3FF  # the UUID's 10 flag bits (bytes 8-9)
+    return flags != 0x001  # not CONTINUE_TXN
+
+
+def _closing_ends(recs: Sequence[Record], every: int | None) -> list[int]:
+    """Candidate cut points of one partition's records (in order): indexes just after a
+    RECORD whose last message may close spans, about ``every`` RECORDs apart (None: only
+    the last one)."""
+    if every is None:
+        last = _last_closing_record_end(recs)
+        return [last] if last else []
+    out: list[int] = []
+    n = len(recs)
+    kept = -every
+    for i in range(n):
+        offset = recs[i][2]
+        if (i + 1 == n or recs[i + 1][2] != offset) and _closes(recs[i]) and offset - kept >= every:
+            out.append(i + 1)
+            kept = offset
+    return out
+
+
+def _last_closing_record_end(recs: Sequence[Record]) -> int:
+    """Index after the last RECORD of ``recs`` (one partition, in order) whose last message
+    may close spans; 0 if none."""
+    i = len(recs) - 1
+    while i >= 0:
+        if _closes(recs[i]):
+            return i + 1
+        offset = recs[i][2]
+        while i >= 0 and recs[i][2] == offset:  # skip the rest of this RECORD
+            i -= 1
+    return 0
+
+
+class CutTracker:
+    """The driver's clean cuts of the subscribed partitions, kept up to date in a thread."""
+
+    def __init__(
+        self,
+        towers: str,
+        start: CommittedOffsets,
+        topics: Sequence[str],
+        topic_source: Any = None,
+        every: int | None = None,
+    ) -> None:
+        self._every = every
+        self._lock = threading.Lock()
+        self._cuts: dict[Key, collections.deque[Cut]] = {}
+        self._reached: dict[Key, int] = dict(start.positions)
+        self._error: BaseException | None = None
+        self._closed = threading.Event()
+        self._topic_source = topic_source
+        checkpoint = {
+            "version": 1,
+            "offsets": [[t, p, o << _INDEX_BITS] for (t, p), o in sorted(start.positions.items())],
+            "producers": [
+                [t, p, h, a, -1] for (t, p), states in start.producers.items() for h, a in states
+            ],
+        }
+        self._reader = _CutReader(
+            list(topics),
+            checkpoint=checkpoint,
+            towers=towers,
+            offset_reset="earliest",
+            heads_refresh=1.0,
+        )
+        self._subscribed = set(topics)
+        self._thread = threading.Thread(target=self._run, name="dafka-spark-cuts", daemon=True)
+        self._thread.start()
+
+    def cuts(self) -> dict[Key, list[Cut]]:
+        """Every remembered cut of every partition, oldest first (raises if the reader died)."""
+        with self._lock:
+            if self._error is not None:
+                raise DafkaError(f"read_committed planner failed: {self._error}")
+            return {k: list(d) for k, d in self._cuts.items()}
+
+    def reached(self) -> dict[Key, int]:
+        """How far each partition has been read (RECORD offsets)."""
+        with self._lock:
+            return dict(self._reached)
+
+    def forget_before(self, positions: Mapping[Key, int]) -> None:
+        """Drop the cuts at or below the given positions (Spark's start: already planned)."""
+        with self._lock:
+            for key, position in positions.items():
+                found = self._cuts.get(key)
+                while found and found[0].position <= position:
+                    found.popleft()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join(5)
+        self._reader.close()
+
+    def _run(self) -> None:
+        reader = self._reader
+        try:
+            while not self._closed.is_set():
+                self._subscribe_new()
+                cuts, reached = reader.read_cuts(0.1, self._every)
+                if not cuts and not reached:
+                    continue
+                with self._lock:
+                    self._reached.update(reached)
+                    for key, found_now in cuts.items():
+                        found = self._cuts.get(key)
+                        if found is None:
+                            found = self._cuts[key] = collections.deque(maxlen=_MAX_CUTS)
+                        for cut in found_now:
+                            if not found or found[-1].position < cut.position:
+                                found.append(cut)
+        except BaseException as exc:  # surfaced by cuts(): the query fails loudly
+            if not self._closed.is_set():
+                log.exception("read_committed planner failed")
+                with self._lock:
+                    self._error = exc
+
+    def _subscribe_new(self) -> None:
+        if self._topic_source is None:
+            return
+        for topic in self._topic_source():
+            if topic not in self._subscribed:
+                self._subscribed.add(topic)
+                self._reader.subscribe(topic)
+
+
+def plan_end(
+    start: CommittedOffsets,
+    cuts: Mapping[Key, Sequence[Cut]],
+    ceiling: Mapping[Key, int] | None,
+    max_records: int | None,
+    share: Any,
+) -> CommittedOffsets:
+    """The end of the next batch: per partition the latest cut (below ``ceiling``, within
+    the fair share of ``max_records`` when given; a partition whose share ends before its
+    first cut gets that first cut: a span is never split)."""
+    usable: dict[Key, list[Cut]] = {}
+    for key, found in cuts.items():
+        begin = start.positions.get(key, 0)
+        top = None if ceiling is None else ceiling.get(key)
+        if ceiling is not None and top is None:
+            continue
+        kept = [c for c in found if c.position > begin and (top is None or c.position <= top)]
+        if kept:
+            usable[key] = kept
+    positions = dict(start.positions)
+    producers = dict(start.producers)
+    grants: Mapping[Key, int] | None = None
+    if max_records is not None:
+        backlog = {k: c[-1].position - start.positions.get(k, 0) for k, c in usable.items()}
+        grants = share(backlog, max_records)
+    for key, kept in usable.items():
+        chosen = kept[-1]
+        if grants is not None:
+            limit = start.positions.get(key, 0) + grants.get(key, 0)
+            if grants.get(key, 0) <= 0:
+                continue
+            within = [c for c in kept if c.position <= limit]
+            chosen = within[-1] if within else kept[0]
+        positions[key] = chosen.position
+        producers[key] = chosen.producers
+    return CommittedOffsets(positions, producers)
+
+
+# -- the executors' read --------------------------------------------------------------------------
+
+
+def records_of(topic: str, partition: str, first: int, contents: Sequence[bytes]) -> list[Record]:
+    """The messages of consecutive RECORDs as :class:`Record` s (corrupt batches skipped,
+    as the consumer does: a read-committed reader of them would skip them too)."""
+    out: list[Record] = []
+    for sequence, content in enumerate(contents, first):
+        if not is_batch(content):
+            out.append(Record(topic, partition, sequence, 0, None, content, (), None, None))
+            continue
+        try:
+            cols = decode_batch(content)
+        except CorruptBatchError:
+            log.error(
+                "read_committed: skipped a corrupt batch at %s/%s@%d", topic, partition, sequence
+            )
+            continue
+        out += map(
+            Record._make,
+            zip(
+                repeat(topic),
+                repeat(partition),
+                repeat(sequence),
+                range(len(cols.values)),
+                cols.keys,
+                cols.values,
+                cols.headers,
+                cols.timestamps,
+                cols.uuids,
+                strict=False,
+            ),
+        )
+    return out
+
+
+def read_committed_range(
+    transport: TransportConfig,
+    key: Key,
+    start: int,
+    end: int,
+    producers: ProducerStates,
+    *,
+    timeout: float,
+    fail_on_data_loss: bool,
+) -> Iterator[list[Record]]:
+    """The committed messages of RECORDs ``[start, end)`` (a range between clean cuts).
+
+    The filter is the read-committed consumer's (:class:`CommittedFilter`), restored at
+    ``start`` from the producer states the driver planned; RECORDs come from the same
+    bounded FETCH reads as read_uncommitted (:func:`read_range`), and so do the replays of
+    spans longer than the filter's ring.
+    """
+    topic, partition = key
+
+    def replay(t: str, p: str, first: int, last: int) -> list[Record]:
+        out: list[Record] = []
+        for at, contents in read_range(
+            transport, t, p, first, last + 1, timeout=timeout, fail_on_data_loss=True
+        ):
+            out += records_of(t, p, at, contents)
+        return out
+
+    committed = CommittedFilter(filter_checkpoint(key, start, producers), replay=replay)
+    for first, contents in read_range(
+        transport,
+        topic,
+        partition,
+        start,
+        end,
+        timeout=timeout,
+        fail_on_data_loss=fail_on_data_loss,
+    ):
+        out = committed.feed(records_of(topic, partition, first, contents))
+        if out:
+            yield out
+
+
+__all__ = [
+    "CommittedOffsets",
+    "Cut",
+    "CutTracker",
+    "filter_checkpoint",
+    "plan_end",
+    "read_committed_range",
+    "records_of",
+]
