@@ -5,7 +5,11 @@
 1. raw producer: the topic-level ``Producer`` (batching) sends N messages of SIZE bytes;
 2. raw consumer: a ``Consumer`` reads them back from the earliest offset;
 3. source: ``spark.read.format("dafka")`` of the same topic into the ``noop`` sink;
-4. sink: ``df.write.format("dafka")`` of N rows of SIZE bytes (exactly-once transactions).
+4. sink: ``df.write.format("dafka")`` of N rows of SIZE bytes (exactly-once transactions);
+5. source with ``isolation=read_committed`` of the sink's output (transactions), next to
+   the raw read-committed ``Consumer`` of the same topic.
+
+The load average (``os.getloadavg()``) is printed before and after: the machine is shared.
 
 Spark runs ``local[2]``; its figures include the job's fixed costs (planning, Python worker
 start for the first job: the source and the sink each run once to warm up, then timed).
@@ -40,8 +44,10 @@ def raw_producer(towers: str, topic: str, n: int, size: int) -> float:
     return n / took
 
 
-def raw_consumer(towers: str, topic: str, n: int) -> float:
-    with Consumer([topic], towers=towers, offset_reset="earliest") as consumer:
+def raw_consumer(towers: str, topic: str, n: int, isolation: str = "read_uncommitted") -> float:
+    with Consumer(
+        [topic], towers=towers, offset_reset="earliest", isolation_level=isolation
+    ) as consumer:
         got = 0
         start = time.perf_counter()
         deadline = start + 120
@@ -52,9 +58,16 @@ def raw_consumer(towers: str, topic: str, n: int) -> float:
     return n / took
 
 
-def spark_source(spark: SparkSession, towers: str, topic: str, n: int) -> float:
+def spark_source(
+    spark: SparkSession, towers: str, topic: str, n: int, isolation: str = "read_uncommitted"
+) -> float:
     def run() -> float:
-        df = spark.read.format("dafka").option("towers", towers).option("subscribe", topic)
+        df = (
+            spark.read.format("dafka")
+            .option("towers", towers)
+            .option("subscribe", topic)
+            .option("isolation", isolation)
+        )
         start = time.perf_counter()
         df.load().write.format("noop").mode("overwrite").save()
         return time.perf_counter() - start
@@ -86,6 +99,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=100)
     args = parser.parse_args()
+    load_before = os.getloadavg()
     port = free_port_pair()
     towers = f"127.0.0.1:{port}"
     with (
@@ -104,14 +118,25 @@ def main() -> None:
         spark.sparkContext.setLogLevel("ERROR")
         try:
             source = spark_source(spark, towers, "bench-in", args.messages)
+            consumed_again = raw_consumer(towers, "bench-in", args.messages)
             sink = spark_sink(spark, towers, "bench-out", args.messages, args.size)
+            committed_raw = raw_consumer(towers, "bench-out", args.messages, "read_committed")
+            committed = spark_source(spark, towers, "bench-out", args.messages, "read_committed")
         finally:
             spark.stop()
+    consumer = (consumed + consumed_again) / 2
     print(f"{args.messages} messages of {args.size} bytes, 1 store, Spark local[2]")
+    print(f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
     print(f"raw producer          {produced:>12,.0f} msg/s")
-    print(f"raw consumer          {consumed:>12,.0f} msg/s")
-    print(f"source -> noop        {source:>12,.0f} rows/s  ({source / consumed:.0%} of consumer)")
+    print(f"raw consumer          {consumer:>12,.0f} msg/s  ({consumed:,.0f} before, ", end="")
+    print(f"{consumed_again:,.0f} after the source)")
+    print(f"source -> noop        {source:>12,.0f} rows/s  ({source / consumer:.0%} of consumer)")
     print(f"sink (exactly-once)   {sink:>12,.0f} rows/s  ({sink / produced:.0%} of producer)")
+    print(f"raw read_committed    {committed_raw:>12,.0f} msg/s  (the sink's output)")
+    print(
+        f"source read_committed {committed:>12,.0f} rows/s  "
+        f"({committed / committed_raw:.0%} of the read-committed consumer)"
+    )
 
 
 if __name__ == "__main__":

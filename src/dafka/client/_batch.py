@@ -164,8 +164,10 @@ def encode_batch(
     return MAGIC + struct.pack("<I", crc32c(body)) + body
 
 
-def decode_batch(content: bytes) -> BatchColumns:
-    """Unpack a batch; raises :class:`CorruptBatchError` when any check fails."""
+def check_header(content: bytes) -> tuple[int, int, int]:
+    """``(count, flags, base_timestamp)`` of a batch whose header passes every check (magic,
+    CRC-32C of the whole content, known flags, reserved zero, a count that fits); raises
+    :class:`CorruptBatchError` otherwise. Decoders of the columns start from here."""
     size = len(content)
     if size < HEADER_SIZE:
         raise CorruptBatchError(f"batch of {size} bytes is shorter than its header")
@@ -179,6 +181,13 @@ def decode_batch(content: bytes) -> BatchColumns:
     # every message takes at least its 4-byte value length: bounds count before allocating
     if count == 0 or count * OVERHEAD_PER_MESSAGE > size - HEADER_SIZE:
         raise CorruptBatchError(f"batch count {count} does not fit in {size} bytes")
+    return count, flags, base
+
+
+def decode_batch(content: bytes) -> BatchColumns:
+    """Unpack a batch; raises :class:`CorruptBatchError` when any check fails."""
+    size = len(content)
+    count, flags, base = check_header(content)
     try:
         return _decode_columns(content, count, flags, base, size)
     except struct.error as exc:
@@ -275,6 +284,7 @@ __all__ = [
     "MAGIC",
     "BatchColumns",
     "CorruptBatchError",
+    "check_header",
     "decode_batch",
     "encode_batch",
     "is_batch",

@@ -18,26 +18,33 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from crc32c import crc32c
 
 from dafka.client._batch import (
-    _HEADER,
     FLAG_HEADERS,
     FLAG_KEYS,
     FLAG_TIMESTAMPS,
     FLAG_UUIDS,
     FLAG_WIDE_TS,
     HEADER_SIZE,
-    MAGIC,
     NO_UUID,
-    OVERHEAD_PER_MESSAGE,
     UUID_SIZE,
+    check_header,
 )
 from dafka.client._errors import CorruptBatchError
 
-_KNOWN_FLAGS = FLAG_KEYS | FLAG_HEADERS | FLAG_TIMESTAMPS | FLAG_WIDE_TS | FLAG_UUIDS
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 _NO_UUID = pa.scalar(NO_UUID, pa.binary(UUID_SIZE))
+_NULL_UUID = pa.scalar(None, pa.binary(UUID_SIZE))
+_ZERO_I32 = pa.scalar(0, pa.int32())
+_THOUSAND = pa.scalar(1000, pa.int64())
+_ZERO_OFFSET = pa.array([0], pa.int64())
+# Compute functions get Arrow scalars, never Python ints: converting a Python scalar makes
+# pyarrow try to import optional modules (dateutil, ...) on every call, which costs more
+# than the computation when they are not installed.
+
+
+def _i64(value: int) -> pa.Scalar:
+    return pa.scalar(value, pa.int64())
 
 
 def _column(buf: pa.Buffer, type_: pa.DataType, count: int, pos: int, width: int) -> pa.Array:
@@ -52,8 +59,8 @@ def _offsets(lengths: pa.Array, start: int) -> tuple[pa.Buffer, int]:
     end = start + (sums[-1].as_py() if len(sums) else 0)
     if end >= 1 << 31:
         raise CorruptBatchError("batch larger than 2 GiB")
-    offsets = pa.concat_arrays([pa.array([0], pa.int64()), sums])
-    offsets = pc.add(offsets, start).cast(pa.int32())
+    offsets = pa.concat_arrays([_ZERO_OFFSET, sums])
+    offsets = pc.add(offsets, _i64(start)).cast(pa.int32())
     return offsets.buffers()[1], end
 
 
@@ -61,17 +68,7 @@ def batch_arrays(content: bytes) -> tuple[int, list[pa.Array]] | None:
     """``(count, [key, value, timestamp, uuid])`` of a batched RECORD, or None when it has
     headers. Raises :class:`CorruptBatchError` when a check fails."""
     size = len(content)
-    if size < HEADER_SIZE:
-        raise CorruptBatchError(f"batch of {size} bytes is shorter than its header")
-    magic, crc, count, flags, reserved, base = _HEADER.unpack_from(content)
-    if magic != MAGIC:
-        raise CorruptBatchError("not a batch (wrong magic or version)")
-    if crc32c(memoryview(content)[12:]) != crc:
-        raise CorruptBatchError("batch CRC-32C mismatch")
-    if flags & ~_KNOWN_FLAGS or reserved:
-        raise CorruptBatchError(f"batch with unknown flags {flags:#x} or reserved {reserved}")
-    if count == 0 or count * OVERHEAD_PER_MESSAGE > size - HEADER_SIZE:
-        raise CorruptBatchError(f"batch count {count} does not fit in {size} bytes")
+    count, flags, base = check_header(content)
     if flags & FLAG_HEADERS:
         return None
     buf = pa.py_buffer(content)
@@ -93,7 +90,7 @@ def batch_arrays(content: bytes) -> tuple[int, list[pa.Array]] | None:
         wide = bool(flags & FLAG_WIDE_TS)
         deltas = _column(buf, pa.int64() if wide else pa.int32(), count, pos, 8 if wide else 4)
         pos += (8 if wide else 4) * count
-        micros = pc.multiply(pc.add(deltas.cast(pa.int64()), base), 1000)
+        micros = pc.multiply(pc.add(deltas.cast(pa.int64()), _i64(base)), _THOUSAND)
         timestamps = micros.cast(TIMESTAMP)
     elif flags & FLAG_WIDE_TS or base:
         raise CorruptBatchError("batch timestamp fields without FLAG_TIMESTAMPS")
@@ -102,14 +99,14 @@ def batch_arrays(content: bytes) -> tuple[int, list[pa.Array]] | None:
     if flags & FLAG_UUIDS:
         fixed = _column(buf, pa.binary(UUID_SIZE), count, pos, UUID_SIZE)
         pos += UUID_SIZE * count
-        uuids = pc.if_else(pc.equal(fixed, _NO_UUID), None, fixed).cast(pa.binary())
+        uuids = pc.if_else(pc.equal(fixed, _NO_UUID), _NULL_UUID, fixed).cast(pa.binary())
     else:
         uuids = pa.nulls(count, pa.binary())
     if key_lengths is not None:
         if pc.min(key_lengths).as_py() < -1:
             raise CorruptBatchError("batch key length below -1")
-        present = pc.greater_equal(key_lengths, 0)
-        key_offsets, pos = _offsets(pc.max_element_wise(key_lengths, 0), pos)
+        present = pc.greater_equal(key_lengths, _ZERO_I32)
+        key_offsets, pos = _offsets(pc.max_element_wise(key_lengths, _ZERO_I32), pos)
         keys = pa.Array.from_buffers(
             pa.binary(), count, [present.buffers()[1], key_offsets, buf], offset=0
         )

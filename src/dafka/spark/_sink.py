@@ -37,8 +37,9 @@ from pyspark.sql.types import (
 
 from dafka.client import Producer, encode_batch
 from dafka.client._heads import HeadWatcher
+from dafka.client._txn_log import ack_uuid
 from dafka.errors import ConfigError
-from dafka.message import Flags
+from dafka.message import Flags, ProducerID
 from dafka.spark._fetch import read_range
 from dafka.spark._options import SinkOptions, towers_transport
 from dafka.spark._txn import (
@@ -54,7 +55,7 @@ from dafka.spark._txn import (
     encode_control,
     producer_id,
     task_partition,
-    uuid_bytes,
+    uuid_run,
 )
 
 FAIL_ENV = "DAFKA_SPARK_SINK_FAIL"
@@ -133,9 +134,7 @@ def fan_out(options: SinkOptions, touched: Sequence[Touched]) -> None:
     """Append each ACK to its partition (in parallel: one writer per partition)."""
 
     def ack(t: Touched) -> None:
-        content = encode_batch(
-            [b""], uuids=[uuid_bytes(bytes.fromhex(t.producer), t.clock, Flags.ACK_TXN)]
-        )
+        content = encode_batch([b""], uuids=[ack_uuid(ProducerID.fromhex(t.producer), t.clock)])
         _append(options, t.topic, t.partition.rsplit(".", 1)[0], content)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
@@ -192,37 +191,51 @@ class _TopicWriter:
 
     def begin(self, batch: int) -> None:
         last = self.state.last_acks.get((self.topic, self.partition), batch_base(batch))
-        rollback = uuid_bytes(self.pid, last, Flags.ACK_TXN)
+        rollback = ack_uuid(self.pid, last)
         self.producer.send(encode_batch([b""], uuids=[rollback]))
 
-    def add(
+    def add_many(
         self,
         batch: int,
         attempt: int,
-        value: bytes,
-        key: bytes | None,
-        headers: list[tuple[str, bytes]] | None,
+        values: list[bytes],
+        keys: list[bytes | None] | None,
+        headers: list[list[tuple[str, bytes]] | None] | None,
     ) -> None:
-        self.values.append(value)
-        self.keys.append(key)
-        self.headers.append(headers)
-        self.uuids.append(
-            uuid_bytes(self.pid, continue_clock(batch, attempt, self.rows), Flags.CONTINUE_TXN)
-        )
-        self.rows += 1
-        self.size += len(value) + (len(key) if key else 0) + 40
-        if len(self.values) >= ROWS_PER_RECORD or self.size >= BYTES_PER_RECORD:
-            self.send()
+        """Rows in bulk: values, and keys / headers (None: no row has any)."""
+        n = len(values)
+        if n == 0:
+            return
+        first = continue_clock(batch, attempt, self.rows)
+        continue_clock(batch, attempt, self.rows + n - 1)  # the attempt's row bound
+        self.values += values
+        self.keys += keys if keys is not None else [None] * n
+        self.headers += headers if headers is not None else [None] * n
+        self.uuids += uuid_run(self.pid, first, n, Flags.CONTINUE_TXN)
+        self.rows += n
+        self.size += sum(map(len, values)) + 40 * n
+        if keys is not None:
+            self.size += sum(len(k) for k in keys if k)
+        while len(self.values) >= ROWS_PER_RECORD or self.size >= BYTES_PER_RECORD:
+            self.send(ROWS_PER_RECORD)
 
-    def send(self) -> None:
+    def send(self, most: int | None = None) -> None:
+        """One RECORD of the pending rows (at most ``most`` of them)."""
         if not self.values:
             return
+        n = len(self.values) if most is None else min(most, len(self.values))
+        values, keys, headers = self.values[:n], self.keys[:n], self.headers[:n]
         now = int(time.time() * 1000)
-        keys = self.keys if any(k is not None for k in self.keys) else None
-        headers = self.headers if any(self.headers) else None
-        content = encode_batch(self.values, keys, headers, [now] * len(self.values), self.uuids)
+        content = encode_batch(
+            values,
+            keys if any(k is not None for k in keys) else None,
+            headers if any(headers) else None,
+            [now] * n,
+            self.uuids[:n],
+        )
         self.producer.send(content)
-        self.values, self.keys, self.headers, self.uuids, self.size = [], [], [], [], 0
+        del self.values[:n], self.keys[:n], self.headers[:n], self.uuids[:n]
+        self.size = sum(map(len, self.values)) + 40 * len(self.values) if self.values else 0
 
     def finish(self, batch: int) -> Touched:
         self.send()
@@ -236,12 +249,64 @@ class _TopicWriter:
         self.producer.close(timeout=0)
 
 
-def _as_bytes(value: object) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    raise SinkError(f"sink values must be binary or string, got {type(value).__name__}")
+def _binary(column: pa.Array) -> list[bytes | None]:
+    """A binary or string column as bytes (strings cast by Arrow, not row by row)."""
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary())
+    elif not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        raise SinkError(f"sink values must be binary or string, got {column.type}")
+    return column.to_pylist()  # type: ignore[no-any-return]
+
+
+Rows = tuple[
+    str, list[bytes], list[bytes | None] | None, list[list[tuple[str, bytes]] | None] | None
+]
+"""(topic, values, keys or None, headers or None) of some rows."""
+
+
+def _rows_by_topic(record_batch: pa.RecordBatch, default_topic: str | None) -> list[Rows]:
+    """The rows of an Arrow batch, column by column, grouped by output topic."""
+    columns = {
+        name.lower(): record_batch.column(i) for i, name in enumerate(record_batch.schema.names)
+    }
+    n = record_batch.num_rows
+    value = columns["value"]
+    if value.null_count:
+        raise SinkError("a row has a null 'value'")
+    values: list[bytes] = _binary(value)  # type: ignore[assignment]
+    key = columns.get("key")
+    keys = _binary(key) if key is not None and key.null_count < n else None
+    header = columns.get("headers")
+    headers = None
+    if header is not None and header.null_count < n:
+        headers = [
+            [(h["key"], h["value"] or b"") for h in row] if row else None
+            for row in header.to_pylist()
+        ]
+    topic = columns.get("topic")
+    if topic is None or topic.null_count == n:
+        if default_topic is None:
+            raise SinkError("a row has no topic (null 'topic' and no 'topic' option)")
+        return [(default_topic, values, keys, headers)]
+    topics = topic.to_pylist()
+    if default_topic is not None:
+        topics = [t or default_topic for t in topics]
+    elif None in topics:
+        raise SinkError("a row has no topic (null 'topic' and no 'topic' option)")
+    if len(set(topics)) == 1:
+        return [(topics[0], values, keys, headers)]
+    rows: dict[str, list[int]] = {}
+    for i, t in enumerate(topics):
+        rows.setdefault(t, []).append(i)
+    return [
+        (
+            t,
+            [values[i] for i in at],
+            None if keys is None else [keys[i] for i in at],
+            None if headers is None else [headers[i] for i in at],
+        )
+        for t, at in rows.items()
+    ]
 
 
 def write_task(
@@ -259,31 +324,12 @@ def write_task(
     fail_at = _injected_failure(batch, task, attempt)
     try:
         for record_batch in data:
-            columns = {
-                name.lower(): record_batch.column(i).to_pylist()
-                for i, name in enumerate(record_batch.schema.names)
-            }
-            values = columns["value"]
-            keys = columns.get("key") or [None] * len(values)
-            headers = columns.get("headers") or [None] * len(values)
-            topics = columns.get("topic") or [options.topic] * len(values)
-            for value, key, header, row_topic in zip(values, keys, headers, topics, strict=True):
-                topic = row_topic or options.topic
-                if topic is None:
-                    raise SinkError("a row has no topic (null 'topic' and no 'topic' option)")
-                if value is None:
-                    raise SinkError("a row has a null 'value'")
+            for topic, values, keys, headers in _rows_by_topic(record_batch, options.topic):
                 writer = writers.get(topic)
                 if writer is None:
                     writer = writers[topic] = _TopicWriter(options, sink, topic, task, state)
                     writer.begin(batch)
-                writer.add(
-                    batch,
-                    attempt,
-                    _as_bytes(value) or b"",
-                    _as_bytes(key),
-                    [(h["key"], _as_bytes(h["value"]) or b"") for h in header] if header else None,
-                )
+                writer.add_many(batch, attempt, values, keys, headers)
             for writer in writers.values():
                 writer.send()  # one RECORD per Arrow batch at most: rows leave as they come
             if fail_at is not None and sum(w.rows for w in writers.values()) >= fail_at:

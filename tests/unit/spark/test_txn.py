@@ -52,3 +52,14 @@ def test_control_records_round_trip_and_fail_loudly() -> None:
         decode_control(b"{nope")
     with pytest.raises(SinkError, match="version"):
         decode_control(b'{"v": 2}')
+
+
+def test_uuid_run_equals_uuid_bytes_clock_by_clock() -> None:
+    from dafka.message import Flags
+    from dafka.spark._txn import continue_clock, uuid_bytes, uuid_run
+
+    pid = bytes.fromhex("0123456789ab")
+    for first in (1, 15, 16, continue_clock(3, 2, 0), (1 << 64) - 40):
+        run = uuid_run(pid, first, 33, Flags.CONTINUE_TXN)
+        assert run == [uuid_bytes(pid, first + i, Flags.CONTINUE_TXN) for i in range(33)]
+    assert uuid_run(pid, 5, 0, Flags.CONTINUE_TXN) == []
