@@ -11,14 +11,17 @@
 
 The load average (``os.getloadavg()``) is printed before and after: the machine is shared.
 
-Spark runs ``local[2]``; its figures include the job's fixed costs (planning, Python worker
-start for the first job: the source and the sink each run once to warm up, then timed).
+Spark runs ``local[2]``; its figures include the job's fixed costs (planning: ~0.3 s of it
+waits for the stores' answers; the first job's Python worker start is left out by a warm-up
+run). The raw consumer and the source run alternately, ``ROUNDS`` times each: the medians
+are compared (the machine is shared and its load moves).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +33,8 @@ from pyspark.sql import SparkSession
 
 from dafka.client import Consumer, Producer
 from dafka.server import InProcessCluster, free_port_pair
+
+ROUNDS = 3
 
 
 def raw_producer(towers: str, topic: str, n: int, size: int) -> float:
@@ -61,19 +66,15 @@ def raw_consumer(towers: str, topic: str, n: int, isolation: str = "read_uncommi
 def spark_source(
     spark: SparkSession, towers: str, topic: str, n: int, isolation: str = "read_uncommitted"
 ) -> float:
-    def run() -> float:
-        df = (
-            spark.read.format("dafka")
-            .option("towers", towers)
-            .option("subscribe", topic)
-            .option("isolation", isolation)
-        )
-        start = time.perf_counter()
-        df.load().write.format("noop").mode("overwrite").save()
-        return time.perf_counter() - start
-
-    run()  # warm-up: Python workers, planning caches
-    return n / run()
+    df = (
+        spark.read.format("dafka")
+        .option("towers", towers)
+        .option("subscribe", topic)
+        .option("isolation", isolation)
+    )
+    start = time.perf_counter()
+    df.load().write.format("noop").mode("overwrite").save()
+    return n / (time.perf_counter() - start)
 
 
 def spark_sink(spark: SparkSession, towers: str, topic: str, n: int, size: int) -> float:
@@ -107,7 +108,7 @@ def main() -> None:
         InProcessCluster(data, stores=1, tower_port=port),
     ):
         produced = raw_producer(towers, "bench-in", args.messages, args.size)
-        consumed = raw_consumer(towers, "bench-in", args.messages)
+        raw_consumer(towers, "bench-in", args.messages)  # warm-up: the store's page cache
         spark = (
             SparkSession.builder.master("local[2]")
             .config("spark.ui.enabled", "false")
@@ -117,26 +118,34 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            source = spark_source(spark, towers, "bench-in", args.messages)
-            consumed_again = raw_consumer(towers, "bench-in", args.messages)
+            spark_source(spark, towers, "bench-in", args.messages)  # warm-up: Python workers
+            consumed: list[float] = []
+            sourced: list[float] = []
+            for _ in range(ROUNDS):  # alternate: the machine's load changes under us
+                consumed.append(raw_consumer(towers, "bench-in", args.messages))
+                sourced.append(spark_source(spark, towers, "bench-in", args.messages))
             sink = spark_sink(spark, towers, "bench-out", args.messages, args.size)
             committed_raw = raw_consumer(towers, "bench-out", args.messages, "read_committed")
             committed = spark_source(spark, towers, "bench-out", args.messages, "read_committed")
         finally:
             spark.stop()
-    consumer = (consumed + consumed_again) / 2
+    consumer, source = statistics.median(consumed), statistics.median(sourced)
     print(f"{args.messages} messages of {args.size} bytes, 1 store, Spark local[2]")
     print(f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
     print(f"raw producer          {produced:>12,.0f} msg/s")
-    print(f"raw consumer          {consumer:>12,.0f} msg/s  ({consumed:,.0f} before, ", end="")
-    print(f"{consumed_again:,.0f} after the source)")
-    print(f"source -> noop        {source:>12,.0f} rows/s  ({source / consumer:.0%} of consumer)")
+    print(f"raw consumer          {consumer:>12,.0f} msg/s  (median of {_rates(consumed)})")
+    print(f"source -> noop        {source:>12,.0f} rows/s  (median of {_rates(sourced)}): ", end="")
+    print(f"{source / consumer:.0%} of the consumer")
     print(f"sink (exactly-once)   {sink:>12,.0f} rows/s  ({sink / produced:.0%} of producer)")
     print(f"raw read_committed    {committed_raw:>12,.0f} msg/s  (the sink's output)")
     print(
         f"source read_committed {committed:>12,.0f} rows/s  "
         f"({committed / committed_raw:.0%} of the read-committed consumer)"
     )
+
+
+def _rates(rates: list[float]) -> str:
+    return ", ".join(f"{r:,.0f}" for r in rates)
 
 
 if __name__ == "__main__":

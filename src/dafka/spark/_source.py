@@ -38,9 +38,14 @@ _HEAD_INTERVAL = 1.2
 
 
 def _first_heads(watcher: HeadWatcher, options: SourceOptions) -> dict[tuple[str, str], int]:
-    """The heads once the first answers are in (a pattern waits for a round of HEADs)."""
+    """The heads once the first answers are in (a pattern waits for a round of HEADs).
+
+    "In" means a store greeted the watcher (its DIRECT-HEADs came with the greeting) and
+    nothing new came for ``_QUIET`` seconds: quiet alone is not enough on a loaded machine,
+    where the watcher may not even have reached the tower within it - the plan then held no
+    partition at all (at most ``_FIRST_ANSWERS`` seconds: a cluster without stores)."""
     least = _HEAD_INTERVAL if options.pattern is not None else 0.0
-    return watcher.wait_quiet(_QUIET, _FIRST_ANSWERS, at_least=least)
+    return watcher.wait_quiet(_QUIET, _FIRST_ANSWERS, at_least=least, min_stores=1)
 
 
 @dataclass(frozen=True)
