@@ -306,3 +306,19 @@ def test_read_committed_across_micro_batches_and_a_restart(
     assert Counter(r.value for r in rows) == Counter([*a, b"p0", *c])
     everything = read(spark, cluster, subscribe="rc").collect()
     assert {b"r0", b"r1", b"r2"} <= {r.value for r in everything}  # but the log holds T2
+    # availableNow: the driver's reader catches up with the heads before the first batch
+    now: list[bytes] = []
+    query = (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", "rc")
+        .option("startingOffsets", "earliest")
+        .option("isolation", "read_committed")
+        .option("maxRecordsPerTrigger", "3")
+        .load()
+        .writeStream.foreachBatch(lambda df, _: now.extend(r.value for r in df.collect()))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert Counter(now) == Counter([*a, b"p0", *c])

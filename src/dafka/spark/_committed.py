@@ -46,6 +46,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -266,6 +267,18 @@ class CutTracker:
         """How far each partition has been read (RECORD offsets)."""
         with self._lock:
             return dict(self._reached)
+
+    def wait_reached(self, targets: Mapping[Key, int], timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until every partition is read up to its target."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reached = self.reached()
+            if all(reached.get(k, 0) >= o for k, o in targets.items()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self.cuts()  # raises if the reader died
+            time.sleep(0.02)
 
     def forget_before(self, positions: Mapping[Key, int]) -> None:
         """Drop the cuts at or below the given positions (Spark's start: already planned)."""

@@ -9,7 +9,6 @@ Everything a task needs travels in its :class:`RangePartition`.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -206,6 +205,8 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             tracker = _tracker(self.options, begin)
             tracker.forget_before(begin.positions)
             ceiling = None if target is None else {k: h + 1 for k, h in target.items()}
+            if ceiling is not None:  # availableNow ends at the first batch with no progress
+                tracker.wait_reached(ceiling, self.options.fetch_timeout)
             return plan_end(begin, tracker.cuts(), ceiling, cap, _plan.share).to_json()
         heads = _watcher(self.options).heads()
         if target is not None:  # availableNow: nothing past the heads known when it started
@@ -264,12 +265,7 @@ class DafkaBatchReader(DataSourceReader):
         options = self.options
         tracker = CutTracker(options.towers, start, sorted({t for t, _ in end}))
         try:
-            deadline = time.monotonic() + options.fetch_timeout
-            while time.monotonic() < deadline:
-                reached = tracker.reached()
-                if all(reached.get(k, 0) >= o for k, o in end.items()):
-                    break
-                time.sleep(0.02)
+            tracker.wait_reached(end, options.fetch_timeout)
             planned = plan_end(start, tracker.cuts(), end, None, _plan.share)
         finally:
             tracker.close()
