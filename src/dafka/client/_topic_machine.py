@@ -60,7 +60,9 @@ the token is ``(future or None, size)`` where size counts value, key and headers
 
 A *chunk* (``Producer.produce_many``) is one entry for many messages of one partition:
 ``(index, values, keys or None, None, timestamp, None, Chunk)``; its messages share the
-timestamp and have no future (the :class:`Chunk` token says how many and how big)."""
+timestamp and have no future (the :class:`Chunk` token says how many and how big). A sent
+batch in which no message has a future is remembered with one Chunk token for all its
+messages, so that completing it costs the producer nothing per message."""
 
 
 @dataclass(slots=True)
@@ -87,6 +89,7 @@ class _Open:
     entries: list[Entry] = field(default_factory=list)
     size: int = 0
     chunks: int = 0
+    futures: int = 0
 
 
 @dataclass(slots=True)
@@ -210,6 +213,8 @@ class TopicProducerMachine:
                 if batch is None:
                     batch = open_batches[index] = _Open(now)
                 batch.size += token[1] + _PER_MESSAGE
+                if token[0] is not None:
+                    batch.futures += 1
             batch.entries.append(entry)
             if batch.size >= limit:
                 self.close_batch(index, now)
@@ -248,6 +253,9 @@ class TopicProducerMachine:
             uuids=[u or NO_UUID for u in uuids] if any(uuids) else None,
         )
         sequence = self._machines[index].publish(content, now)
+        if not batch.futures:  # nothing to complete per message: one token for the batch
+            count = len(values)
+            tokens = [Chunk(count, batch.size - _PER_MESSAGE * count)]
         self._sent[index].append(_Sent(sequence, now, list(tokens)))
 
     def close_all(self, now: float) -> None:
