@@ -15,8 +15,9 @@ Storage faults heal here, without a restart (``dafka.node._store`` has the machi
 * A log cut by a read that met a corrupt record (``Storage.take_truncations``, logged at
   WARNING by the storage) is reported to the machine (``on_truncated``), which goes back to
   the true head and fetches the lost range from the other stores and the producer.
-* An append that does not continue the log (the machine took records past a cut in the
-  same turn) is reported the same way: the machine goes back to the log's head.
+* A ``Persist`` taken before a cut of its partition was reported is dropped (the machine
+  fetches those records again); an append that does not continue the log for any other
+  reason is reported like a cut: the machine goes back to the log's head.
 """
 
 from __future__ import annotations
@@ -68,8 +69,12 @@ class StorePersistence:
 
     def persist(self, action: Persist) -> None:
         now = self._clock()
-        self._take_truncations(now)  # before the append: the machine may be behind a cut
         topic, producer = action.topic, action.producer
+        if (topic, producer) in self._take_truncations(now):
+            # Taken before the cut was known: the machine went back to the log's head and
+            # fetches everything after it, these records included.
+            self._stats.persist_errors += 1
+            return
         try:
             self._storage.append(topic, producer, action.first_sequence, action.contents)
         except NonContiguousAppendError as exc:
@@ -122,13 +127,15 @@ class StorePersistence:
             exc,
         )
 
-    def _take_truncations(self, now: float) -> bool:
-        cuts = self._storage.take_truncations()
-        for cut in cuts:  # the storage logged each at WARNING
+    def _take_truncations(self, now: float) -> set[tuple[str, str]]:
+        """Tell the machine of every log cut since the last call; the partitions cut."""
+        cut: set[tuple[str, str]] = set()
+        for truncation in self._storage.take_truncations():  # each logged at WARNING
             self._stats.truncations += 1
-            head = self._stored(cut.topic, cut.partition)
-            self._machine.on_truncated(cut.topic, cut.partition, head, now)
-        return bool(cuts)
+            key = (truncation.topic, truncation.partition)
+            cut.add(key)
+            self._machine.on_truncated(*key, self._stored(*key), now)
+        return cut
 
     def report_durable(self, now: float) -> bool:
         cut = self._take_truncations(now)  # the machine then has FETCHes to send
@@ -140,7 +147,7 @@ class StorePersistence:
         on_durable = self._machine.on_durable
         for (topic, partition), sequence in durable.items():
             on_durable(topic, partition, sequence, now)
-        return bool(durable) or cut
+        return bool(durable) or bool(cut)
 
     def next_deadline(self) -> float | None:
         return self._storage.next_sync_deadline()

@@ -1,0 +1,119 @@
+"""The store's persistence between a real Storage and a real StoreMachine (no sockets):
+a read that cuts the log, and a full disk, reach the machine in the same turn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka.node import Persist, Send, StoreConfig, StoreMachine
+from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch
+from dafka.server import StorePersistence
+from dafka.storage import FsyncPolicy, Storage, StorageConfig
+from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
+from tests.integration.storage.tmpfs import TmpfsUnavailableError, fill, small_tmpfs
+
+W, R = "57000000000000000000000000000001", "52000000000000000000000000000002"
+CONFIG = StorageConfig(fsync=FsyncPolicy.batch())
+
+
+class Turns:
+    """A store driver without sockets: a manual clock, and the runner's execute step."""
+
+    def __init__(self, root: Path) -> None:
+        self.now = 0.0
+        self.storage = Storage.open(root, CONFIG)
+        self.machine = StoreMachine(W, R, self.storage, StoreConfig(heads_refresh=None))
+        self.machine.take_actions()
+        self.persistence = StorePersistence(
+            self.storage, self.machine, "store", clock=lambda: self.now
+        )
+
+    def execute(self) -> list[DataMessage]:
+        sent: list[DataMessage] = []
+        for _ in range(8):
+            actions = self.machine.take_actions()
+            for action in actions:
+                if isinstance(action, Persist):
+                    self.persistence.persist(action)
+                elif isinstance(action, Send):
+                    sent.append(action.message)
+            if not self.persistence.report_durable(self.now) and not actions:
+                break
+        return sent
+
+    def records(self, first: int, stop: int) -> list[DataMessage]:
+        self.machine.on_records("t", "P", first, [b"%06d" % s for s in range(first, stop)], 0.0)
+        return self.execute()
+
+
+def test_a_read_that_cuts_the_log_is_refetched_in_the_same_turn(tmp_path: Path) -> None:
+    turns = Turns(tmp_path)
+    assert turns.records(0, 100) == [Ack("P", "t", 99)]
+    plog = turns.storage.log("t", "P")
+    assert plog is not None
+    with plog.segments[0].path.open("r+b") as f:  # record 50's payload
+        f.seek(SEGMENT_HEADER_SIZE + 50 * (RECORD_HEADER_SIZE + 6) + RECORD_HEADER_SIZE + 2)
+        f.write(b"XX")
+    turns.machine.on_records("t", "P", 100, [b"%06d" % s for s in range(100, 110)], 0.0)
+    turns.machine.on_message(Fetch("P", "C", "t", 0, 200), 0.0)  # the read meets record 50
+    sent = turns.execute()
+    replies = [m for m in sent if isinstance(m, DirectRecord)]
+    assert [m.sequence for m in replies] == list(range(50))
+    (fetch,) = [m for m in sent if isinstance(m, Fetch)]
+    assert (fetch.requester, fetch.sequence, fetch.count) == (W, 50, 60)  # the lost range
+    assert turns.storage.head("t", "P") == 49
+    stats = turns.machine.statistics()
+    assert stats.partitions_blocked == 0  # a cut is no disk fault: no backoff
+    assert turns.persistence.statistics().truncations == 1
+    turns.machine.on_message(Fetch("P", "C2", "t", 0, 200), 0.0)
+    turns.machine.on_timer(0.0)  # the reply queued behind the first one is served
+    again = [m.sequence for m in turns.execute() if isinstance(m, DirectRecord)]
+    assert again == list(range(50))  # only what the log holds now
+    refetched = [DirectRecord(W, "t", "P", s, b"%06d" % s) for s in range(50, 110)]
+    for message in refetched:
+        turns.machine.on_message(message, 0.0)
+    assert turns.execute() == [Ack("P", "t", 109)]
+    assert turns.storage.read("t", "P", 0, 200) == [(s, b"%06d" % s) for s in range(110)]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    try:
+        with small_tmpfs(tmp_path / "disk", "2m") as disk:
+            yield disk
+    except TmpfsUnavailableError as exc:
+        pytest.skip(f"needs a small real filesystem to fill: {exc}")
+
+
+def test_a_full_disk_is_logged_once_per_run_and_its_end_too(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    turns = Turns(small_disk / "log")
+    assert turns.records(0, 10) == [Ack("P", "t", 9)]
+    filler = fill(small_disk)
+    sent = turns.records(10, 5000)  # more than the last page can take
+    assert not [m for m in sent if isinstance(m, Ack)]
+    for _ in range(3):  # backoff over: the retry fetches, and fails again
+        deadline = turns.machine.next_deadline()
+        assert deadline is not None
+        turns.now = deadline
+        turns.machine.on_timer(turns.now)
+        (fetch,) = [m for m in turns.execute() if isinstance(m, Fetch)]
+        turns.records(fetch.sequence, 5000)
+    failures = turns.persistence.statistics().persist_errors
+    assert failures >= 4
+    errors = [r.getMessage() for r in caplog.records if "disk full (ENOSPC)" in r.getMessage()]
+    assert len(errors) == 1
+    assert str(small_disk / "log") in errors[0]
+    assert "bytes free" in errors[0]
+    filler.unlink()
+    turns.now = turns.machine.next_deadline() or turns.now
+    turns.machine.on_timer(turns.now)
+    (fetch,) = [m for m in turns.execute() if isinstance(m, Fetch)]
+    assert turns.records(fetch.sequence, 5000) == [Ack("P", "t", 4999)]
+    resumed = [r.getMessage() for r in caplog.records if "resume after" in r.getMessage()]
+    assert len(resumed) == 1
+    assert f"after {failures} failed append(s)" in resumed[0]
