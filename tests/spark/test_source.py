@@ -238,24 +238,31 @@ def _ack(clock: int) -> bytes:
 
 
 def _committed_stream(
-    spark: SparkSession, cluster: Cluster, checkpoint: Path, batches: list[list[bytes]]
+    spark: SparkSession,
+    cluster: Cluster,
+    checkpoint: Path,
+    batches: list[list[bytes]],
+    *,
+    cap: int = 2,
+    available_now: bool = False,
 ) -> StreamingQuery:
     def collect(df: DataFrame, batch_id: int) -> None:
         batches.append(sorted(r.value for r in df.collect()))
 
-    return (
+    writer = (
         spark.readStream.format("dafka")
         .option("towers", cluster.towers)
         .option("subscribe", "rc")
         .option("startingOffsets", "earliest")
         .option("isolation", "read_committed")
-        .option("maxRecordsPerTrigger", "2")
+        .option("maxRecordsPerTrigger", str(cap))
         .load()
         .writeStream.foreachBatch(collect)
         .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="100 milliseconds")
-        .start()
     )
+    if available_now:
+        return writer.trigger(availableNow=True).start()
+    return writer.trigger(processingTime="100 milliseconds").start()
 
 
 def test_read_committed_across_micro_batches_and_a_restart(
@@ -307,18 +314,7 @@ def test_read_committed_across_micro_batches_and_a_restart(
     everything = read(spark, cluster, subscribe="rc").collect()
     assert {b"r0", b"r1", b"r2"} <= {r.value for r in everything}  # but the log holds T2
     # availableNow: the driver's reader catches up with the heads before the first batch
-    now: list[bytes] = []
-    query = (
-        spark.readStream.format("dafka")
-        .option("towers", cluster.towers)
-        .option("subscribe", "rc")
-        .option("startingOffsets", "earliest")
-        .option("isolation", "read_committed")
-        .option("maxRecordsPerTrigger", "3")
-        .load()
-        .writeStream.foreachBatch(lambda df, _: now.extend(r.value for r in df.collect()))
-        .trigger(availableNow=True)
-        .start()
-    )
+    now: list[list[bytes]] = []
+    query = _committed_stream(spark, cluster, tmp_path / "now", now, cap=3, available_now=True)
     assert query.awaitTermination(120)
-    assert Counter(now) == Counter([*a, b"p0", *c])
+    assert Counter(v for b in now for v in b) == Counter([*a, b"p0", *c])

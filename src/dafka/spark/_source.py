@@ -29,8 +29,11 @@ from dafka.spark._fetch import read_range
 from dafka.spark._options import Offsets, SourceOptions, towers_transport
 from dafka.spark._rows import RowBuilder
 
-_QUIET = 0.3
-"""Seconds without news after which a watcher's first answers are taken as complete."""
+_QUIET = 0.1
+"""Seconds without news, once a store has greeted the watcher (its heads came with the
+greeting), after which its first answers are taken as complete: other stores answer the
+same GET-HEADS within milliseconds; one slower than this only makes a batch read stop at
+the first store's heads (or a streaming ``latest`` start read a partition from 0)."""
 _FIRST_ANSWERS = 5.0
 _HEAD_INTERVAL = 1.2
 """A producers' HEAD period and a margin: how long a pattern takes to see every live topic."""
