@@ -92,11 +92,9 @@ class _Open:
     futures: int = 0
 
 
-@dataclass(slots=True)
-class _Sent:
-    sequence: int
-    sent: float
-    tokens: list[Token]
+_Sent = tuple[int, float, list[Token]]
+"""A RECORD sent and not yet stored: (sequence, when sent, tokens of its messages). A plain
+tuple: with ``batching=False`` one is made per message."""
 
 
 class TopicProducerMachine:
@@ -231,9 +229,9 @@ class TopicProducerMachine:
                 keys = entry[2] or repeat(None)
                 for value, key in zip(entry[1], keys, strict=False):
                     size = len(value) if key is None else len(value) + len(key)
-                    queue.append(_Sent(publish(value, now), now, [(None, size)]))
+                    queue.append((publish(value, now), now, [(None, size)]))
             else:
-                queue.append(_Sent(publish(entry[1], now), now, [token]))
+                queue.append((publish(entry[1], now), now, [token]))
 
     def close_batch(self, index: int, now: float) -> None:
         """Send partition ``index``'s open batch now (if any)."""
@@ -256,7 +254,7 @@ class TopicProducerMachine:
         if not batch.futures:  # nothing to complete per message: one token for the batch
             count = len(values)
             tokens = [Chunk(count, batch.size - _PER_MESSAGE * count)]
-        self._sent[index].append(_Sent(sequence, now, list(tokens)))
+        self._sent[index].append((sequence, now, list(tokens)))
 
     def close_all(self, now: float) -> None:
         for index in range(len(self._open)):
@@ -273,18 +271,18 @@ class TopicProducerMachine:
             if not sent:
                 continue
             acked_next = machine.next_sequence - machine.unacked
-            while sent and sent[0].sequence < acked_next:
-                record = sent.popleft()
-                out.append((index, record.sequence, record.tokens))
+            while sent and sent[0][0] < acked_next:
+                sequence, _, tokens = sent.popleft()
+                out.append((index, sequence, tokens))
         return out
 
     def take_expired(self, older_than: float) -> list[tuple[int, int, list[Token]]]:
         """RECORDs sent before ``older_than`` and still not stored (their futures fail)."""
         out: list[tuple[int, int, list[Token]]] = []
         for index, sent in enumerate(self._sent):
-            while sent and sent[0].sent < older_than:
-                record = sent.popleft()
-                out.append((index, record.sequence, record.tokens))
+            while sent and sent[0][1] < older_than:
+                sequence, _, tokens = sent.popleft()
+                out.append((index, sequence, tokens))
         return out
 
     def take_unsent(self) -> list[Token]:
@@ -296,7 +294,7 @@ class TopicProducerMachine:
                 self._open[index] = None
         for sent in self._sent:
             for record in sent:
-                out += record.tokens
+                out += record[2]
             sent.clear()
         return out
 
