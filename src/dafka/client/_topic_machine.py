@@ -35,7 +35,7 @@ from typing import Any
 
 from dafka.client._batch import NO_UUID, encode_batch
 from dafka.node import ProducerConfig, ProducerMachine
-from dafka.node.actions import Action, Send, Subscribe
+from dafka.node.actions import Action, PeerNotices, Send, Subscribe
 from dafka.protocol import Ack, DataMessage, DirectHead, Fetch, GetHeads, StoreHello
 
 RESUME_ASK_INTERVAL = 0.1
@@ -97,7 +97,7 @@ _Sent = tuple[int, float, list[Token]]
 tuple: with ``batching=False`` one is made per message."""
 
 
-class TopicProducerMachine:
+class TopicProducerMachine(PeerNotices):
     """N :class:`ProducerMachine` s of one topic behind one ``NodeMachine`` interface."""
 
     def __init__(

@@ -47,7 +47,15 @@ from dafka.node._catchup import NO_LIMIT, TARGET_MARK, Cursor, FetchScheduler, t
 from dafka.node._config import ConsumerConfig
 from dafka.node._errors import NodeArgumentError, check_name, check_sequence
 from dafka.node._stores import StoreRouter
-from dafka.node.actions import Action, Deliver, Send, Subscribe, Unsubscribe
+from dafka.node.actions import (
+    Action,
+    Deliver,
+    DirectRecordRuns,
+    RecordRuns,
+    Send,
+    Subscribe,
+    Unsubscribe,
+)
 from dafka.protocol import (
     ConsumerHello,
     DataMessage,
@@ -98,7 +106,7 @@ def _wire(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-class ConsumerMachine:
+class ConsumerMachine(RecordRuns, DirectRecordRuns):
     """Pure state machine of a consumer; see the module docstring and docs/nodes.md."""
 
     def __init__(

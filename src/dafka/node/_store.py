@@ -58,7 +58,16 @@ from dafka.node._catchup import Cursor, FetchScheduler, take_run
 from dafka.node._config import StoreConfig
 from dafka.node._errors import check_name
 from dafka.node._stores import addressed_to
-from dafka.node.actions import Action, Persist, Send, Subscribe
+from dafka.node.actions import (
+    Action,
+    DurableNotices,
+    PeerNotices,
+    Persist,
+    RecordRuns,
+    Send,
+    Subscribe,
+    SubscriptionNotices,
+)
 from dafka.protocol import (
     Ack,
     ConsumerHello,
@@ -140,7 +149,7 @@ class _Reply:
         """When the reply last made progress (a reply waiting for durability expires)."""
 
 
-class StoreMachine:
+class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices):
     """Pure state machine of a store (writer + reader); see the module docstring."""
 
     def __init__(

@@ -25,15 +25,20 @@ The driver (:mod:`dafka.transport`) executes the actions in order:
   (:class:`dafka.node.Discovery`): connect the data SUB to a peer's endpoint, drop it, and
   publish our own beacon now.
 
-Besides :class:`NodeMachine`, machines have a few driver events of their own, each documented
-on the machine: ``ProducerMachine.on_ack`` (an ACK with its sender, when the driver knows it),
-``StoreMachine.on_durable`` and ``StoreMachine.on_subscription`` (an XPUB notice).
+Besides :class:`NodeMachine`, a machine may offer driver events of its own. Each is a
+*capability*, a typed protocol below that the machine declares by subclassing it and that a
+driver tests with ``isinstance`` (never ``getattr``): :class:`RecordRuns` (runs of RECORDs,
+store and consumer), :class:`DirectRecordRuns` (runs of DIRECT-RECORDs, consumer),
+:class:`SubscriptionNotices` (XPUB notices, store), :class:`DurableNotices` (what the driver
+made durable, store) and :class:`PeerNotices` (a new peer is connected). ``on_ack`` with the
+ACK's sender is not probed: the driver is given it (``NodeRunner(on_ack=...)``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from dafka.protocol import Ack, DataMessage, Fetch, GetHeads
 
@@ -134,17 +139,73 @@ class NodeMachine(Protocol):
         """Return and clear the outbox."""
 
 
+@runtime_checkable
+class RecordRuns(Protocol):
+    """Takes consecutive RECORDs of one partition in one call (the driver's run grouping)."""
+
+    def on_records(
+        self, topic: str, producer: str, first_sequence: int, contents: Sequence[bytes], now: float
+    ) -> None:
+        """``contents[i]`` is RECORD ``first_sequence + i``: exactly what feeding each one
+        to ``on_message`` in order would do."""
+
+
+@runtime_checkable
+class DirectRecordRuns(Protocol):
+    """Takes consecutive DIRECT-RECORDs of one partition to one recipient in one call."""
+
+    def on_direct_records(
+        self,
+        recipient: str,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        now: float,
+    ) -> None:
+        """As :meth:`RecordRuns.on_records`, for a FETCH reply to ``recipient``."""
+
+
+@runtime_checkable
+class SubscriptionNotices(Protocol):
+    """Sees peers (un)subscribe on its XPUB (a store greets consumers with STORE-HELLO)."""
+
+    def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
+        """``prefix`` without ZeroMQ's 0x01/0x00 byte; ``subscribed`` False: it left."""
+
+
+@runtime_checkable
+class DurableNotices(Protocol):
+    """Is told what the driver made durable after its :class:`Persist` actions."""
+
+    def on_durable(self, topic: str, producer: str, sequence: int, now: float) -> None:
+        """Everything up to ``sequence`` of the partition is durable."""
+
+
+@runtime_checkable
+class PeerNotices(Protocol):
+    """Is told when the driver connected to a new peer."""
+
+    def on_peer(self, node_id: str, now: float) -> None:
+        """``node_id``'s endpoint is now connected."""
+
+
 __all__ = [
     "STORE_WRITER_PREFIXES",
     "STORE_WRITER_SENDS",
     "Action",
     "Connect",
     "Deliver",
+    "DirectRecordRuns",
     "Disconnect",
+    "DurableNotices",
     "NodeMachine",
+    "PeerNotices",
     "Persist",
+    "RecordRuns",
     "Send",
     "SendBeacon",
     "Subscribe",
+    "SubscriptionNotices",
     "Unsubscribe",
 ]

@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 
 from dafka.node.actions import (
     Deliver,
+    DurableNotices,
     NodeMachine,
     Persist,
     Send,
     Subscribe,
+    SubscriptionNotices,
     Unsubscribe,
 )
 from dafka.protocol import DataMessage
@@ -100,11 +102,10 @@ class MemoryNetwork:
             raise ValueError(f"a node named {name!r} is already on the network")
         node = _Node(name, machine, log)
         now = self.clock.now
-        notice = getattr(machine, "on_subscription", None)
-        if notice is not None:  # the newcomer's XPUB sees everyone's subscriptions
+        if isinstance(machine, SubscriptionNotices):  # its XPUB sees everyone's subscriptions
             for other in self._nodes.values():
                 for prefix in other.subscriptions:
-                    notice(prefix, True, now)
+                    machine.on_subscription(prefix, True, now)
         self._nodes[name] = node
 
     def remove(self, name: str) -> None:
@@ -229,9 +230,8 @@ class MemoryNetwork:
         last = node.log.append(
             persist.topic, persist.producer, persist.first_sequence, persist.contents
         )
-        on_durable = getattr(node.machine, "on_durable", None)
-        if on_durable is not None:
-            on_durable(persist.topic, persist.producer, last, now)
+        if isinstance(node.machine, DurableNotices):
+            node.machine.on_durable(persist.topic, persist.producer, last, now)
 
     def _subscription(self, node: _Node, prefix: bytes, subscribed: bool, now: float) -> None:
         if subscribed:
@@ -240,9 +240,8 @@ class MemoryNetwork:
             node.subscriptions.discard(prefix)
         node.matches.clear()
         for other in self._nodes.values():
-            notice = getattr(other.machine, "on_subscription", None)
-            if other is not node and notice is not None:
-                notice(prefix, subscribed, now)
+            if other is not node and isinstance(other.machine, SubscriptionNotices):
+                other.machine.on_subscription(prefix, subscribed, now)
 
 
 __all__ = ["MemoryNetwork", "NetworkStalledError", "NetworkStatistics"]

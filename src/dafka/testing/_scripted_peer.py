@@ -14,6 +14,7 @@ from typing import TypeVar
 from dafka.node.actions import (
     Action,
     Deliver,
+    DurableNotices,
     NodeMachine,
     Persist,
     Send,
@@ -111,9 +112,8 @@ class ScriptedPeer:
                 last = self.log.append(
                     action.topic, action.producer, action.first_sequence, action.contents
                 )
-                on_durable = getattr(self.machine, "on_durable", None)
-                if on_durable is not None:
-                    on_durable(action.topic, action.producer, last, self.clock.now)
+                if isinstance(self.machine, DurableNotices):
+                    self.machine.on_durable(action.topic, action.producer, last, self.clock.now)
         elif isinstance(action, Subscribe):
             self.subscriptions.add(action.prefix)
         elif isinstance(action, Unsubscribe):

@@ -33,7 +33,14 @@ import zmq
 
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import Discovery, DiscoveryConfig
-from dafka.node.actions import Deliver, NodeMachine
+from dafka.node.actions import (
+    Deliver,
+    DirectRecordRuns,
+    NodeMachine,
+    PeerNotices,
+    RecordRuns,
+    SubscriptionNotices,
+)
 from dafka.protocol import Ack, DataMessage
 from dafka.transport._drops import DropLog
 from dafka.transport._execute import Executor
@@ -222,8 +229,10 @@ class NodeRunner:
                 self._stats,
                 self._drops,
                 self._config.receive_batch,
-                on_records=getattr(machine, "on_records", None),
-                on_direct_records=getattr(machine, "on_direct_records", None),
+                on_records=machine.on_records if isinstance(machine, RecordRuns) else None,
+                on_direct_records=(
+                    machine.on_direct_records if isinstance(machine, DirectRecordRuns) else None
+                ),
                 on_ack=self._on_ack,
                 inbound_filter=self._inbound_filter,
                 on_welcome=self._welcomed,
@@ -242,7 +251,7 @@ class NodeRunner:
                 route_send=self._route_send,
                 route_subscribe=self._route_subscribe,
                 on_deliver=self._on_deliver,
-                on_peer=getattr(machine, "on_peer", None),
+                on_peer=machine.on_peer if isinstance(machine, PeerNotices) else None,
             )
             PollLoop(
                 machine,
@@ -255,7 +264,9 @@ class NodeRunner:
                 stopping=lambda: self._stopping,
                 persistence=self._persistence,
                 peers=peers,
-                on_subscription=getattr(machine, "on_subscription", None),
+                on_subscription=(
+                    machine.on_subscription if isinstance(machine, SubscriptionNotices) else None
+                ),
                 receive_paused=self._receive_paused,
                 after_turn=self._after_turn,
             ).run()
