@@ -30,13 +30,17 @@ def tower(context: zmq.Context[zmq.Socket[bytes]]) -> Iterator[Tower]:
 def _receive_beacon_while_sending(
     pub: zmq.Socket[bytes], sub: zmq.Socket[bytes], beacon: list[bytes], deadline_s: float = 5.0
 ) -> list[bytes]:
-    """Send the beacon periodically (as nodes do) until the SUB receives a B message."""
+    """Send the beacon periodically (as nodes do) until the SUB receives it forwarded.
+
+    Only a B message of this beacon's node counts: copies of an earlier beacon sent the
+    same way may still be in flight (under load they arrive after the next one is sent).
+    """
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         pub.send_multipart(beacon)
         if sub.poll(50):
             frames = sub.recv_multipart()
-            if frames[0] == b"B":
+            if frames[0] == b"B" and frames[1:2] == beacon[1:2]:
                 return frames
     raise AssertionError("no beacon forwarded before the deadline")
 
