@@ -38,18 +38,16 @@ from itertools import repeat
 from types import TracebackType
 from typing import Any
 
-import zmq
-
 from dafka.client._batch import MAGIC, decode_batch
 from dafka.client._errors import CorruptBatchError
-from dafka.client._ids import new_node_id
 from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, NodeFailedError
 from dafka.node import ConsumerConfig, ConsumerMachine, ConsumerStatistics, Deliver
-from dafka.protocol import DataMessage
+from dafka.protocol import DataMessage, new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
+from dafka.transport.sockets import ZmqContext
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +147,7 @@ class Consumer:
         consumer_id: str | None = None,
         transport: TransportConfig | None = None,
         config: ConsumerConfig | None = None,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        context: ZmqContext | None = None,
         inbound_filter: Callable[[DataMessage], bool] | None = None,
         **fields: Any,
     ) -> None:

@@ -18,12 +18,11 @@ import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
 
-import zmq
-
-from dafka.client._ids import new_node_id
 from dafka.node import HeadsMachine, HeadsStatistics
+from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
+from dafka.transport.sockets import ZmqContext
 
 
 class HeadWatcher:
@@ -36,7 +35,7 @@ class HeadWatcher:
         *,
         matching: Callable[[str], bool] | None = None,
         refresh: float = 0.2,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        context: ZmqContext | None = None,
         ready_timeout: float | None = 10.0,
     ) -> None:
         self.node_id = new_node_id()

@@ -17,13 +17,12 @@ import threading
 import time
 from types import TracebackType
 
-import zmq
-
-from dafka.client._ids import new_node_id
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, ProducerStatistics
+from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
+from dafka.transport.sockets import ZmqContext
 
 DRAIN_SLICE = 4096
 """Records handed to the machine (and sent) per runner turn; see ``Producer._drain``."""
@@ -40,7 +39,7 @@ class PartitionProducer:
         config: ProducerConfig | None = None,
         *,
         producer_id: str | None = None,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        context: ZmqContext | None = None,
         ready_timeout: float | None = 10.0,
     ) -> None:
         self.topic = topic

@@ -46,20 +46,18 @@ from concurrent.futures import Future, InvalidStateError
 from types import TracebackType
 from typing import Any, Protocol
 
-import zmq
-
 from dafka.client._batch import UUID_SIZE
 from dafka.client._errors import DeliveryError
 from dafka.client._future import DeliveryFuture
-from dafka.client._ids import new_node_id
 from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.message import fnv1a32, rendezvous_mapping
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
-from dafka.protocol import DataMessage, GetHeads
+from dafka.protocol import DataMessage, GetHeads, new_node_id
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
+from dafka.transport.sockets import ZmqContext
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +103,7 @@ class Producer:
         *,
         settings: ProducerSettings | None = None,
         on_delivery: OnDelivery | None = None,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        context: ZmqContext | None = None,
         transactional_id: str | None = None,  # not None: __new__ built a TransactionalProducer
         **fields: Any,
     ) -> None:

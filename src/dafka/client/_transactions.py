@@ -34,8 +34,6 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
-import zmq
-
 from dafka.client._batch import encode_batch
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
@@ -62,6 +60,7 @@ from dafka.client._txn_log import (
 )
 from dafka.errors import ConfigError
 from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
+from dafka.transport.sockets import ZmqContext
 
 KILL_AFTER_ACKS_ENV = "DAFKA_TEST_KILL_AFTER_ACKS"
 
@@ -96,7 +95,7 @@ class TransactionalProducer:
         settings: ProducerSettings | None = None,
         txn_lease: float = 5.0,
         log_topic: str = TXN_TOPIC,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        context: ZmqContext | None = None,
         **fields: Any,
     ) -> None:
         if not isinstance(transactional_id, str) or not transactional_id or "~" in transactional_id:

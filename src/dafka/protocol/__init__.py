@@ -10,6 +10,7 @@ Byte-exact with the C reference implementation as described in ``../shared/PROTO
 * :func:`decode_data` (data sockets), :func:`decode_discovery` (beacon sockets) and
   :func:`decode` (either) - frames to a message; :class:`DecodeError`, and nothing else, for
   bad input.
+* :func:`new_node_id` - a fresh node id as the C reference makes them.
 * Subscription prefixes per node and XPUB notices: :func:`subscription_prefix`,
   :func:`producer_subscriptions`..., :func:`parse_subscription_notice`.
 """
@@ -35,6 +36,7 @@ from dafka.protocol._ids import (
     WELCOME_ID,
 )
 from dafka.protocol._names import MAX_NAME
+from dafka.protocol._node_ids import new_node_id
 from dafka.protocol._subscriptions import (
     consumer_subscriptions,
     consumer_topic_subscriptions,
@@ -104,6 +106,7 @@ __all__ = [
     "decode_data",
     "decode_discovery",
     "encode",
+    "new_node_id",
     "parse_prefix",
     "parse_subscription_notice",
     "producer_subscriptions",

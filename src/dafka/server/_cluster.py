@@ -10,11 +10,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import zmq
-
 from dafka.server._store import StoreNode
 from dafka.storage import StorageConfig
 from dafka.transport.config import TransportConfig
+from dafka.transport.sockets import ZmqContext
 from dafka.transport.tower import Tower
 
 
@@ -30,7 +29,7 @@ class InProcessCluster:
         tower_port: int | None = None,
         storage_config: StorageConfig | None = None,
         beacon_interval: float = 1.0,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        context: ZmqContext | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self._host = host

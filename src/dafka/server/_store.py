@@ -16,16 +16,14 @@ import logging
 import time
 from pathlib import Path
 
-import zmq
-
-from dafka.client._ids import new_node_id
 from dafka.errors import ConfigError
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
-from dafka.protocol import DataMessage
+from dafka.protocol import DataMessage, new_node_id
 from dafka.server._persistence import StorePersistence
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
+from dafka.transport.sockets import ZmqContext
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +68,7 @@ class StoreNode:
         *,
         storage_config: StorageConfig | None = None,
         store_config: StoreConfig | None = None,
-        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        context: ZmqContext | None = None,
         name: str = "store",
     ) -> None:
         self.data_dir = Path(data_dir)

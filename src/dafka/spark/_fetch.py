@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-from dafka.client._ids import new_node_id
 from dafka.errors import DafkaError
 from dafka.node import ConsumerConfig, ConsumerMachine, Deliver, FetchPolicy
+from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 

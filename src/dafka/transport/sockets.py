@@ -8,7 +8,13 @@ sockets, which the protocol would recover with FETCH but at a high price).
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import zmq
+
+ZmqContext: TypeAlias = zmq.Context[zmq.Socket[bytes]]
+"""The ZeroMQ context a node may be given (``context=``): other packages name the type
+from here, never from zmq (only ``dafka.transport`` imports zmq)."""
 
 DEFAULT_LINGER_MS = 500
 DEFAULT_HWM = 1_000_000
@@ -41,4 +47,11 @@ def bound_port(sock: zmq.Socket[bytes]) -> int:
     return int(bound_endpoint(sock).rsplit(":", 1)[1])
 
 
-__all__ = ["DEFAULT_HWM", "DEFAULT_LINGER_MS", "bound_endpoint", "bound_port", "make_socket"]
+__all__ = [
+    "DEFAULT_HWM",
+    "DEFAULT_LINGER_MS",
+    "ZmqContext",
+    "bound_endpoint",
+    "bound_port",
+    "make_socket",
+]

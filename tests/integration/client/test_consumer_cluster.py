@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from dafka.client import Consumer, Record, encode_batch
-from dafka.client._ids import new_node_id
 from dafka.node import ProducerMachine
+from dafka.protocol import new_node_id
 from dafka.server import LocalCluster
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
