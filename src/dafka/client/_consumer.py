@@ -44,9 +44,9 @@ from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, NodeFailedError
 from dafka.node import ConsumerConfig, ConsumerMachine, ConsumerStatistics, Deliver
-from dafka.protocol import DataMessage, new_node_id
+from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
-from dafka.transport.runner import Identity, NodeRunner, RunnerStats
+from dafka.transport.runner import DropInbound, Identity, NodeRunner, RunnerStats
 from dafka.transport.sockets import ZmqContext
 
 log = logging.getLogger(__name__)
@@ -118,8 +118,9 @@ class Consumer:
     by FETCH only; ``end_offsets``: ``{(topic, partition): end}`` (exclusive) for assigned
     partitions, after which :meth:`at_end` turns True. Settings: ``settings=`` and/or any
     :class:`ConsumerSettings` field as a keyword. ``transport``/``config`` (the runner's and
-    the machine's own config objects), ``context`` and ``inbound_filter`` (the runner's: True
-    drops a received message as if lost in transit) are for the CLI and tests.
+    the machine's own config objects), ``context`` and ``drop_inbound`` (the runner's fault
+    injector: True drops a received message, by its raw frames, as if lost in transit) are
+    for the CLI and tests.
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Consumer:
@@ -148,7 +149,7 @@ class Consumer:
         transport: TransportConfig | None = None,
         config: ConsumerConfig | None = None,
         context: ZmqContext | None = None,
-        inbound_filter: Callable[[DataMessage], bool] | None = None,
+        drop_inbound: DropInbound | None = None,
         **fields: Any,
     ) -> None:
         self.settings = resolve_settings(ConsumerSettings, settings, fields)
@@ -188,7 +189,7 @@ class Consumer:
             context=context,
             on_deliver=self._on_deliver,
             receive_paused=self._paused,
-            inbound_filter=inbound_filter,
+            drop_inbound=drop_inbound,
             name="consumer",
         )
         self._runner.failure.add_listener(self._on_failure)

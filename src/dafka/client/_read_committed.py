@@ -35,7 +35,7 @@ from dafka.message import (
     ProducerState,
     Sequencer,
 )
-from dafka.protocol import DataMessage
+from dafka.transport.runner import DropInbound
 
 Key = tuple[str, str]
 ReplayFunc = Callable[[str, str, int, int], Iterable[Record]]
@@ -276,7 +276,7 @@ class ReadCommittedConsumer(Consumer):
         start_positions: Mapping[Key, int] | None = None,
         buffer: int = 8192,
         replay_timeout: float = 30.0,
-        inbound_filter: Callable[[DataMessage], bool] | None = None,
+        drop_inbound: DropInbound | None = None,
         **fields: Any,
     ) -> None:
         wanted = resolve_settings(ConsumerSettings, settings, fields)
@@ -295,7 +295,7 @@ class ReadCommittedConsumer(Consumer):
             assign=assigned or None,
             end_offsets=end_offsets,
             start_positions=starts or None,
-            inbound_filter=inbound_filter,
+            drop_inbound=drop_inbound,
         )
         self.settings = wanted
 

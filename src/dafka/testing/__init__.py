@@ -4,10 +4,13 @@
 * :class:`MemoryNetwork` - an in-memory PUB/SUB mesh routing machines' actions by prefix,
   with seeded message loss;
 * :class:`ScriptedPeer` - the C suite's test peer: drive one machine message by message;
-* :class:`MemoryLog` - the storage engine's API in memory, for stores.
+* :class:`MemoryLog` - the storage engine's API in memory, for stores;
+* :func:`lossy_records` - transport loss for a real runner (``NodeRunner(drop_inbound=)``,
+  ``Consumer(drop_inbound=)``): drops a seeded share of the RECORDs it receives.
 """
 
 from dafka.testing._clock import ManualClock, Timed
+from dafka.testing._faults import LossyRecords, lossy_records
 from dafka.testing._memory_log import LogContractError, MemoryLog
 from dafka.testing._network import MemoryNetwork, NetworkStalledError, NetworkStatistics
 from dafka.testing._scripted_peer import ScriptedPeer
@@ -16,6 +19,7 @@ from dafka.testing._wire import Delivered, flatten, prefix_of
 __all__ = [
     "Delivered",
     "LogContractError",
+    "LossyRecords",
     "ManualClock",
     "MemoryLog",
     "MemoryNetwork",
@@ -24,5 +28,6 @@ __all__ = [
     "ScriptedPeer",
     "Timed",
     "flatten",
+    "lossy_records",
     "prefix_of",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import zmq
 
@@ -18,7 +18,6 @@ from dafka.node import Discovery
 from dafka.node.actions import NodeMachine
 from dafka.protocol import (
     Ack,
-    DataMessage,
     DecodeError,
     DirectRecord,
     Record,
@@ -41,6 +40,11 @@ OnAck = Callable[[Ack, float, str], None]
 """``on_ack(ack, now, sender)``: an ACK with the node id of the store that sent it."""
 OnNotice = Callable[[bytes, bool, float], None]
 """``on_subscription(prefix, subscribed, now)``: an XPUB notice."""
+DropInbound = Callable[[Sequence[bytes]], bool]
+"""Fault injection (tests, ``scripts/chaos.py``): called with the raw frames of every message
+a data socket delivers, before decoding and run grouping; True drops the message as if the
+network had lost it (counted in ``RunnerStats.injected_drops``). Everything that is not
+dropped takes the production path. ``dafka.testing.lossy_records`` makes one."""
 
 
 class Receiver:
@@ -57,7 +61,7 @@ class Receiver:
         on_records: OnRecords | None,
         on_direct_records: OnDirectRecords | None,
         on_ack: OnAck | None,
-        inbound_filter: Callable[[DataMessage], bool] | None,
+        drop_inbound: DropInbound | None,
         on_welcome: Callable[[], None],
     ) -> None:
         self._machine = machine
@@ -68,7 +72,7 @@ class Receiver:
         self._on_records = on_records
         self._on_direct_records = on_direct_records
         self._on_ack = on_ack
-        self._inbound_filter = inbound_filter
+        self._drop_inbound = drop_inbound
         self._on_welcome = on_welcome
         self._welcomed = False
 
@@ -123,13 +127,15 @@ class Receiver:
         for DIRECT-RECORDs (a FETCH reply) with a machine that has ``on_direct_records``
         (the consumer): the header then also fixes the recipient.
 
-        ``sender`` names the peer of a per-peer socket: its ACKs go to ``on_ack``.
+        ``sender`` names the peer of a per-peer socket: its ACKs go to ``on_ack``. A message
+        that ``drop_inbound`` drops is gone before any of this, as if never received: a run
+        it interrupts ends at the gap, exactly as with a real loss.
         """
         on_message = self._machine.on_message
         on_ack = self._on_ack if sender is not None else None
-        flt = self._inbound_filter
-        on_records = self._on_records if flt is None else None
-        on_direct = self._on_direct_records if flt is None else None
+        drop = self._drop_inbound
+        on_records = self._on_records
+        on_direct = self._on_direct_records
         run_recipient: str | None = None
         stats = self._stats
         recv = sock.recv
@@ -150,6 +156,9 @@ class Receiver:
                         frames.append(part.bytes)
                 else:
                     frames = [frame.bytes]
+                if drop is not None and drop(frames):
+                    stats.injected_drops += 1
+                    continue
                 if run_header is not None:
                     if len(frames) == 2:
                         head = frames[0]
@@ -170,9 +179,6 @@ class Receiver:
                 except DecodeError as exc:
                     stats.undecodable += 1
                     self._drops.drop("an undecodable message", exc)
-                    continue
-                if flt is not None and flt(message):
-                    stats.filtered += 1
                     continue
                 if on_records is not None and message.__class__ is Record:
                     run_header = frames[0][:-8]
@@ -207,4 +213,4 @@ class Receiver:
                 on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
 
 
-__all__ = ["OnAck", "OnDirectRecords", "OnNotice", "OnRecords", "Receiver"]
+__all__ = ["DropInbound", "OnAck", "OnDirectRecords", "OnNotice", "OnRecords", "Receiver"]

@@ -12,7 +12,8 @@ class RunnerStats:
     received: int = 0
     sent: int = 0
     undecodable: int = 0
-    filtered: int = 0
+    injected_drops: int = 0
+    """Messages dropped by the fault injector (``drop_inbound``; tests and chaos only)."""
     peers_connected: int = 0
     peers_expired: int = 0
     rejected_endpoints: int = 0

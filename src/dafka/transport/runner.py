@@ -47,7 +47,7 @@ from dafka.transport._execute import Executor
 from dafka.transport._loop import PollLoop
 from dafka.transport._mailbox import Mailbox
 from dafka.transport._persistence import Persistence
-from dafka.transport._receive import Receiver
+from dafka.transport._receive import DropInbound, Receiver
 from dafka.transport._socket_set import Endpoint, Identity, PeerSockets, SocketSet
 from dafka.transport._stats import RunnerStats
 from dafka.transport.config import TransportConfig
@@ -69,7 +69,8 @@ class NodeRunner:
     ``persistence`` (a store) is driven at fixed points of each turn; ``on_ack`` switches
     on per-peer SUBs so that every ACK names its store (``min_stores``); ``on_deliver``
     takes the consumer's runs; ``after_turn(now)`` runs at the end of every turn;
-    ``receive_paused()`` true stops reading data (backpressure from the application).
+    ``receive_paused()`` true stops reading data (backpressure from the application);
+    ``drop_inbound`` injects transport loss below decoding and run grouping (tests, chaos).
     """
 
     def __init__(
@@ -83,7 +84,7 @@ class NodeRunner:
         clock: Clock = time.monotonic,
         route_send: Callable[[DataMessage], int] | None = None,
         route_subscribe: Callable[[bytes], int] | None = None,
-        inbound_filter: Callable[[DataMessage], bool] | None = None,
+        drop_inbound: DropInbound | None = None,
         on_ack: Callable[[Ack, float, str], None] | None = None,
         on_deliver: Callable[[Deliver], None] | None = None,
         after_turn: Callable[[float], None] | None = None,
@@ -100,7 +101,7 @@ class NodeRunner:
         self._clock = clock
         self._route_send = route_send
         self._route_subscribe = route_subscribe
-        self._inbound_filter = inbound_filter
+        self._drop_inbound = drop_inbound
         self._on_ack = on_ack
         self._on_deliver = on_deliver
         self._after_turn = after_turn
@@ -234,7 +235,7 @@ class NodeRunner:
                     machine.on_direct_records if isinstance(machine, DirectRecordRuns) else None
                 ),
                 on_ack=self._on_ack,
-                inbound_filter=self._inbound_filter,
+                drop_inbound=self._drop_inbound,
                 on_welcome=self._welcomed,
             )
             executor = Executor(
@@ -281,4 +282,11 @@ class NodeRunner:
         self._ready_or_failed.set()
 
 
-__all__ = ["Identity", "NodeNotReadyError", "NodeRunner", "Persistence", "RunnerStats"]
+__all__ = [
+    "DropInbound",
+    "Identity",
+    "NodeNotReadyError",
+    "NodeRunner",
+    "Persistence",
+    "RunnerStats",
+]

@@ -1,10 +1,12 @@
 """Records lost in transit are recovered with FETCH: the consumer still gets each one once.
 
-The test transport is the runner's ``inbound_filter``: a seeded random 10% of the live RECORDs
-are dropped after decoding, as if the network had lost them. Two lossy nodes run in this
-process - a consumer and a store - next to a store process and a producer process that lose
-nothing. The consumer must deliver every record exactly once and in order, and the lossy
-store must end with the same complete log as the other store.
+The loss is injected with the runner's ``drop_inbound`` (``dafka.testing.lossy_records``): a
+seeded random 10% of the live RECORDs are dropped as raw frames, before decoding and run
+grouping, as if the network had lost them - what arrives takes the production receive path
+(RECORD runs into ``on_records``), and a run ends at each gap as with a real loss. Two lossy
+nodes run in this process - a consumer and a store - next to a store process and a producer
+process that lose nothing. The consumer must deliver every record exactly once and in
+order, and the lossy store must end with the same complete log as the other store.
 
 FETCH answers (DIRECT-RECORDs) are not dropped here: a consumer keeps only the records that
 continue its partition, so losing a share of every answer makes a window cost one round trip
@@ -13,10 +15,8 @@ per loss, slow enough to be a benchmark rather than a test (see docs/testing.md)
 
 from __future__ import annotations
 
-import random
 import signal
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 from dafka.node import (
@@ -27,9 +27,9 @@ from dafka.node import (
     Deliver,
     StoreMachine,
 )
-from dafka.protocol import DataMessage, Record
 from dafka.server import StorePersistence
 from dafka.storage import Storage
+from dafka.testing import lossy_records
 from dafka.transport.runner import Identity, NodeRunner
 from tests.integration.cluster.cluster_client import payload, transport
 from tests.integration.cluster.cluster_probe import HeadsProbe, check_partition, read_log
@@ -39,22 +39,12 @@ TOPIC = "lossy"
 RECORDS = 40_000
 
 
-def lossy(seed: int, rate: float = 0.10) -> Callable[[DataMessage], bool]:
-    """An inbound filter dropping a seeded share ``rate`` of the RECORDs it sees."""
-    rng = random.Random(seed)
-
-    def drop(message: DataMessage) -> bool:
-        return type(message) is Record and rng.random() < rate
-
-    return drop
-
-
 def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> None:
     tower = procs.tower()
     clean_store = procs.store(tmp_path / "clean", [tower], name="store-clean")
     config = transport([tower.spec], 0.2)
 
-    # The lossy store: the same parts as StoreNode, with the filter on its runner.
+    # The lossy store: the same parts as StoreNode, with the fault injector on its runner.
     storage = Storage.open(tmp_path / "lossy" / "log")
     store = StoreMachine("LOSSYSTOREWRITER", "LOSSYSTOREREADER", storage)
     store_runner = NodeRunner(
@@ -64,7 +54,7 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
         persistence=StorePersistence(storage, store),
         route_send=lambda m: 0 if isinstance(m, STORE_WRITER_SENDS) else 1,
         route_subscribe=lambda prefix: 0 if prefix[0] in STORE_WRITER_PREFIXES else 1,
-        inbound_filter=lossy(seed=1),
+        drop_inbound=lossy_records(0.10, seed=1),
         name="lossy-store",
     )
     # The lossy consumer, subscribed before the producer starts: it sees the live stream.
@@ -81,7 +71,7 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
         consumer,
         [Identity(consumer.consumer_id)],
         config,
-        inbound_filter=lossy(seed=2),
+        drop_inbound=lossy_records(0.10, seed=2),
         on_deliver=on_deliver,
         name="lossy-consumer",
     )
@@ -103,9 +93,9 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
             "the lossy store to hold every record",
         )
         # The consumer's own counters say the losses happened and were fetched again.
-        assert consumer_runner.statistics().filtered > RECORDS * 0.05
+        assert consumer_runner.statistics().injected_drops > RECORDS * 0.05
         assert consumer.statistics().fetches_sent > 0
-        assert store_runner.statistics().filtered > RECORDS * 0.05
+        assert store_runner.statistics().injected_drops > RECORDS * 0.05
         with lock:
             got = list(delivered)
     finally:

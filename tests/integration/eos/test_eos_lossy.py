@@ -1,23 +1,23 @@
 """Dropped RECORDs and a store kill change nothing for a read-committed reader.
 
 A transactional producer commits and aborts transactions while a read-committed consumer
-reads them live. The loss is real transport loss, injected below our components with the
-runner's ``inbound_filter`` (as in tests/integration/cluster/test_cluster_lossy_transport.py):
-a seeded 10% of the live RECORDs reaching the consumer are dropped, and so are 10% of those
-reaching a third store run in this process; one of the cluster's store processes is
-SIGKILLed in the middle (the cluster restarts it). The consumer fetches what it lost, and
-must deliver every committed message exactly once and none of an aborted transaction.
+reads them live. The loss is injected below our components, on the raw frames before the
+runner decodes them or groups runs (``drop_inbound=lossy_records(...)``, as in
+tests/integration/cluster/test_cluster_lossy_transport.py), so that what arrives takes the
+production receive path: a seeded 10% of the live RECORDs reaching the consumer are
+dropped, and so are 10% of those reaching a third store run in this process; one of the
+cluster's store processes is SIGKILLed in the middle (the cluster restarts it). The consumer
+fetches what it lost, and must deliver every committed message exactly once and none of an
+aborted transaction.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,9 +25,9 @@ import pytest
 from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._transactions import TransactionalProducer
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreMachine
-from dafka.protocol import DataMessage, Record
 from dafka.server import LocalCluster, StorePersistence
 from dafka.storage import Storage
+from dafka.testing import lossy_records
 from dafka.transport.runner import Identity, NodeRunner
 from tests.integration.eos.test_eos_cluster import DEADLINE, common
 
@@ -36,16 +36,6 @@ pytestmark = pytest.mark.integration
 TOPIC = "lossy-txn"
 TRANSACTIONS = 48
 PER_TXN = 25
-
-
-def lossy(seed: int, rate: float = 0.10) -> Callable[[DataMessage], bool]:
-    """An inbound filter dropping a seeded share ``rate`` of the RECORDs it sees."""
-    rng = random.Random(seed)
-
-    def drop(message: DataMessage) -> bool:
-        return type(message) is Record and rng.random() < rate
-
-    return drop
 
 
 def lossy_store(cluster: LocalCluster, path: Path) -> tuple[NodeRunner, Storage]:
@@ -59,7 +49,7 @@ def lossy_store(cluster: LocalCluster, path: Path) -> tuple[NodeRunner, Storage]
         persistence=StorePersistence(storage, store),
         route_send=lambda m: 0 if isinstance(m, STORE_WRITER_SENDS) else 1,
         route_subscribe=lambda prefix: 0 if prefix[0] in STORE_WRITER_PREFIXES else 1,
-        inbound_filter=lossy(seed=3),
+        drop_inbound=lossy_records(0.10, seed=3),
         name="lossy-store",
     )
     return runner, storage
@@ -104,7 +94,7 @@ def test_dropped_records_and_a_store_kill_change_nothing(
         with ReadCommittedConsumer(
             [TOPIC],
             offset_reset="earliest",
-            inbound_filter=lossy(seed=2),
+            drop_inbound=lossy_records(0.10, seed=2),
             **common(cluster),
         ) as consumer:
             writer = threading.Thread(target=produce, name="txn-writer")
@@ -125,9 +115,9 @@ def test_dropped_records_and_a_store_kill_change_nothing(
             writer.join(DEADLINE)
             assert not failure, failure
             # The losses happened, and were fetched again from the stores.
-            assert consumer.transport_statistics().filtered > 0
+            assert consumer.transport_statistics().injected_drops > 0
             assert consumer.statistics().fetches_sent > 0
-            assert store_runner.statistics().filtered > 0
+            assert store_runner.statistics().injected_drops > 0
     finally:
         store_runner.stop()
         storage.close()
