@@ -23,6 +23,7 @@ from typing import Any
 
 from dafka.client import Consumer, PartitionProducer
 from dafka.node import ConsumerConfig, ProducerConfig
+from dafka.testing import lossy_records
 from dafka.transport.config import TransportConfig
 
 
@@ -135,17 +136,25 @@ def consume(args: argparse.Namespace) -> int:
     next_expected: dict[str, int] = {}
     errors: list[str] = []
     received = 0
+    drop = lossy_records(args.drop, args.drop_seed) if args.drop else None
     with Consumer(
         args.topic,
         transport=transport(args.tower, args.beacon_interval),
         config=config,
         max_queued=args.max_queued,
         ready_timeout=30.0,
+        drop_inbound=drop,
     ) as consumer:
         emit("ready", id=consumer.consumer_id)
 
         def sample() -> dict[str, Any]:
-            return {"received": received, "errors": len(errors), "rss_kb": rss_kb()}
+            dropped = drop.dropped if drop is not None else 0
+            return {
+                "received": received,
+                "errors": len(errors),
+                "dropped": dropped,
+                "rss_kb": rss_kb(),
+            }
 
         with _Reporter(args.report, sample):
             deadline = time.monotonic() + args.timeout
@@ -184,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-queued", type=int, default=200_000, help="consume: Consumer bound")
     parser.add_argument("--batch", type=int, default=10_000, help="consume: records per poll")
     parser.add_argument("--timeout", type=float, default=90.0, help="consume: give up after")
+    parser.add_argument(
+        "--drop", type=float, default=0.0, help="consume: share of live RECORDs lost in transit"
+    )
+    parser.add_argument("--drop-seed", type=int, default=1, help="consume: seed of --drop")
     args = parser.parse_args(argv)
     return produce(args) if args.mode == "produce" else consume(args)
 
