@@ -526,7 +526,8 @@ class Sequencer(Generic[M]):
                 if clock != 0 and clock <= emit.min_clock:
                     # A duplicate of a message delivered earlier in this commit. It reaches
                     # the ring only after a restore (which forgets the span's max clock);
-                    # Gazette panics here, we skip it as the replay path does.
+                    # Gazette panicked here until October 2024 and skips it now; so do
+                    # we, as the replay path does.
                     continue
             else:
                 try:

@@ -18,12 +18,12 @@ out-of-order records does not become a burst of FETCHes (a TODO of the C consume
   skips to the first sequence still available. A loss cannot fake this: it would have to
   hit the same record in every one of those answers from every replier.
 
-The hot path (a record in order) is inlined by the machines; this module holds the slow paths.
+Taking records in order (the hot path) is ``dafka.node._reader``; this module holds the
+cursor and the FETCH side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
 from dafka.node._config import FetchPolicy
@@ -102,27 +102,6 @@ class Cursor:
         """Sends of the current FETCH without progress (0: first send); picks the replier."""
         self.target = ""
         """The store the outstanding FETCH was addressed to ("" : every replier)."""
-
-
-def take_run(
-    cursor: Cursor | None, first_sequence: int, contents: Sequence[bytes], dirty: list[Cursor]
-) -> bool:
-    """Take a whole run of records in order if it continues ``cursor`` with no fetch open.
-
-    The fast path of ``on_records`` (consumer and store alike); False means the caller must
-    feed the run record by record. ``dirty`` lists the cursors with pending records.
-    """
-    if cursor is None or not contents or first_sequence != cursor.last + 1 or cursor.fetching:
-        return False
-    if first_sequence + len(contents) > cursor.limit:
-        return False  # the run crosses an end offset: record by record
-    pending = cursor.pending
-    if not pending:
-        cursor.pending_first = first_sequence
-        dirty.append(cursor)
-    pending.extend(contents)
-    cursor.last = first_sequence + len(contents) - 1
-    return True
 
 
 class FetchScheduler:
@@ -216,23 +195,15 @@ class FetchScheduler:
         out.append(Send(Fetch(cursor.producer, requester, cursor.topic, start, count)))
 
     def progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
-        """Called after a record was taken in order by a cursor that is fetching."""
+        """Called after a cursor that is fetching took records in order (and those kept
+        ahead that followed them: ``dafka.node._reader``)."""
         cursor.refused = 0
         cursor.answer_low = -1
         cursor.attempt = 0
-        ahead = cursor.ahead
-        if ahead:  # the gap before kept records is filled: take them in order
-            nxt = cursor.last + 1
-            content = ahead.pop(nxt, None)
-            while content is not None:
-                cursor.pending.append(content)
-                cursor.last = nxt
-                nxt += 1
-                content = ahead.pop(nxt, None)
         last = cursor.last
         if last >= cursor.known_head:
             cursor.fetching = False
-            ahead.clear()
+            cursor.ahead.clear()
             self._active.pop(cursor, None)
             return
         cursor.delay = self._policy.retry_initial
@@ -316,4 +287,4 @@ class FetchScheduler:
 TARGET_MARK = "@"
 """Separates a requester id from the store it addresses: ``requester@store-reader-id``."""
 
-__all__ = ["NO_LIMIT", "TARGET_MARK", "Cursor", "FetchScheduler", "Router", "take_run"]
+__all__ = ["NO_LIMIT", "TARGET_MARK", "Cursor", "FetchScheduler", "Router"]

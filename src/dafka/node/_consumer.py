@@ -1,11 +1,14 @@
 """The consumer: reads every partition of its topics, in order, each record once.
 
 Theory. Per (topic, partition) a :class:`~dafka.node._catchup.Cursor` remembers the last
-sequence delivered. A record with the next sequence is delivered; one ahead is dropped and
-the gap is fetched (from the producer and every store, which answer with DIRECT-RECORDs);
-one behind is a duplicate and dropped. HEAD and DIRECT-HEAD above the last delivered sequence
-start a fetch too. Fetches run in windows and are retried with backoff until the partition
-has caught up with the highest sequence known to exist (see ``_catchup``).
+sequence delivered, and the shared in-order reader (``dafka.node._reader``, the same rule
+as the store's writer) takes each record: the next sequence is delivered; one ahead is kept
+(up to one fetch window ahead, a small reorder buffer) and the gap is fetched (from the
+producer and every store, which answer with DIRECT-RECORDs), after which the kept records
+follow in order; one behind is a duplicate and dropped. HEAD and DIRECT-HEAD above the last
+delivered sequence start a fetch too. Fetches run in windows and are retried with backoff
+until the partition has caught up with the highest sequence known to exist (see
+``_catchup``).
 
 Where a partition starts: an explicit position (:meth:`ConsumerMachine.seek`), else
 ``offset_reset``: ``earliest`` from sequence 0; ``latest`` depends on whether the partition
@@ -43,9 +46,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dafka.node._catchup import NO_LIMIT, TARGET_MARK, Cursor, FetchScheduler, take_run
+from dafka.node._catchup import NO_LIMIT, TARGET_MARK, Cursor, FetchScheduler
 from dafka.node._config import ConsumerConfig
 from dafka.node._errors import NodeArgumentError, check_name, check_sequence
+from dafka.node._reader import PartitionReader
 from dafka.node._stores import StoreRouter
 from dafka.node.actions import (
     Action,
@@ -129,11 +133,11 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
         self._starts: dict[tuple[str, str], int] = {}
         for key, next_sequence in (start_positions or {}).items():
             self._starts[key] = check_sequence(f"start position of {key}", next_sequence)
-        self._dirty: list[Cursor] = []
         self._refresh_due: float | None = None
         self._fetcher = FetchScheduler(
             consumer_id, self.config.fetch, self.config.skip_unavailable_after
         )
+        self._in_order = PartitionReader(self._fetcher)
         self._router = StoreRouter(consumer_id, self.config.store_suspect_time)
         if self.config.single_store_fetch:
             self._fetcher.router = self._router
@@ -146,8 +150,6 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
         self._marked = consumer_id + TARGET_MARK
         self._beyond_end = 0
         self._delivered = 0
-        self._ahead = 0
-        self._duplicates = 0
         self._foreign = 0
         self._unexpected = 0
         cid = check_name("consumer id", consumer_id)
@@ -223,7 +225,7 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
     def at_end(self, now: float) -> bool:
         """Caught up: settle windows over, every known head taken and handed out (no records
         waiting for :meth:`take_actions`), every end reached."""
-        if self._dirty:
+        if self._in_order.dirty:
             return False
         for due in self._settle.values():
             if now < due:
@@ -289,14 +291,7 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
             if (
                 cursor is not None and sequence == cursor.last + 1 and sequence <= cursor.limit
             ):  # the hot path
-                cursor.last = sequence
-                pending = cursor.pending
-                if not pending:
-                    cursor.pending_first = sequence
-                    self._dirty.append(cursor)
-                pending.append(message.content)
-                if cursor.fetching:
-                    self._fetcher.progress(cursor, now, self._out)
+                self._in_order.take(cursor, sequence, message.content, now, self._out)
                 return
             self._on_record(cursor, message, now)
         elif type(message) is DirectRecord:
@@ -336,7 +331,10 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
         of building and dispatching one ``Record`` per record; anything else goes record by
         record through ``on_message``.
         """
-        if take_run(self._cursors.get((topic, producer)), first_sequence, contents, self._dirty):
+        cursor = self._cursors.get((topic, producer))
+        if self._in_order.take_run(
+            cursor, first_sequence, contents, now, self._out, while_fetching=False
+        ):
             return
         on_message = self.on_message
         for offset, content in enumerate(contents):
@@ -362,21 +360,9 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
             self._foreign += len(contents)
             return
         cursor = self._cursors.get((topic, producer))
-        if (
-            cursor is not None
-            and contents
-            and first_sequence == cursor.last + 1
-            and not cursor.ahead
-            and first_sequence + len(contents) - 1 <= cursor.limit
+        if self._in_order.take_run(
+            cursor, first_sequence, contents, now, self._out, while_fetching=True
         ):
-            pending = cursor.pending
-            if not pending:
-                cursor.pending_first = first_sequence
-                self._dirty.append(cursor)
-            pending.extend(contents)
-            cursor.last = first_sequence + len(contents) - 1
-            if cursor.fetching:
-                self._fetcher.progress(cursor, now, self._out)
             return
         on_message = self.on_message
         for offset, content in enumerate(contents):
@@ -403,23 +389,22 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
 
     def take_actions(self) -> list[Action]:
         out = self._out
-        if self._dirty:
-            for cursor in self._dirty:
+        if self._in_order.dirty:
+            for cursor in self._in_order.take_dirty():
                 self._flush(cursor, out)
-            self._dirty = []
         self._out = []
         return out
 
     def statistics(self) -> ConsumerStatistics:
-        pending = sum(len(c.pending) for c in self._dirty)
+        pending = sum(len(c.pending) for c in self._in_order.dirty)
         return ConsumerStatistics(
             delivered=self._delivered + pending,
             partitions=len(self._cursors),
             fetches_sent=self._fetcher.fetches_sent,
             fetch_retries=self._fetcher.fetch_retries,
             fetches_in_flight=self._fetcher.in_flight(),
-            arrived_ahead=self._ahead,
-            dropped_duplicates=self._duplicates,
+            arrived_ahead=self._in_order.arrived_ahead,
+            dropped_duplicates=self._in_order.duplicates,
             dropped_foreign=self._foreign,
             dropped_unexpected=self._unexpected,
             skipped_records=self._fetcher.skipped,
@@ -461,24 +446,11 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
                 self._foreign += 1  # prefix leak ('hello2' while reading 'hello') or stale
                 return
             cursor = self._new_cursor(record.topic, record.producer, sequence - 1, now)
-        last = cursor.last
         if sequence > cursor.limit:
             self._beyond_end += 1  # past an end offset (a C store answers count + 1)
             return
-        if sequence == last + 1:
-            cursor.last = sequence
-            if not cursor.pending:
-                cursor.pending_first = sequence
-                self._dirty.append(cursor)
-            cursor.pending.append(record.content)
-            if cursor.fetching:
-                self._fetcher.progress(cursor, now, self._out)
-        elif sequence > last:
-            self._ahead += 1
-            direct = type(record) is DirectRecord
-            self._fetcher.early(cursor, sequence, record.content, direct, now, self._out)
-        else:
-            self._duplicates += 1
+        direct = type(record) is DirectRecord
+        self._in_order.offer(cursor, sequence, record.content, direct, now, self._out)
 
     def _on_head(self, topic: str, producer: str, sequence: int, now: float) -> None:
         key = (topic, producer)

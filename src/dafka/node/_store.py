@@ -54,9 +54,10 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Protocol
 
-from dafka.node._catchup import Cursor, FetchScheduler, take_run
+from dafka.node._catchup import Cursor, FetchScheduler
 from dafka.node._config import StoreConfig
 from dafka.node._errors import check_name
+from dafka.node._reader import PartitionReader
 from dafka.node._stores import addressed_to
 from dafka.node.actions import (
     Action,
@@ -169,9 +170,9 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         self._out: list[Action] = []
         self._cursors: dict[tuple[str, str], Cursor] = {}
         self._by_topic: dict[str, dict[str, Cursor]] = {}
-        self._dirty: list[Cursor] = []
         self._ack_due: dict[Cursor, None] = {}
         self._fetcher = FetchScheduler(writer_id, self.config.fetch)
+        self._in_order = PartitionReader(self._fetcher)
         self._stored = 0
         self._acks = 0
         self._fetches_answered = 0
@@ -181,8 +182,6 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         self._declined = 0
         self._replies: deque[_Reply] = deque()
         self._reply_due: float | None = None
-        self._ahead = 0
-        self._duplicates = 0
         self._foreign = 0
         self._unexpected = 0
         self._blocked: dict[Cursor, float] = {}
@@ -302,14 +301,7 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             sequence = message.sequence
             cursor = self._cursors.get((topic, producer))
             if cursor is not None and sequence == cursor.last + 1:  # the hot path
-                cursor.last = sequence
-                pending = cursor.pending
-                if not pending:
-                    cursor.pending_first = sequence
-                    self._dirty.append(cursor)
-                pending.append(message.content)
-                if cursor.fetching:
-                    self._fetcher.progress(cursor, now, self._out)
+                self._in_order.take(cursor, sequence, message.content, now, self._out)
                 return
             self._on_record(cursor, message, now)
         elif type(message) is DirectRecord:
@@ -348,7 +340,10 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         of building and dispatching one ``Record`` per record; anything else goes record by
         record through ``on_message``.
         """
-        if take_run(self._cursors.get((topic, producer)), first_sequence, contents, self._dirty):
+        cursor = self._cursors.get((topic, producer))
+        if self._in_order.take_run(
+            cursor, first_sequence, contents, now, self._out, while_fetching=False
+        ):
             return
         on_message = self.on_message
         for offset, content in enumerate(contents):
@@ -388,9 +383,9 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                 self._acks += 1
                 out.append(Send(Ack(cursor.producer, cursor.topic, cursor.durable)))
             self._ack_due = {}
-        if self._dirty:
+        if self._in_order.dirty:
             blocked = self._blocked
-            for cursor in self._dirty:
+            for cursor in self._in_order.take_dirty():
                 contents = cursor.pending
                 if blocked and cursor in blocked:
                     # taken in order while the partition waits out an append backoff:
@@ -405,7 +400,6 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                         )
                     )
                     cursor.pending = []
-            self._dirty = []
         self._out = []
         return out
 
@@ -423,8 +417,8 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             store_hellos_sent=self._hellos,
             fetches_declined=self._declined,
             fetch_replies_pending=len(self._replies),
-            arrived_ahead=self._ahead,
-            dropped_duplicates=self._duplicates,
+            arrived_ahead=self._in_order.arrived_ahead,
+            dropped_duplicates=self._in_order.duplicates,
             dropped_foreign=self._foreign,
             dropped_unexpected=self._unexpected,
             append_failures=self._append_failures,
@@ -450,21 +444,8 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             cursor.known_head = max(cursor.known_head, sequence)  # fetched after the backoff
             self._unpersisted += 1
             return
-        last = cursor.last
-        if sequence == last + 1:
-            cursor.last = sequence
-            if not cursor.pending:
-                cursor.pending_first = sequence
-                self._dirty.append(cursor)
-            cursor.pending.append(record.content)
-            if cursor.fetching:
-                self._fetcher.progress(cursor, now, self._out)
-        elif sequence > last:
-            self._ahead += 1
-            direct = type(record) is DirectRecord
-            self._fetcher.early(cursor, sequence, record.content, direct, now, self._out)
-        else:
-            self._duplicates += 1
+        direct = type(record) is DirectRecord
+        self._in_order.offer(cursor, sequence, record.content, direct, now, self._out)
 
     def _unblock(self, now: float) -> None:
         """Partitions whose append backoff is over fetch what they dropped: the retry."""

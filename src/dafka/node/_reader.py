@@ -1,0 +1,133 @@
+"""The in-order reader of many partitions: one rule for taking the next record.
+
+Shared by the consumer (which hands what it took to the application, ``Deliver``) and the
+store's writer (which persists it, ``Persist``). Every record a reader gets for a partition
+(a :class:`~dafka.node._catchup.Cursor`) is one of three things:
+
+* the next one (``last + 1``): taken - appended to the cursor's *pending run*, which the
+  machine hands out once per drain of its outbox (:meth:`PartitionReader.take_dirty`). If
+  a FETCH is open, records kept ahead that now follow are taken too, and the fetch is told
+  of the progress (next window, or caught up);
+* ahead of it: kept (within one window) and the gap fetched
+  (:meth:`~dafka.node._catchup.FetchScheduler.early`);
+* behind it: a duplicate, dropped.
+
+A run of consecutive records that continues a partition is taken whole
+(:meth:`PartitionReader.take_run`): that is what makes the steady state cost a list extend
+per run rather than a call per record. The machines keep only their dispatch (which cursor,
+whose message) and what is their own (a consumer's end offsets, a store's ACKs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dafka.node._catchup import Cursor, FetchScheduler
+from dafka.node.actions import Action
+
+
+class PartitionReader:
+    """Takes records of many partitions in order; see the module docstring."""
+
+    __slots__ = ("_fetcher", "arrived_ahead", "dirty", "duplicates")
+
+    def __init__(self, fetcher: FetchScheduler) -> None:
+        self._fetcher = fetcher
+        self.dirty: list[Cursor] = []
+        """Cursors with a pending run, in the order they got its first record."""
+        self.arrived_ahead = 0
+        """Records that arrived ahead of their partition's next sequence."""
+        self.duplicates = 0
+        """Records at or below their partition's last sequence (dropped)."""
+
+    def take(
+        self, cursor: Cursor, sequence: int, content: bytes, now: float, out: list[Action]
+    ) -> None:
+        """Take record ``sequence``, which must be ``cursor.last + 1``."""
+        cursor.last = sequence
+        pending = cursor.pending
+        if not pending:
+            cursor.pending_first = sequence
+            self.dirty.append(cursor)
+        pending.append(content)
+        if cursor.fetching:
+            self._progress(cursor, now, out)
+
+    def take_run(
+        self,
+        cursor: Cursor | None,
+        first: int,
+        contents: Sequence[bytes],
+        now: float,
+        out: list[Action],
+        *,
+        while_fetching: bool,
+    ) -> bool:
+        """Take ``contents`` (at ``first, first + 1, ...``) whole if they continue ``cursor``.
+
+        False (nothing taken) when they do not, when records are kept ahead, when the run
+        crosses the cursor's limit, or - unless ``while_fetching`` (a FETCH reply) - while a
+        FETCH is open: the caller then feeds the run record by record. Taking it whole ends
+        in the same state as feeding it one by one.
+        """
+        if cursor is None or not contents or first != cursor.last + 1 or cursor.ahead:
+            return False
+        if cursor.fetching and not while_fetching:
+            return False
+        last = first + len(contents) - 1
+        if last > cursor.limit:
+            return False
+        pending = cursor.pending
+        if not pending:
+            cursor.pending_first = first
+            self.dirty.append(cursor)
+        pending.extend(contents)
+        cursor.last = last
+        if cursor.fetching:
+            self._progress(cursor, now, out)
+        return True
+
+    def offer(
+        self,
+        cursor: Cursor,
+        sequence: int,
+        content: bytes,
+        direct: bool,
+        now: float,
+        out: list[Action],
+    ) -> None:
+        """Any record of ``cursor``'s partition: take it, keep it ahead, or drop it.
+
+        ``direct``: it came in a FETCH reply (a DIRECT-RECORD), where arriving ahead means a
+        hole in the reply rather than a gap in the live stream.
+        """
+        last = cursor.last
+        if sequence == last + 1:
+            self.take(cursor, sequence, content, now, out)
+        elif sequence > last:
+            self.arrived_ahead += 1
+            self._fetcher.early(cursor, sequence, content, direct, now, out)
+        else:
+            self.duplicates += 1
+
+    def take_dirty(self) -> list[Cursor]:
+        """The cursors with a pending run (the caller hands the runs out and clears them)."""
+        dirty, self.dirty = self.dirty, []
+        return dirty
+
+    def _progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
+        """A fetching cursor took a record: take what was kept ahead and now follows, then
+        let the fetch move on."""
+        ahead = cursor.ahead
+        if ahead:
+            nxt = cursor.last + 1
+            content = ahead.pop(nxt, None)
+            while content is not None:
+                cursor.pending.append(content)
+                cursor.last = nxt
+                nxt += 1
+                content = ahead.pop(nxt, None)
+        self._fetcher.progress(cursor, now, out)
+
+
+__all__ = ["PartitionReader"]
