@@ -19,7 +19,8 @@ class LossyRecords:
 
     Other messages (DIRECT-RECORDs of a FETCH reply, ACKs, HEADs...) always pass: losing a
     share of every FETCH answer makes a window cost one round trip per loss, a benchmark
-    rather than a test. ``dropped`` counts what it dropped.
+    rather than a test. ``seen`` counts the RECORDs it was shown, ``dropped`` those it
+    dropped.
     """
 
     def __init__(self, rate: float, seed: int) -> None:
@@ -28,14 +29,17 @@ class LossyRecords:
         self.rate = rate
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        self.seen = 0
         self.dropped = 0
 
     def __call__(self, frames: Sequence[bytes]) -> bool:
-        if frames[0][:1] != RECORD_ID or self._rng.random() >= self.rate:
+        if frames[0][:1] != RECORD_ID:
             return False
+        drop = self._rng.random() < self.rate
         with self._lock:
-            self.dropped += 1
-        return True
+            self.seen += 1
+            self.dropped += drop
+        return drop
 
 
 def lossy_records(rate: float, seed: int) -> LossyRecords:

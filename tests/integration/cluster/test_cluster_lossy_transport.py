@@ -47,6 +47,8 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
     # The lossy store: the same parts as StoreNode, with the fault injector on its runner.
     storage = Storage.open(tmp_path / "lossy" / "log")
     store = StoreMachine("LOSSYSTOREWRITER", "LOSSYSTOREREADER", storage)
+    store_loss = lossy_records(0.10, seed=1)
+    consumer_loss = lossy_records(0.10, seed=2)
     store_runner = NodeRunner(
         store,
         [Identity(store.writer_id), Identity(store.reader_id, xpub=True)],
@@ -54,7 +56,7 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
         persistence=StorePersistence(storage, store),
         route_send=lambda m: 0 if isinstance(m, STORE_WRITER_SENDS) else 1,
         route_subscribe=lambda prefix: 0 if prefix[0] in STORE_WRITER_PREFIXES else 1,
-        drop_inbound=lossy_records(0.10, seed=1),
+        drop_inbound=store_loss,
         name="lossy-store",
     )
     # The lossy consumer, subscribed before the producer starts: it sees the live stream.
@@ -71,7 +73,7 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
         consumer,
         [Identity(consumer.consumer_id)],
         config,
-        drop_inbound=lossy_records(0.10, seed=2),
+        drop_inbound=consumer_loss,
         on_deliver=on_deliver,
         name="lossy-consumer",
     )
@@ -93,9 +95,13 @@ def test_dropped_records_are_fetched_again(procs: Processes, tmp_path: Path) -> 
             "the lossy store to hold every record",
         )
         # The consumer's own counters say the losses happened and were fetched again.
-        assert consumer_runner.statistics().injected_drops > RECORDS * 0.05
+        # How many live RECORDs a node sees depends on load (a peer expired under load is
+        # caught up by FETCH, whose answers are not dropped); the share dropped does not.
+        for loss, runner in ((consumer_loss, consumer_runner), (store_loss, store_runner)):
+            assert runner.statistics().injected_drops == loss.dropped
+            assert loss.seen > 1000, loss.seen
+            assert 0.07 < loss.dropped / loss.seen < 0.13, (loss.dropped, loss.seen)
         assert consumer.statistics().fetches_sent > 0
-        assert store_runner.statistics().injected_drops > RECORDS * 0.05
         with lock:
             got = list(delivered)
     finally:

@@ -15,6 +15,7 @@ from dafka.protocol import (
     Head,
     Record,
     StoreHello,
+    encode,
 )
 from dafka.testing import (
     LogContractError,
@@ -23,6 +24,7 @@ from dafka.testing import (
     MemoryNetwork,
     NetworkStalledError,
     ScriptedPeer,
+    lossy_records,
     prefix_of,
 )
 
@@ -107,3 +109,18 @@ def test_scripted_peer_reports_what_was_sent() -> None:
     peer.drain()
     with pytest.raises(AssertionError, match="expected Fetch"):
         peer.expect(Fetch)
+
+
+def test_lossy_records_drops_a_seeded_share_of_records_only() -> None:
+    record = encode(Record("t", "A" * 32, 1, b"x"))
+    ack = encode(Ack("A" * 32, "t", 1))
+    loss = lossy_records(0.25, seed=7)
+    dropped = [loss(record) for _ in range(4000)]
+    assert not any(loss(ack) for _ in range(100))  # never anything but a RECORD
+    assert loss([b""]) is False  # an empty frame 0 is not a RECORD either
+    assert (loss.seen, loss.dropped) == (4000, sum(dropped))
+    assert 900 < loss.dropped < 1100
+    again = lossy_records(0.25, seed=7)
+    assert [again(record) for _ in range(4000)] == dropped  # seeded: reproducible
+    with pytest.raises(ValueError, match="rate"):
+        lossy_records(1.0, seed=1)
