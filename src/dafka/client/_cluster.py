@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from dafka.client._ids import new_node_id
 from dafka.node import ClusterMachine, ClusterView
+from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 
