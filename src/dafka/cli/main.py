@@ -278,6 +278,7 @@ def _delimiter(text: str) -> bytes:
 @setting_option("producer/linger_ms")
 @setting_option("producer/batch_size")
 @setting_option("producer/max_in_flight")
+@setting_option("producer/head_interval")
 @click.option(
     "--transactional-id",
     default=None,
@@ -308,6 +309,7 @@ def produce(
     linger_ms: float,
     batch_size: int,
     max_in_flight: int,
+    head_interval: float,
     transactional_id: str | None,
     transaction_size: int,
 ) -> None:
@@ -340,6 +342,7 @@ def produce(
         "linger_ms": linger_ms,
         "batch_size": batch_size,
         "max_in_flight": max_in_flight,
+        "head_interval": head_interval,
     }
     if transactional_id is not None:
         if name:

@@ -128,6 +128,8 @@ class Consumer:
         dafka.client._read_committed), a subclass that delivers committed messages only."""
         if cls is Consumer:
             settings = kwargs.get("settings")
+            if settings is None and kwargs.get("config_file") is not None:  # it may say it
+                settings = ConsumerSettings.from_config(kwargs["config_file"])
             level = kwargs.get(
                 "isolation_level", getattr(settings, "isolation_level", "read_uncommitted")
             )

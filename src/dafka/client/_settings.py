@@ -16,7 +16,10 @@ binds it.
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from dafka.errors import ConfigError
@@ -201,6 +204,17 @@ class ProducerSettings(_CommonSettings):
         _number("resume_timeout", self.resume_timeout)
         _require("resume", isinstance(self.resume, bool), self.resume, "True or False")
 
+    @classmethod
+    def from_config(
+        cls,
+        config: str | Path | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        **fields: Any,
+    ) -> ProducerSettings:
+        """See :func:`settings_from_config`: ``ProducerSettings.from_config("dafka.toml")``."""
+        return settings_from_config(cls, config, environ=environ, **fields)
+
     def producer_config(self) -> ProducerConfig:
         """The :class:`ProducerConfig` of each partition's machine (bounds are the client's:
         the machine's own are set so that they never bind before the client's do)."""
@@ -263,6 +277,17 @@ class ConsumerSettings(_CommonSettings):
             "True or False",
         )
 
+    @classmethod
+    def from_config(
+        cls,
+        config: str | Path | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        **fields: Any,
+    ) -> ConsumerSettings:
+        """See :func:`settings_from_config`: ``ConsumerSettings.from_config("dafka.toml")``."""
+        return settings_from_config(cls, config, environ=environ, **fields)
+
     def consumer_config(self) -> ConsumerConfig:
         """The :class:`ConsumerConfig` of the consumer's machine."""
         return ConsumerConfig(
@@ -281,10 +306,66 @@ class ConsumerSettings(_CommonSettings):
 
 S = TypeVar("S", ProducerSettings, ConsumerSettings)
 
+_ROLE = {ProducerSettings: "producer", ConsumerSettings: "consumer"}
+
+
+def _config_fields(
+    cls: type[ProducerSettings | ConsumerSettings],
+    config: str | Path | None,
+    environ: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The fields the file and ``DAFKA_*`` variables set for a ``cls`` client (values
+    already checked by the key's own parser, errors naming the key and what it accepts)."""
+    from dafka.config import CLIENT_FIELDS, load
+
+    layers = load(config, os.environ if environ is None else environ)
+    role = _ROLE[cls]
+    out: dict[str, Any] = {}
+    for key, value in layers.effective().items():
+        if value.source == "default" or key not in CLIENT_FIELDS:
+            continue
+        field, roles = CLIENT_FIELDS[key]
+        if role not in roles:
+            continue
+        if key == "towers":
+            bad = [t for t in value.value.split(",") if t.count(":") > 1 and "]" not in t]
+            if bad:
+                raise ConfigError(
+                    f"{value.source}: towers = {value.value!r}: clients take towers as "
+                    "host:port (accepted: host:port with the XPUB at port+1, comma-separated)"
+                )
+        elif key == "beacon/interval":
+            out["beacon_timeout"] = 4 * value.value  # as the commands do
+        elif key == "producer/name" and not value.value:
+            continue
+        out[field] = value.value
+    return out
+
+
+def settings_from_config(
+    cls: type[S],
+    config: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **fields: Any,
+) -> S:
+    """Settings as the ``dafka`` commands read them: defaults < the TOML file (``config``,
+    else ``$DAFKA_CONFIG``) < ``DAFKA_*`` variables < ``fields``. Keys are the commands'
+    (``dafka config`` lists them; ``dafka.config.CLIENT_FIELDS`` maps them to fields); a
+    wrong key or value is a :class:`ConfigError` naming the key and what it accepts."""
+    return resolve_settings(cls, cls(**_config_fields(cls, config, environ)), fields)
+
 
 def resolve_settings(cls: type[S], settings: S | None, fields: dict[str, Any]) -> S:
     """``settings`` (or the defaults) with ``fields`` overriding; unknown names raise
-    :class:`ConfigError` naming them."""
+    :class:`ConfigError` naming them. ``config_file=PATH`` among the fields starts from
+    :func:`settings_from_config` (the file and the ``DAFKA_*`` variables) instead."""
+    if "config_file" in fields:
+        fields = dict(fields)
+        path = fields.pop("config_file")
+        if settings is not None:
+            raise ConfigError("give settings= or config_file=, not both")
+        settings = settings_from_config(cls, path)
     base = settings if settings is not None else cls()
     if not isinstance(base, cls):
         raise ConfigError(f"settings must be a {cls.__name__}, got {type(base).__name__}")
@@ -303,4 +384,5 @@ __all__ = [
     "ProducerSettings",
     "parse_towers",
     "resolve_settings",
+    "settings_from_config",
 ]

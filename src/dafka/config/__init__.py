@@ -8,11 +8,12 @@
 Precedence: default < file < environment < flag. See docs/cli.md.
 """
 
-from dafka.config._keys import SETTINGS, Setting
+from dafka.config._keys import CLIENT_FIELDS, SETTINGS, Setting
 from dafka.config._loader import CONFIG_ENV, Layers, Value, check, load, unknown_key
 from dafka.config._values import TOPIC, Kind, tower_endpoints
 
 __all__ = [
+    "CLIENT_FIELDS",
     "CONFIG_ENV",
     "SETTINGS",
     "TOPIC",

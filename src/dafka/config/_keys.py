@@ -115,6 +115,13 @@ _TABLE = [
         "Bytes after which a batch is sent.",
     ),
     Setting(
+        "producer/head_interval",
+        "--head-interval",
+        v.number(0, 3600),
+        1.0,
+        "Seconds between HEADs announcing a partition's last sequence.",
+    ),
+    Setting(
         "producer/max_in_flight",
         "--max-in-flight",
         v.integer(1, 100_000_000),
@@ -153,3 +160,21 @@ _TABLE = [
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in _TABLE}
 """Every setting by key."""
+
+CLIENT_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
+    "towers": ("towers", frozenset({"producer", "consumer"})),
+    "beacon/interval": ("beacon_interval", frozenset({"producer", "consumer"})),
+    "beacon/address": ("advertised_host", frozenset({"producer", "consumer"})),
+    "bind": ("bind_host", frozenset({"producer", "consumer"})),
+    "producer/partitions": ("partitions", frozenset({"producer"})),
+    "producer/name": ("name", frozenset({"producer"})),
+    "producer/linger_ms": ("linger_ms", frozenset({"producer"})),
+    "producer/batch_size": ("batch_size", frozenset({"producer"})),
+    "producer/max_in_flight": ("max_in_flight", frozenset({"producer"})),
+    "producer/head_interval": ("head_interval", frozenset({"producer"})),
+    "consumer/offset/reset": ("offset_reset", frozenset({"consumer"})),
+    "consumer/isolation": ("isolation_level", frozenset({"consumer"})),
+}
+"""Config key -> (field of ``ProducerSettings``/``ConsumerSettings``, which clients read it):
+``ProducerSettings.from_config`` and ``ConsumerSettings.from_config`` read the same file and
+``DAFKA_*`` variables as the commands through this table (the other keys are the daemons')."""
