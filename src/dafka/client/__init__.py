@@ -9,6 +9,7 @@ from dafka.client._batch import BatchColumns, decode_batch, encode_batch, is_bat
 from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
 from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import CorruptBatchError, DeliveryError
+from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
 from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
 from dafka.client._read_committed import ReadCommittedConsumer
@@ -25,13 +26,16 @@ __all__ = [
     "ClusterWatcher",
     "ConsumedRecord",
     "Consumer",
+    "ConsumerMetrics",
     "ConsumerSettings",
     "CorruptBatchError",
     "DeliveryError",
+    "LatencySnapshot",
     "PartitionProducer",
     "PollStatistics",
     "Producer",
     "ProducerFencedError",
+    "ProducerMetrics",
     "ProducerSettings",
     "ReadCommittedConsumer",
     "Record",

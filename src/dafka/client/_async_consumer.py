@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from dafka.client._consumer import Consumer, Key, PollStatistics
+from dafka.client._metrics import ConsumerMetrics
 from dafka.client._records import Record
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import ConsumerStatistics
@@ -133,6 +134,11 @@ class AsyncConsumer:
 
     def poll_statistics(self) -> PollStatistics:
         return self.consumer.poll_statistics()
+
+    async def metrics(self) -> ConsumerMetrics:
+        """:meth:`Consumer.metrics` (taken in a worker thread: it asks the node's thread)."""
+        result: ConsumerMetrics = await self._run(self.consumer.metrics)
+        return result
 
     async def close(self) -> None:
         if self._consumer is None:

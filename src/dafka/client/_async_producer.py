@@ -18,6 +18,7 @@ import asyncio
 from types import TracebackType
 from typing import Any
 
+from dafka.client._metrics import ProducerMetrics
 from dafka.client._producer import HeadersArg, OnDelivery, Producer
 from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings, resolve_settings
@@ -142,6 +143,10 @@ class AsyncProducer:
         left = await self._loop.run_in_executor(None, producer.flush, timeout)
         await self._loop.run_in_executor(None, producer._runner.call, _nothing)
         return left
+
+    async def metrics(self) -> ProducerMetrics:
+        """:meth:`Producer.metrics` (taken in a worker thread: it asks the node's thread)."""
+        return await self._loop.run_in_executor(None, self.producer.metrics)
 
     async def close(self, timeout: float | None = 10.0) -> None:
         """Flush for up to ``timeout``, fail the rest with ``DeliveryError``, leave."""

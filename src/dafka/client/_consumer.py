@@ -40,6 +40,7 @@ from typing import Any
 
 from dafka.client._batch import MAGIC, decode_batch
 from dafka.client._errors import CorruptBatchError
+from dafka.client._metrics import ConsumerMetrics, consumer_metrics
 from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, NodeFailedError
@@ -179,6 +180,7 @@ class Consumer:
         self._records_polled = 0
         self._messages_polled = 0
         self._corrupt = 0
+        self._bytes_in = 0
         self._last_corrupt: str | None = None
         self._closed = False
         self._wakeup: Callable[[], None] | None = None
@@ -267,6 +269,25 @@ class Consumer:
     def transport_statistics(self) -> RunnerStats:
         """The runner's counters: messages received and sent, peers connected..."""
         return self._runner.statistics()
+
+    def metrics(self) -> ConsumerMetrics:
+        """Records and bytes in, messages polled, lag, FETCHes, drops by reason (a snapshot;
+        see dafka.client._metrics)."""
+        machine, positions = self._runner.call(
+            lambda _now: (self._machine.statistics(), self._machine.positions())
+        )
+        transport = self._runner.statistics()
+        with self._lock:
+            return consumer_metrics(
+                machine,
+                positions,
+                transport,
+                bytes_received=self._bytes_in,
+                records_polled=self._records_polled,
+                messages_polled=self._messages_polled,
+                queued_records=self._queued,
+                corrupt_batches=self._corrupt,
+            )
 
     # -- receiving -----------------------------------------------------------------------------
 
@@ -465,6 +486,7 @@ class Consumer:
             was_empty = not self._batches and self._current is None and not self._leftover
             self._batches.append(batch)
             self._queued += len(batch.contents)
+            self._bytes_in += sum(map(len, batch.contents))
             self._lock.notify()
         if was_empty and self._wakeup is not None:
             self._wakeup()

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 from dafka.client._batch import UUID_SIZE
 from dafka.client._errors import DeliveryError
 from dafka.client._future import DeliveryFuture
+from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_metrics
 from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
@@ -144,6 +145,8 @@ class Producer:
         self._bridge: Bridge | None = None
         self._delivered = 0
         self._failed = 0
+        self._delivered_bytes = 0
+        self._ack_latency = LatencyHistogram()
         resume = s.resume and s.name is not None
         self._machine = TopicProducerMachine(
             topic,
@@ -416,6 +419,24 @@ class Producer:
     def transport_statistics(self) -> RunnerStats:
         return self._runner.statistics()
 
+    def metrics(self) -> ProducerMetrics:
+        """Messages and bytes out, RECORDs, ACK latency, FETCHes served, drops (a snapshot
+        taken in the node's thread; see dafka.client._metrics)."""
+        return self._runner.call(self._metrics)
+
+    def _metrics(self, now: float) -> ProducerMetrics:
+        del now
+        return producer_metrics(
+            [m.statistics() for m in self._machine.machines],
+            self._ack_latency,
+            delivered=self._delivered,
+            failed=self._failed,
+            delivered_bytes=self._delivered_bytes,
+            in_flight=self._in_flight,
+            in_flight_bytes=self._in_flight_bytes,
+            dropped_transport=self._runner.statistics(),
+        )
+
     def close(self, timeout: float | None = 10.0) -> None:
         """Flush for up to ``timeout``, fail what is still in flight with
         :class:`DeliveryError`, and leave the cluster."""
@@ -543,6 +564,8 @@ class Producer:
         done = machine.take_delivered()
         if done:
             self._resolve(done)
+            self._ack_latency.observe_since(now, machine.acked_sent)
+            machine.acked_sent.clear()
         expired = machine.take_expired(now - self.settings.delivery_timeout)
         if expired:
             error = DeliveryError(
@@ -588,6 +611,7 @@ class Producer:
                 if on_delivery is not None:
                     self._call_back(meta, None)
         self._delivered += count
+        self._delivered_bytes += size
         self._release(count, size)
 
     def _resolve_bridged(self, done: list[tuple[int, int, list[Any]]], bridge: Bridge) -> None:
@@ -617,6 +641,7 @@ class Producer:
                 if on_delivery is not None:
                     self._call_back(meta, None)
         self._delivered += count
+        self._delivered_bytes += size
         self._release(count, size)  # first: a completed future lets AsyncProducer retry
         bridge.complete(out)
 

@@ -125,6 +125,9 @@ class TopicProducerMachine(PeerNotices):
         self._index = {p: i for i, p in enumerate(self.partitions)}
         self._open: list[_Open | None] = [None] * len(self.partitions)
         self._sent: list[collections.deque[_Sent]] = [collections.deque() for _ in self.partitions]
+        self.acked_sent: list[float] = []
+        """When each RECORD ``take_delivered`` returned was sent (the producer's ACK latency
+        metric takes and clears them)."""
         self._out: list[Action] = []
         self.heads: dict[str, int] = {}
         """Stored heads learnt while resuming (partition -> last sequence)."""
@@ -266,14 +269,16 @@ class TopicProducerMachine(PeerNotices):
     def take_delivered(self) -> list[tuple[int, int, list[Token]]]:
         """(partition index, sequence, tokens) of every RECORD now stored."""
         out: list[tuple[int, int, list[Token]]] = []
+        acked = self.acked_sent
         for index, machine in enumerate(self._machines):
             sent = self._sent[index]
             if not sent:
                 continue
             acked_next = machine.next_sequence - machine.unacked
             while sent and sent[0][0] < acked_next:
-                sequence, _, tokens = sent.popleft()
+                sequence, at, tokens = sent.popleft()
                 out.append((index, sequence, tokens))
+                acked.append(at)
         return out
 
     def take_expired(self, older_than: float) -> list[tuple[int, int, list[Token]]]:

@@ -37,6 +37,7 @@ from typing import Any
 from dafka.client._batch import encode_batch
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
+from dafka.client._metrics import ProducerMetrics
 from dafka.client._producer import Producer
 from dafka.client._records import Record, RecordMetadata
 from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
@@ -473,6 +474,13 @@ class TransactionalProducer:
                 raise TransactionError("flush inside a transaction: commit it instead")
             assert self._data is not None
             return self._data.flush(timeout)
+
+    def metrics(self) -> ProducerMetrics:
+        """The data producer's :meth:`Producer.metrics` (its control records included)."""
+        data = self._data
+        if data is None:
+            raise TransactionError("the transactional producer is not started")
+        return data.metrics()
 
     def _usable(self) -> None:
         if self._closed:

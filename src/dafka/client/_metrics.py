@@ -1,0 +1,239 @@
+"""Client-side metrics: what ``Producer.metrics()`` and ``Consumer.metrics()`` return.
+
+The hot paths pay a few counter increments, never a lock or an object per message: the
+producer adds the bytes of the messages a turn delivered and hands this module the send time
+of each RECORD the stores acknowledged (one float per RECORD, a batch of many messages being
+one RECORD); the consumer adds the bytes of each run of records it receives. Everything else
+(RECORDs published, FETCHes, drops by reason, lag) is already counted by the node machines
+and is read when a snapshot is taken, in the runner thread, so a snapshot is consistent.
+
+ACK latency is from the moment a RECORD left (its batch closed and was published) to the
+turn in which the stores' ACK released it (``min_stores`` of them). It is kept in a
+log-spaced histogram (buckets doubling from 50 µs): percentiles are the upper bound of the
+bucket they fall in, capped at the largest latency seen.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dafka.node import ConsumerStatistics, PartitionPosition, ProducerStatistics
+    from dafka.transport.runner import RunnerStats
+
+BUCKETS: tuple[float, ...] = tuple(50e-6 * 2**i for i in range(22))
+"""Upper bounds in seconds of the latency buckets: 50 µs, 100 µs, ... ~105 s (then +inf)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySnapshot:
+    """A latency distribution in seconds (0.0 everywhere while ``count`` is 0)."""
+
+    count: int
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+    buckets: tuple[tuple[float, int], ...]
+    """(upper bound in seconds, cumulative count) per bucket, Prometheus style."""
+
+
+class LatencyHistogram:
+    """Counts of latencies per bucket; observing is a bisect and two adds."""
+
+    __slots__ = ("_counts", "count", "max", "sum")
+
+    def __init__(self) -> None:
+        self._counts = [0] * (len(BUCKETS) + 1)
+        self.count = 0
+        self.sum = 0.0
+        self.max = 0.0
+
+    def observe_since(self, now: float, starts: list[float]) -> None:
+        """Record ``now - start`` for each start (then the caller clears ``starts``)."""
+        counts = self._counts
+        for start in starts:
+            seconds = now - start
+            if seconds < 0:
+                seconds = 0.0
+            counts[bisect_left(BUCKETS, seconds)] += 1
+            self.sum += seconds
+            self.max = max(self.max, seconds)
+        self.count += len(starts)
+
+    def snapshot(self) -> LatencySnapshot:
+        count = self.count
+        cumulative = []
+        running = 0
+        for bound, n in zip(BUCKETS, self._counts, strict=False):
+            running += n
+            cumulative.append((bound, running))
+
+        def quantile(q: float) -> float:
+            if not count:
+                return 0.0
+            rank = q * count
+            for bound, seen in cumulative:
+                if seen >= rank:
+                    return min(bound, self.max)
+            return self.max
+
+        return LatencySnapshot(
+            count=count,
+            mean=self.sum / count if count else 0.0,
+            p50=quantile(0.5),
+            p90=quantile(0.9),
+            p99=quantile(0.99),
+            max=self.max,
+            buckets=tuple(cumulative),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerMetrics:
+    """``Producer.metrics()``: one consistent snapshot (see docs/client.md)."""
+
+    messages_sent: int
+    """Messages given to ``send``/``produce`` (delivered + failed + in flight)."""
+    messages_delivered: int
+    messages_failed: int
+    bytes_delivered: int
+    """Value + key + header bytes of the delivered messages."""
+    in_flight: int
+    in_flight_bytes: int
+    records_published: int
+    """RECORDs sent (a batch is one RECORD; re-sends not counted)."""
+    record_bytes_published: int
+    records_acked: int
+    """RECORDs the stores acknowledged."""
+    ack_latency: LatencySnapshot
+    acks_received: int
+    heads_sent: int
+    fetches_served: int
+    """FETCHes this producer answered (a store catching up on its records)."""
+    records_resent: int
+    dropped: dict[str, int]
+    """Messages from peers dropped, by reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMetrics:
+    """``Consumer.metrics()``: one consistent snapshot (see docs/client.md)."""
+
+    records_received: int
+    """RECORDs delivered by the node (in order, each once)."""
+    bytes_received: int
+    """Content bytes of those RECORDs."""
+    records_polled: int
+    messages_polled: int
+    """Messages handed to the application (a batched RECORD holds many)."""
+    queued_records: int
+    """Received and not yet polled."""
+    partitions: int
+    lag: int
+    """RECORDs known to exist and not yet received, over every partition."""
+    lag_by_partition: dict[tuple[str, str], int]
+    fetches_sent: int
+    fetch_retries: int
+    fetches_in_flight: int
+    stores_known: int
+    dropped: dict[str, int]
+    """Messages and records dropped or skipped, by reason (duplicates, foreign, corrupt...)."""
+
+
+def _transport_drops(stats: RunnerStats) -> dict[str, int]:
+    return {
+        "undecodable": stats.undecodable,
+        "filtered": stats.filtered,
+        "unencodable": stats.unencodable,
+        "rejected_endpoints": stats.rejected_endpoints,
+        "connect_errors": stats.connect_errors,
+    }
+
+
+def producer_metrics(
+    partitions: Sequence[ProducerStatistics],
+    ack_latency: LatencyHistogram,
+    *,
+    delivered: int,
+    failed: int,
+    delivered_bytes: int,
+    in_flight: int,
+    in_flight_bytes: int,
+    dropped_transport: RunnerStats,
+) -> ProducerMetrics:
+    """A :class:`ProducerMetrics` from the partitions' machine counters and the client's."""
+    latency = ack_latency.snapshot()
+    return ProducerMetrics(
+        messages_sent=delivered + failed + in_flight,
+        messages_delivered=delivered,
+        messages_failed=failed,
+        bytes_delivered=delivered_bytes,
+        in_flight=in_flight,
+        in_flight_bytes=in_flight_bytes,
+        records_published=sum(p.published for p in partitions),
+        record_bytes_published=sum(p.published_bytes for p in partitions),
+        records_acked=latency.count,
+        ack_latency=latency,
+        acks_received=sum(p.acks_received for p in partitions),
+        heads_sent=sum(p.heads_sent for p in partitions),
+        fetches_served=sum(p.fetches_answered for p in partitions),
+        records_resent=sum(p.records_resent for p in partitions),
+        dropped={
+            "peer_messages": sum(p.dropped_messages for p in partitions),
+            **_transport_drops(dropped_transport),
+        },
+    )
+
+
+def consumer_metrics(
+    machine: ConsumerStatistics,
+    positions: Mapping[tuple[str, str], PartitionPosition],
+    transport: RunnerStats,
+    *,
+    bytes_received: int,
+    records_polled: int,
+    messages_polled: int,
+    queued_records: int,
+    corrupt_batches: int,
+) -> ConsumerMetrics:
+    """A :class:`ConsumerMetrics` from the machine's counters and positions."""
+    lag = {k: max(0, p.known_head - p.last_delivered) for k, p in positions.items()}
+    return ConsumerMetrics(
+        records_received=machine.delivered,
+        bytes_received=bytes_received,
+        records_polled=records_polled,
+        messages_polled=messages_polled,
+        queued_records=queued_records,
+        partitions=machine.partitions,
+        lag=sum(lag.values()),
+        lag_by_partition=lag,
+        fetches_sent=machine.fetches_sent,
+        fetch_retries=machine.fetch_retries,
+        fetches_in_flight=machine.fetches_in_flight,
+        stores_known=machine.stores_known,
+        dropped={
+            "duplicates": machine.dropped_duplicates,
+            "foreign": machine.dropped_foreign,
+            "unexpected": machine.dropped_unexpected,
+            "beyond_end": machine.dropped_beyond_end,
+            "skipped_records": machine.skipped_records,
+            "corrupt_batches": corrupt_batches,
+            **_transport_drops(transport),
+        },
+    )
+
+
+__all__ = [
+    "BUCKETS",
+    "ConsumerMetrics",
+    "LatencyHistogram",
+    "LatencySnapshot",
+    "ProducerMetrics",
+    "consumer_metrics",
+    "producer_metrics",
+]
