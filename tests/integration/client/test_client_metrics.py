@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from dafka import AsyncProducer, Consumer, LocalCluster, Producer
 
@@ -11,7 +12,7 @@ from dafka import AsyncProducer, Consumer, LocalCluster, Producer
 def test_producer_and_consumer_metrics_count_what_happened(tmp_path: Path) -> None:
     values = [b"v" * (i % 50 + 1) for i in range(300)]
     with LocalCluster(tmp_path / "data", stores=1, beacon_interval=0.2) as cluster:
-        common = {"towers": cluster.towers, "beacon_interval": 0.2}
+        common: dict[str, Any] = {"towers": cluster.towers, "beacon_interval": 0.2}
         with Producer("metered", batching=False, linger_ms=0, **common) as producer:
             for value in values:
                 producer.send(value)
