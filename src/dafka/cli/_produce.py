@@ -5,8 +5,8 @@ whole from each ``--file``; with ``-K DELIM`` the text before the first DELIM of
 its key. The command exits once the stores ACKed every message (0), or after
 ``--flush-timeout`` seconds without progress with the count of what was not stored (1).
 When no store has ACKed anything after a few seconds it says so on stderr, once.
-On a terminal a progress line shows messages sent, stored, and the rate; in a pipe only
-errors are written.
+On a terminal a progress line (rich) shows messages sent, stored, not yet ACKed and the
+rate; in a pipe only errors are written.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 import click
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from dafka.client import RecordMetadata
 from dafka.node import BackpressureError
@@ -81,45 +84,72 @@ class _Counts(Protocol):
 
 
 class _Watch:
-    """A thread that writes progress (on a terminal) and the "waiting for a store" notice."""
+    """A thread that shows progress (on a terminal) and the "waiting for a store" notice.
+
+    On a terminal the progress is one line redrawn in place by rich (messages sent, stored,
+    not yet ACKed, the rate over the last second and overall) and removed at the end; in a
+    pipe nothing is written but the notice.
+    """
 
     def __init__(self, progress: _Counts, towers: str, tty: bool) -> None:
         self._progress = progress
         self._towers = towers
-        self._tty = tty
         self._stop = threading.Event()
+        self._live: Live | None = None
+        if tty:
+            self._live = Live(
+                Text(""), console=Console(stderr=True), transient=True, auto_refresh=False
+            )
+            self._live.start()
         self._thread = threading.Thread(target=self._run, name="dafka-produce-watch", daemon=True)
         self._started = time.monotonic()
         self._thread.start()
 
     def _run(self) -> None:
         warned = False
+        last_at, last_stored = self._started, 0
+        rate = 0.0
         while not self._stop.wait(0.25):
             sent, stored = self._progress.counts()
-            waited = time.monotonic() - self._started
+            now = time.monotonic()
+            waited = now - self._started
             if not warned and stored == 0 and sent and waited > WAITING_AFTER:
                 warned = True
-                self._clear()
-                click.echo(
+                self._say(
                     f"dafka produce: waiting for a store to acknowledge {sent} message(s) "
-                    f"(towers {self._towers}); is a store running? (dafka up / dafka store)",
-                    err=True,
+                    f"(towers {self._towers}); is a store running? (dafka up / dafka store)"
                 )
-            if self._tty:
-                click.echo(
-                    f"\r{sent:,} sent, {stored:,} stored, {stored / max(waited, 1e-9):,.0f} msg/s ",
-                    err=True,
-                    nl=False,
-                )
+            if now - last_at >= 1.0:
+                rate = (stored - last_stored) / (now - last_at)
+                last_at, last_stored = now, stored
+            if self._live is not None:
+                self._live.update(progress_line(sent, stored, rate, waited), refresh=True)
 
-    def _clear(self) -> None:
-        if self._tty:
-            click.echo("\r\033[K", err=True, nl=False)
+    def _say(self, text: str) -> None:
+        if self._live is not None:
+            self._live.console.print(text, markup=False, highlight=False)
+        else:
+            click.echo(text, err=True)
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-        self._clear()
+        if self._live is not None:
+            self._live.stop()
+
+
+def progress_line(sent: int, stored: int, rate: float, elapsed: float) -> Text:
+    """``12,000 sent  11,500 stored  500 unACKed  9,800 msg/s (avg 10,100)  1.2 s``"""
+    line = Text()
+    line.append(f"{sent:,}", style="bold")
+    line.append(" sent  ")
+    line.append(f"{stored:,}", style="bold green")
+    line.append(" stored  ")
+    line.append(f"{sent - stored:,}", style="bold yellow" if sent > stored else "bold")
+    line.append(" unACKed  ")
+    line.append(f"{rate:,.0f}", style="bold cyan")
+    line.append(f" msg/s (avg {stored / max(elapsed, 1e-9):,.0f})  {elapsed:.1f} s")
+    return line
 
 
 class _Tally:
