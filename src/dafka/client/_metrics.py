@@ -40,6 +40,8 @@ class LatencySnapshot:
     max: float
     buckets: tuple[tuple[float, int], ...]
     """(upper bound in seconds, cumulative count) per bucket, Prometheus style."""
+    sum: float = 0.0
+    """Total seconds observed."""
 
 
 class LatencyHistogram:
@@ -52,6 +54,15 @@ class LatencyHistogram:
         self.count = 0
         self.sum = 0.0
         self.max = 0.0
+
+    def observe(self, seconds: float) -> None:
+        """Record one latency."""
+        if seconds < 0:
+            seconds = 0.0
+        self._counts[bisect_left(BUCKETS, seconds)] += 1
+        self.count += 1
+        self.sum += seconds
+        self.max = max(self.max, seconds)
 
     def observe_since(self, now: float, starts: list[float]) -> None:
         """Record ``now - start`` for each start (then the caller clears ``starts``)."""
@@ -90,6 +101,7 @@ class LatencyHistogram:
             p99=quantile(0.99),
             max=self.max,
             buckets=tuple(cumulative),
+            sum=self.sum,
         )
 
 

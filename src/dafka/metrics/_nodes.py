@@ -2,9 +2,9 @@
 
 Store: the runner's counters (messages in/out, undecodable, peers), the store machine's
 (records stored, ACKs sent, FETCHes sent/answered, records served, drops by reason,
-partitions), its persistence's (records persisted, failed appends) and the size of its data
-directory. Tower: beacons and subscriptions forwarded,
-malformed messages dropped.
+partitions), its persistence's (records persisted, failed appends; histograms of append,
+fsync and write-to-durable (ACK) seconds) and the size of its data directory. Tower:
+beacons and subscriptions forwarded, malformed messages dropped.
 """
 
 from __future__ import annotations
@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from dafka.transport.runner import RunnerStats
     from dafka.transport.tower import Tower
 
+_LATENCY_HELP = {
+    "append_seconds": "persistence: seconds per append (with fsync=batch, its fsync)",
+    "sync_seconds": "persistence: seconds per timed fsync round",
+    "durable_seconds": "persistence: seconds from a partition's first write not yet durable "
+    "to its durability (its ACK leaves then)",
+}
 _STORE_GAUGES = {"partitions", "fetches_in_flight", "fetch_replies_pending"}
 
 
@@ -59,6 +65,17 @@ def store_samples(node: StoreNode) -> list[Sample]:
                 runner.call(lambda _now: persistence.statistics())
             ).items()
         ]
+        for name, latency in runner.call(lambda _now: persistence.latencies()).items():
+            out.append(
+                Sample(
+                    f"store_{name}",
+                    latency.sum,
+                    _LATENCY_HELP[name],
+                    "histogram",
+                    buckets=latency.buckets,
+                    count=latency.count,
+                )
+            )
     out.append(
         Sample("store_data_bytes", float(directory_bytes(node.data_dir)), "bytes on disk", "gauge")
     )

@@ -15,12 +15,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from dafka.errors import DafkaError
 
-Kind = Literal["counter", "gauge"]
+Kind = Literal["counter", "gauge", "histogram"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,10 @@ class Sample:
     help: str
     kind: Kind = "counter"
     labels: tuple[tuple[str, str], ...] = ()
+    buckets: tuple[tuple[float, int], ...] = ()
+    """A histogram's (upper bound, cumulative count) pairs; ``value`` is then its sum and
+    ``count`` how many were observed (the ``+Inf`` bucket)."""
+    count: int = 0
 
 
 Collect = Callable[[], list[Sample]]
@@ -45,11 +54,23 @@ class _Snapshot(Collector):
 
     def collect(self) -> Iterator[Metric]:
         families: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
+        histograms: dict[str, HistogramMetricFamily] = {}
         for s in self._collect():
             name = f"dafka_{s.name}"
+            label_names = [k for k, _ in s.labels]
+            if s.kind == "histogram":
+                histogram = histograms.get(name)
+                if histogram is None:
+                    histogram = histograms[name] = HistogramMetricFamily(
+                        name, s.help, labels=label_names
+                    )
+                bounds = [(f"{bound:g}", float(n)) for bound, n in s.buckets]
+                histogram.add_metric(
+                    [v for _, v in s.labels], [*bounds, ("+Inf", float(s.count))], s.value
+                )
+                continue
             family = families.get(name)
             if family is None:
-                label_names = [k for k, _ in s.labels]
                 family = (
                     CounterMetricFamily(name, s.help, labels=label_names)
                     if s.kind == "counter"
@@ -58,6 +79,7 @@ class _Snapshot(Collector):
                 families[name] = family
             family.add_metric([v for _, v in s.labels], s.value)
         yield from families.values()
+        yield from histograms.values()
 
 
 class MetricsServer:

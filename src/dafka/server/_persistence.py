@@ -27,8 +27,9 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from dafka.client._metrics import LatencyHistogram, LatencySnapshot
 from dafka.errors import DafkaError
 from dafka.node import StoreMachine
 from dafka.node.actions import Persist
@@ -46,6 +47,17 @@ class PersistenceStats:
     """Appends that failed (disk errors and appends that did not continue the log)."""
     truncations: int = 0
     """Logs cut by reads that met corruption (each refetched)."""
+
+
+@dataclass
+class _Latencies:
+    append_seconds: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """How long each append took (with ``fsync=batch`` it includes the fsync)."""
+    sync_seconds: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """How long each timed fsync round (``ms:T``, ``records:N``) took."""
+    durable_seconds: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """From a partition's first write not yet durable to the turn it became durable (its
+    ACK leaves in that turn): the store's share of a producer's ACK latency."""
 
 
 class StorePersistence:
@@ -66,6 +78,8 @@ class StorePersistence:
         self._stats = PersistenceStats()
         self._failing = 0
         """Appends failed in a row by the disk (0: writes work)."""
+        self._waiting: dict[tuple[str, str], float] = {}
+        self._latencies = _Latencies()
 
     def persist(self, action: Persist) -> None:
         now = self._clock()
@@ -75,6 +89,7 @@ class StorePersistence:
             # fetches everything after it, these records included.
             self._stats.persist_errors += 1
             return
+        started = time.monotonic()
         try:
             self._storage.append(topic, producer, action.first_sequence, action.contents)
         except NonContiguousAppendError as exc:
@@ -101,6 +116,8 @@ class StorePersistence:
             )
             self._failing = 0
         self._stats.persisted_records += len(action.contents)
+        self._latencies.append_seconds.observe(time.monotonic() - started)
+        self._waiting.setdefault((action.topic, action.producer), started)
 
     def _stored(self, topic: str, producer: str) -> int:
         head = self._storage.head(topic, producer)
@@ -143,8 +160,19 @@ class StorePersistence:
         durable = storage.take_durable_advances()
         due = storage.next_sync_deadline()
         if due is not None and due <= now:
+            started = time.monotonic()
             durable.update(storage.sync_due(now))
+            if durable:
+                self._latencies.sync_seconds.observe(time.monotonic() - started)
         on_durable = self._machine.on_durable
+        if durable:
+            done = time.monotonic()
+            waiting = self._waiting
+            observe = self._latencies.durable_seconds.observe
+            for key in durable:
+                since = waiting.pop(key, None)
+                if since is not None:
+                    observe(done - since)
         for (topic, partition), sequence in durable.items():
             on_durable(topic, partition, sequence, now)
         return bool(durable) or bool(cut)
@@ -158,6 +186,11 @@ class StorePersistence:
     def statistics(self) -> PersistenceStats:
         """A copy of the counters (written by the runner thread)."""
         return PersistenceStats(**vars(self._stats))
+
+    def latencies(self) -> dict[str, LatencySnapshot]:
+        """``append_seconds``, ``sync_seconds`` (fsync rounds), ``durable_seconds`` (first
+        write not yet durable -> durable and ACKed); take it in the runner thread."""
+        return {name: h.snapshot() for name, h in vars(self._latencies).items()}
 
 
 __all__ = ["PersistenceStats", "StorePersistence"]

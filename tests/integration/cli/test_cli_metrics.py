@@ -23,7 +23,7 @@ def _get(port: int, path: str) -> tuple[int, str]:
 
 
 def _value(text: str, name: str) -> float:
-    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
     assert found is not None, f"{name} not in\n{text}"
     return float(found.group(1))
 
@@ -81,6 +81,12 @@ def test_store_and_tower_metrics_and_health(procs: Processes, tmp_path: Path) ->
     assert _value(text, "dafka_store_partitions") == 1
     assert _value(text, "dafka_store_data_bytes") > 50
     assert _value(text, "dafka_store_undecodable_total") == 0
+    # fsync=batch: one append (with its fsync) per drained batch, each made durable, ACKed
+    appends = _value(text, "dafka_store_append_seconds_count")
+    assert 1 <= appends <= 50
+    assert _value(text, 'dafka_store_append_seconds_bucket{le="+Inf"}') == appends
+    assert _value(text, "dafka_store_append_seconds_sum") > 0
+    assert 1 <= _value(text, "dafka_store_durable_seconds_count") <= appends
     _, tower_text = _get(tower_metrics, "/metrics")
     assert _value(tower_text, "dafka_tower_beacons_forwarded_total") > 0
     assert _get(store_metrics, "/nope")[0] == 404
