@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from dafka.cli._client_metrics import MetricsHost, serve_metrics
 from dafka.cli._output import Formatter
 from dafka.errors import ConfigError
 from dafka.transport.config import TransportConfig
@@ -29,6 +30,7 @@ def consume(
     from_timestamp: int | None,
     exit_at_end: bool,
     isolation_level: str = "read_uncommitted",
+    metrics: MetricsHost | None = None,
 ) -> int:
     """Write records until ``count``, the end (``exit_at_end``), Ctrl-C or a closed stdout;
     returns how many were written."""
@@ -55,6 +57,7 @@ def consume(
     with Consumer(
         topics, offset_reset=offset_reset, start_positions=start_positions, **joining
     ) as consumer:
+        serve_metrics(metrics, "consumer", consumer.metrics)
         try:
             while count is None or seen < count:
                 batch = consumer.poll(timeout=0.2, max_records=10_000)
@@ -76,6 +79,9 @@ def consume(
         except BrokenPipeError:
             _quiet_stdout()
             return seen
+        finally:
+            if metrics is not None:
+                metrics.stop()
         try:
             out.flush()
         except BrokenPipeError:

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from dafka.cli._client_metrics import MetricsHost, serve_metrics
 from dafka.client import RecordMetadata
 from dafka.node import BackpressureError
 
@@ -174,15 +175,18 @@ def produce(
     topic: str,
     messages: Iterable[tuple[bytes | None, bytes]],
     flush_timeout: float,
+    metrics: MetricsHost | None = None,
     **settings: Any,
 ) -> Outcome:
     """Send every message, then wait for the ACKs; never waits longer than ``flush_timeout``
     without progress (for room to send, or for ACKs). ``settings``: ProducerSettings fields.
+    ``metrics``: serves the producer's metrics while it runs (``--metrics-port``).
     """
     from dafka.client import Producer
 
     tally = _Tally()
     producer = Producer(topic, backpressure="error", on_delivery=tally.on_delivery, **settings)
+    serve_metrics(metrics, "producer", producer.metrics)
     watch = _Watch(tally, str(settings.get("towers", "")), sys.stderr.isatty())
     stopped = False
     try:
@@ -200,6 +204,8 @@ def produce(
                 break
     finally:
         watch.stop()
+        if metrics is not None:
+            metrics.stop()
         producer.close(timeout=0)  # fails what is still in flight
     return Outcome(tally.sent, tally.stored, stopped)
 
@@ -232,6 +238,7 @@ def produce_transactional(
     flush_timeout: float,
     transactional_id: str,
     per_transaction: int,
+    metrics: MetricsHost | None = None,
     **settings: Any,
 ) -> Outcome:
     """Send in transactions of ``per_transaction`` messages (0: the whole input in one);
@@ -244,6 +251,7 @@ def produce_transactional(
     settings.pop("batching", None)
     settings.pop("linger_ms", None)
     producer = TransactionalProducer(topic, transactional_id, **settings)
+    serve_metrics(metrics, "producer", producer.metrics)
     tally = _Tally()
     watch = _Watch(tally, str(settings.get("towers", "")), sys.stderr.isatty())
     in_txn = 0
@@ -265,6 +273,8 @@ def produce_transactional(
         error = exc
     finally:
         watch.stop()
+        if metrics is not None:
+            metrics.stop()
         producer.close(timeout=0)
     outcome = Outcome(tally.sent, tally.stored, False)
     if error is not None:

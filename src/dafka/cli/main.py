@@ -279,6 +279,7 @@ def _delimiter(text: str) -> bytes:
 @setting_option("producer/batch_size")
 @setting_option("producer/max_in_flight")
 @setting_option("producer/head_interval")
+@_metrics_options
 @click.option(
     "--transactional-id",
     default=None,
@@ -310,6 +311,8 @@ def produce(
     batch_size: int,
     max_in_flight: int,
     head_interval: float,
+    metrics_port: int,
+    metrics_host: str,
     transactional_id: str | None,
     transaction_size: int,
 ) -> None:
@@ -348,10 +351,18 @@ def produce(
         if name:
             raise click.UsageError("--name and --transactional-id: the id is the name")
         outcome = run_transactional(
-            topic, messages, flush_timeout, transactional_id, transaction_size, **settings
+            topic,
+            messages,
+            flush_timeout,
+            transactional_id,
+            transaction_size,
+            metrics=_Metrics(metrics_host, metrics_port),
+            **settings,
         )
     else:
-        outcome = run(topic, messages, flush_timeout, **settings)
+        outcome = run(
+            topic, messages, flush_timeout, metrics=_Metrics(metrics_host, metrics_port), **settings
+        )
     if outcome.not_stored or outcome.stopped_reading:
         stopped = " (stopped reading input: no room to send)" if outcome.stopped_reading else ""
         raise click.ClickException(
@@ -392,6 +403,7 @@ def produce(
 )
 @click.option("-f", "--template", default=None, help="kcat-like template, e.g. '%t %p %o %s\\n'.")
 @click.option("-D", "--delimiter", default="\\n", show_default=True, help="After each raw value.")
+@_metrics_options
 @click.option(
     "--from-timestamp",
     type=click.IntRange(min=0),
@@ -414,6 +426,8 @@ def consume(
     template: str | None,
     delimiter: str,
     from_timestamp: int | None,
+    metrics_port: int,
+    metrics_host: str,
 ) -> None:
     """Print the records of TOPICS (data on stdout, diagnostics on stderr)."""
     from dafka.cli import _output
@@ -443,6 +457,7 @@ def consume(
         from_timestamp=from_timestamp,
         exit_at_end=exit_at_end,
         isolation_level=isolation,
+        metrics=_Metrics(metrics_host, metrics_port),
     )
 
 

@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dafka.metrics._server import Sample
+from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
+from dafka.metrics._server import Kind, Sample
 
 if TYPE_CHECKING:
     from dafka.server import StoreNode
@@ -94,6 +95,58 @@ def runner_samples(node: str, stats: RunnerStats) -> list[Sample]:
     ]
 
 
+def client_samples(client: str, metrics: ProducerMetrics | ConsumerMetrics) -> list[Sample]:
+    """``dafka_<client>_<field>`` for every field of a client's metrics snapshot: counts as
+    counters (levels as gauges), ``ack_latency`` as a histogram in seconds, ``dropped`` as
+    ``..._dropped_total{reason=...}``, ``lag_by_partition`` as a gauge per partition."""
+    out: list[Sample] = []
+    for f in dataclasses.fields(metrics):
+        value = getattr(metrics, f.name)
+        name = f"{client}_{f.name}"
+        if isinstance(value, LatencySnapshot):
+            out.append(
+                Sample(
+                    f"{name}_seconds",
+                    value.sum,
+                    f"{client}: {f.name.replace('_', ' ')} in seconds",
+                    "histogram",
+                    buckets=value.buckets,
+                    count=value.count,
+                )
+            )
+        elif f.name == "dropped":
+            out += [
+                Sample(name, float(n), f"{client}: dropped, by reason", labels=(("reason", r),))
+                for r, n in value.items()
+            ]
+        elif f.name == "lag_by_partition":
+            out += [
+                Sample(
+                    name,
+                    float(n),
+                    f"{client}: records known and not received",
+                    "gauge",
+                    labels=(("topic", t), ("partition", p)),
+                )
+                for (t, p), n in value.items()
+            ]
+        else:
+            kind: Kind = "gauge" if f.name in _CLIENT_GAUGES else "counter"
+            out.append(Sample(name, float(value), f"{client}: {f.name.replace('_', ' ')}", kind))
+    return out
+
+
+_CLIENT_GAUGES = {
+    "in_flight",
+    "in_flight_bytes",
+    "queued_records",
+    "partitions",
+    "lag",
+    "fetches_in_flight",
+    "stores_known",
+}
+
+
 def tower_samples(tower: Tower) -> list[Sample]:
     return [
         Sample(f"tower_{name}", float(value), f"tower: {name.replace('_', ' ')}")
@@ -101,4 +154,4 @@ def tower_samples(tower: Tower) -> list[Sample]:
     ]
 
 
-__all__ = ["directory_bytes", "runner_samples", "store_samples", "tower_samples"]
+__all__ = ["client_samples", "directory_bytes", "runner_samples", "store_samples", "tower_samples"]

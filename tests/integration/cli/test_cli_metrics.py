@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -92,3 +93,57 @@ def test_store_and_tower_metrics_and_health(procs: Processes, tmp_path: Path) ->
     assert _get(store_metrics, "/nope")[0] == 404
     assert store.stop() == 0
     wait_until(lambda: not store.running(), "store stopped")
+
+
+def _scrape(port: int) -> str | None:
+    try:
+        status, text = _get(port, "/metrics")
+    except OSError:  # not listening yet
+        return None
+    return text if status == 200 else None
+
+
+def test_produce_and_consume_serve_client_metrics(procs: Processes, tmp_path: Path) -> None:
+    from dafka.server import LocalCluster
+
+    with LocalCluster(tmp_path / "data", stores=1, beacon_interval=0.2) as cluster:
+        node = ["--tower", cluster.towers, "--beacon-interval", "0.2"]
+        produce_port, consume_port = free_port_pair(), free_port_pair()
+        producer = procs.spawn(
+            "produce",
+            [*DAFKA, "produce", "cm", *node, "--no-batching", "--metrics-port", str(produce_port)],
+            stdin=True,
+        )
+        for i in range(40):
+            producer.send_line(f"v{i:02d}")  # 3 bytes each
+
+        def produced() -> str | None:
+            text = _scrape(produce_port)
+            if text is None or "dafka_producer_messages_delivered_total 40.0" not in text:
+                return None
+            return text
+
+        text = wait_until(produced, "the producer's metrics: 40 delivered")
+        assert _value(text, "dafka_producer_bytes_delivered_total") == 120
+        assert _value(text, "dafka_producer_ack_latency_seconds_count") == 40
+        assert _value(text, "dafka_producer_in_flight") == 0
+        assert _value(text, 'dafka_producer_dropped_total{reason="undecodable"}') == 0
+
+        consumer = procs.spawn(
+            "consume",
+            [*DAFKA, "consume", "cm", *node, "-o", "earliest", "--metrics-port", str(consume_port)],
+        )
+
+        def consumed() -> str | None:
+            text = _scrape(consume_port)
+            if text is None or "dafka_consumer_messages_polled_total 40.0" not in text:
+                return None
+            return text
+
+        text = wait_until(consumed, "the consumer's metrics: 40 polled")
+        assert _value(text, "dafka_consumer_bytes_received_total") == 120
+        assert _value(text, "dafka_consumer_lag") == 0
+        assert consumer.out_path.read_text().splitlines() == [f"v{i:02d}" for i in range(40)]
+        assert consumer.stop(signal.SIGINT) == 0
+        producer.popen.stdin.close()  # type: ignore[union-attr]
+        assert producer.wait_exit() == 0
