@@ -23,10 +23,10 @@ def watch(topics: tuple[str, ...], transport: TransportConfig, wait: float) -> C
     """Listen to the cluster for up to ``wait`` seconds (less once nothing changes)."""
     interval = transport.beacon_interval
     with ClusterWatcher(transport, topics, refresh=min(0.5, interval)) as watcher:
+        # at least: the answers to our first beacon, and a HEAD (producers send one a second)
+        at_least = max(1.5, watcher.listen_first + 0.5, 3 * interval)
         return watcher.wait_settled(
-            quiet=max(0.5, 2 * min(0.5, interval)),
-            timeout=wait,
-            at_least=min(wait, max(1.5, 3 * interval)),  # producers HEAD every second
+            quiet=max(0.5, 2 * min(0.5, interval)), timeout=wait, at_least=min(wait, at_least)
         )
 
 

@@ -113,7 +113,9 @@ def top(
     stop = threading.Event()
     with ClusterWatcher(transport, topics, refresh=min(0.5, interval)) as watcher:
         snapshot = watcher.wait_settled(
-            quiet=0.5, timeout=max(2.0, 3 * transport.beacon_interval), at_least=0.5
+            quiet=0.5,
+            timeout=max(3.0, 3 * transport.beacon_interval),
+            at_least=watcher.listen_first + 0.5,
         )
 
         def render() -> Any:

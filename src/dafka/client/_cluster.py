@@ -36,10 +36,12 @@ class ClusterSnapshot:
 def _listening_first(transport: TransportConfig) -> TransportConfig:
     """Connect to the nodes already there before they learn of us (``listen_first``): a
     store asks a new peer for the heads of every topic it holds once, at once, and that
-    question is how a topic without live producers or consumers is found."""
+    question is how a topic without live producers or consumers is found. Two beacon
+    intervals (every node beacons once in that time) and at least 1 s (time for our SUB to
+    connect to each of them and subscribe, also on a loaded machine)."""
     if transport.listen_first > 0:
         return transport
-    return dataclasses.replace(transport, listen_first=1.5 * transport.beacon_interval)
+    return dataclasses.replace(transport, listen_first=max(1.0, 2 * transport.beacon_interval))
 
 
 class ClusterWatcher:
@@ -60,10 +62,13 @@ class ClusterWatcher:
         self._snapshot = ClusterSnapshot(self._machine.view(), {}, self._started)
         self._version = -1
         self._peers = 0
+        joining = _listening_first(transport or TransportConfig())
+        self.listen_first = joining.listen_first
+        """Seconds before the first beacon: answers come after it."""
         self._runner = NodeRunner(
             self._machine,
             [Identity(self.node_id, xpub=True)],
-            _listening_first(transport or TransportConfig()),
+            joining,
             after_turn=self._after_turn,
             name="cluster",
         )
