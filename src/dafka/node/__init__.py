@@ -19,6 +19,7 @@ from dafka.node._discovery import Discovery, DiscoveryStatistics
 from dafka.node._endpoint import endpoint_problem, host_problem, port_problem
 from dafka.node._errors import BackpressureError, NodeArgumentError
 from dafka.node._heads import HeadsMachine, HeadsStatistics
+from dafka.node._latency import LatencyHistogram, LatencySnapshot
 from dafka.node._producer import ProducerMachine, ProducerStatistics
 from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
 from dafka.node.actions import (
@@ -63,6 +64,8 @@ __all__ = [
     "FetchPolicy",
     "HeadsMachine",
     "HeadsStatistics",
+    "LatencyHistogram",
+    "LatencySnapshot",
     "NodeArgumentError",
     "NodeMachine",
     "OffsetReset",

@@ -29,9 +29,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dafka.client._metrics import LatencyHistogram, LatencySnapshot
 from dafka.errors import DafkaError
-from dafka.node import StoreMachine
+from dafka.node import LatencyHistogram, LatencySnapshot, StoreMachine
 from dafka.node.actions import Persist
 from dafka.storage import NonContiguousAppendError, Storage, StorageIOError
 
