@@ -81,7 +81,7 @@ class ConsumerMetrics:
 def _transport_drops(stats: RunnerStats) -> dict[str, int]:
     return {
         "undecodable": stats.undecodable,
-        "filtered": stats.filtered,
+        "injected_drops": stats.injected_drops,
         "unencodable": stats.unencodable,
         "rejected_endpoints": stats.rejected_endpoints,
         "connect_errors": stats.connect_errors,
