@@ -13,7 +13,7 @@ from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetr
 from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
 from dafka.client._read_committed import ReadCommittedConsumer
-from dafka.client._records import ConsumedRecord, Record, RecordMetadata, plain_record
+from dafka.client._records import Record, RecordMetadata, plain_record
 from dafka.client._settings import ConsumerSettings, ProducerSettings, parse_towers
 from dafka.client._transactions import TransactionalProducer
 from dafka.client._txn_log import ProducerFencedError, TransactionError
@@ -24,7 +24,6 @@ __all__ = [
     "BatchColumns",
     "ClusterSnapshot",
     "ClusterWatcher",
-    "ConsumedRecord",
     "Consumer",
     "ConsumerMetrics",
     "ConsumerSettings",

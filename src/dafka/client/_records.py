@@ -42,13 +42,4 @@ def plain_record(topic: str, partition: str, sequence: int, content: bytes) -> R
     return Record(topic, partition, sequence, 0, None, content, (), None, None)
 
 
-class ConsumedRecord(NamedTuple):
-    """The consumer's record until it hands out :class:`Record` (being replaced)."""
-
-    topic: str
-    partition: str
-    sequence: int
-    content: bytes
-
-
-__all__ = ["ConsumedRecord", "Record", "RecordMetadata", "plain_record"]
+__all__ = ["Record", "RecordMetadata", "plain_record"]
