@@ -575,10 +575,13 @@ class Producer:
             self._fail([t for _, _, tokens in expired for t in tokens], error)
 
     def _resolve(self, done: list[tuple[int, int, list[Any]]]) -> None:
-        if self._bridge is not None:
-            self._resolve_bridged(done, self._bridge)
-            return
+        """Completes the futures and callbacks of ``done``: directly, or through the bridge
+        (``AsyncProducer``) in one call, after the room is released."""
         topic, partitions, on_delivery = self.topic, self.partitions, self._on_delivery
+        bridge = self._bridge
+        bridged: list[tuple[Any, RecordMetadata | None, BaseException | None]] | None = (
+            None if bridge is None else []
+        )
         count = size = 0
         for index, sequence, tokens in done:
             partition = partitions[index]
@@ -601,49 +604,23 @@ class Producer:
                     continue
                 meta = RecordMetadata(topic, partition, sequence, i)
                 i += 1
-                # try/except, not contextlib.suppress: this runs per message, suppress()
-                # builds an object each time
                 if future is not None:  # None: produce()
-                    try:  # noqa: SIM105
-                        future.set_result(meta)
-                    except InvalidStateError:  # cancelled by the application
-                        pass
+                    if bridged is not None:
+                        bridged.append((future, meta, None))
+                    else:
+                        # try/except, not contextlib.suppress: this runs per message,
+                        # suppress() builds an object each time
+                        try:  # noqa: SIM105
+                            future.set_result(meta)
+                        except InvalidStateError:  # cancelled by the application
+                            pass
                 if on_delivery is not None:
                     self._call_back(meta, None)
         self._delivered += count
         self._delivered_bytes += size
         self._release(count, size)
-
-    def _resolve_bridged(self, done: list[tuple[int, int, list[Any]]], bridge: Bridge) -> None:
-        topic, partitions, on_delivery = self.topic, self.partitions, self._on_delivery
-        count = size = 0
-        out: list[tuple[Any, RecordMetadata | None, BaseException | None]] = []
-        for index, sequence, tokens in done:
-            partition = partitions[index]
-            i = 0
-            for token in tokens:
-                if token.__class__ is Chunk:
-                    n = token.count
-                    count += n
-                    size += token.size
-                    if on_delivery is not None:
-                        for j in range(i, i + n):
-                            self._call_back(RecordMetadata(topic, partition, sequence, j), None)
-                    i += n
-                    continue
-                future, n = token
-                meta = RecordMetadata(topic, partition, sequence, i)
-                i += 1
-                size += n
-                count += 1
-                if future is not None:
-                    out.append((future, meta, None))
-                if on_delivery is not None:
-                    self._call_back(meta, None)
-        self._delivered += count
-        self._delivered_bytes += size
-        self._release(count, size)  # first: a completed future lets AsyncProducer retry
-        bridge.complete(out)
+        if bridge is not None and bridged:
+            bridge.complete(bridged)  # after _release: a completed future lets AsyncProducer retry
 
     def _fail(self, tokens: list[Any], error: BaseException) -> None:
         count = size = 0
