@@ -51,7 +51,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Protocol
 
 from dafka.node._catchup import Cursor, FetchScheduler
@@ -66,6 +65,7 @@ from dafka.node.actions import (
     Persist,
     RecordRuns,
     Send,
+    SendDirectRecords,
     Subscribe,
     SubscriptionNotices,
 )
@@ -81,13 +81,7 @@ from dafka.protocol import (
     Record,
     StoreHello,
 )
-from dafka.protocol._construct import constructor
 from dafka.protocol._names import name_problem
-
-# Fetch replies build two objects per record: unchecked constructors skip the frozen
-# dataclass ``__init__`` (see dafka.protocol._construct); the encoder still checks them.
-_new_send = constructor(Send)
-_new_direct_record = constructor(DirectRecord)
 
 
 class RecordReader(Protocol):
@@ -96,7 +90,8 @@ class RecordReader(Protocol):
     def read(
         self, topic: str, partition: str, first: int, count: int, /
     ) -> Sequence[tuple[int, bytes]]:
-        """Up to ``count`` records of a partition from ``first`` on, as (sequence, content)."""
+        """Up to ``count`` records of a partition from ``first`` on, as (sequence, content),
+        in ascending sequence order."""
         ...
 
     def heads(self, topic: str, /) -> Mapping[str, int]:
@@ -529,20 +524,7 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                     continue  # nothing held from there on (retention): the reply ends
                 served = len(records)
                 sequences, contents = zip(*records, strict=True)
-                # map() over repeat()s: no Python frame per DIRECT-RECORD of the reply
-                out.extend(
-                    map(
-                        _new_send,
-                        map(
-                            _new_direct_record,
-                            repeat(recipient),
-                            repeat(topic),
-                            repeat(producer),
-                            sequences,
-                            contents,
-                        ),
-                    )
-                )
+                _reply_runs(out, recipient, topic, producer, sequences, contents)
                 reply.next = sequences[-1] + 1
                 budget -= served
                 self._served += served
@@ -566,6 +548,32 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                 if cursor.durable >= 0:
                     self._heads_answered += 1
                     out.append(Send(DirectHead(recipient, topic, producer, cursor.durable)))
+
+
+def _reply_runs(
+    out: list[Action],
+    recipient: str,
+    topic: str,
+    producer: str,
+    sequences: Sequence[int],
+    contents: tuple[bytes, ...],
+) -> None:
+    """Queue records read for a FETCH reply as :class:`SendDirectRecords`: one action per
+    contiguous stretch of sequences (one for a whole slice of a log, which has no holes),
+    so that the driver encodes the header once per run, not once per record."""
+    count = len(sequences)
+    first = sequences[0]
+    if sequences[-1] - first == count - 1:  # ascending and no hole: one run
+        out.append(SendDirectRecords(recipient, topic, producer, first, contents))
+        return
+    start = 0
+    for i in range(1, count):
+        if sequences[i] != sequences[i - 1] + 1:
+            out.append(
+                SendDirectRecords(recipient, topic, producer, sequences[start], contents[start:i])
+            )
+            start = i
+    out.append(SendDirectRecords(recipient, topic, producer, sequences[start], contents[start:]))
 
 
 __all__ = ["RecordReader", "StoreMachine", "StoreStatistics"]

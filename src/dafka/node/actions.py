@@ -13,6 +13,11 @@ The driver (:mod:`dafka.transport`) executes the actions in order:
   sockets (writer and reader); the message type says which: FETCH, ACK and GET-HEADS leave
   from the writer, DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO from the reader
   (``STORE_WRITER_SENDS``);
+* :class:`SendDirectRecords` - a run of DIRECT-RECORDs of one partition to one recipient (a
+  slice of a store's FETCH reply): exactly the ``Send(DirectRecord(...))`` of each record in
+  order, as one action so that the driver checks and encodes the frame-0 header once per run
+  and sends the frames without a Python object per record (``messages()`` gives the
+  per-record form, for simulated networks and tests);
 * :class:`Subscribe` / :class:`Unsubscribe` - change the data SUB socket's prefixes. For a
   store the command ID (first byte) says which SUB: ``D``, ``M``, ``H``, ``E`` are the writer's,
   ``F``, ``G``, ``W`` the reader's (see ``STORE_WRITER_PREFIXES``);
@@ -40,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from dafka.protocol import Ack, DataMessage, Fetch, GetHeads
+from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch, GetHeads
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,32 @@ class Send:
     """Publish ``message`` on the data PUB socket."""
 
     message: DataMessage
+
+
+@dataclass(frozen=True, slots=True)
+class SendDirectRecords:
+    """Publish DIRECT-RECORDs to ``recipient``: ``contents[i]`` at ``first_sequence + i`` of
+    partition ``producer`` of ``topic``. Same wire messages, same order as one
+    ``Send(DirectRecord(...))`` per record (see :meth:`messages`)."""
+
+    recipient: str
+    topic: str
+    producer: str
+    first_sequence: int
+    contents: tuple[bytes, ...]
+
+    def messages(self) -> list[DirectRecord]:
+        """The run as one :class:`DirectRecord` per record, in order."""
+        recipient, topic, producer, first = (
+            self.recipient,
+            self.topic,
+            self.producer,
+            self.first_sequence,
+        )
+        return [
+            DirectRecord(recipient, topic, producer, first + i, content)
+            for i, content in enumerate(self.contents)
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +143,17 @@ class SendBeacon:
     """Publish our beacon (``B | id | host | port``) to the towers now."""
 
 
-Action = Send | Subscribe | Unsubscribe | Deliver | Persist | Connect | Disconnect | SendBeacon
+Action = (
+    Send
+    | SendDirectRecords
+    | Subscribe
+    | Unsubscribe
+    | Deliver
+    | Persist
+    | Connect
+    | Disconnect
+    | SendBeacon
+)
 
 STORE_WRITER_PREFIXES = frozenset(b"DMHE")
 """Command IDs subscribed on a store's writer SUB; the rest (F, G, W) are the reader's.
@@ -205,6 +246,7 @@ __all__ = [
     "RecordRuns",
     "Send",
     "SendBeacon",
+    "SendDirectRecords",
     "Subscribe",
     "SubscriptionNotices",
     "Unsubscribe",

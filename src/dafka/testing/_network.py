@@ -28,6 +28,7 @@ from dafka.node.actions import (
     NodeMachine,
     Persist,
     Send,
+    SendDirectRecords,
     Subscribe,
     SubscriptionNotices,
     Unsubscribe,
@@ -198,6 +199,9 @@ class MemoryNetwork:
             for action in actions:
                 if type(action) is Send:
                     self._route(node, action.message)
+                elif type(action) is SendDirectRecords:
+                    for message in action.messages():
+                        self._route(node, message)
                 elif type(action) is Deliver:
                     node.delivered.extend(flatten(action))
                 elif type(action) is Persist:

@@ -18,6 +18,7 @@ from dafka.node.actions import (
     NodeMachine,
     Persist,
     Send,
+    SendDirectRecords,
     Subscribe,
     Unsubscribe,
 )
@@ -104,6 +105,8 @@ class ScriptedPeer:
     def _sort(self, action: Action) -> None:
         if isinstance(action, Send):
             self._sent.append(action.message)
+        elif isinstance(action, SendDirectRecords):
+            self._sent.extend(action.messages())
         elif isinstance(action, Deliver):
             self.delivered.extend(flatten(action))
         elif isinstance(action, Persist):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dafka.node import Persist, Send, StoreConfig, StoreMachine
+from dafka.node import Persist, Send, SendDirectRecords, StoreConfig, StoreMachine
 from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch
 from dafka.server import StorePersistence
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
@@ -40,6 +40,8 @@ class Turns:
                     self.persistence.persist(action)
                 elif isinstance(action, Send):
                     sent.append(action.message)
+                elif isinstance(action, SendDirectRecords):
+                    sent.extend(action.messages())
             if not self.persistence.report_durable(self.now) and not actions:
                 break
         return sent

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dafka.node import Persist, StoreConfig, StoreMachine
+from dafka.node import Persist, SendDirectRecords, StoreConfig, StoreMachine
 from dafka.protocol import (
     Ack,
     ConsumerHello,
@@ -213,3 +213,34 @@ def test_persist_never_leaves_holes_under_random_arrival() -> None:
         peer.send(*batch)  # MemoryLog raises if a Persist does not continue the partition
         peer.recv_all()
     assert log.contents("hello", "P") == wanted
+
+
+class HoledLog(MemoryLog):
+    """A log whose reads skip some sequences (a reader the protocol allows: ascending only)."""
+
+    def __init__(self, holes: set[int]) -> None:
+        super().__init__()
+        self.holes = holes
+
+    def read(
+        self, topic: str, partition: str, first: int, count: int, /
+    ) -> list[tuple[int, bytes]]:
+        return [r for r in super().read(topic, partition, first, count) if r[0] not in self.holes]
+
+
+def test_fetch_reply_leaves_as_runs_split_at_holes() -> None:
+    log = HoledLog({3, 4, 8})
+    log.append("hello", "P", 0, [f"hello-{s}".encode() for s in range(10)])
+    store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=None))
+    store.take_actions()
+    store.on_message(Fetch("P", "CONSUMER", "hello", 1, 100), 0.0)
+    runs = [a for a in store.take_actions() if isinstance(a, SendDirectRecords)]
+    assert [(r.first_sequence, r.contents) for r in runs] == [
+        (1, (b"hello-1", b"hello-2")),
+        (5, (b"hello-5", b"hello-6", b"hello-7")),
+        (9, (b"hello-9",)),
+    ]
+    assert [m for r in runs for m in r.messages()] == [
+        DirectRecord("CONSUMER", "hello", "P", s, f"hello-{s}".encode()) for s in (1, 2, 5, 6, 7, 9)
+    ]
+    assert {r.recipient for r in runs} == {"CONSUMER"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dafka.node import Persist, RecordReader, Send, StoreMachine
+from dafka.node import Persist, RecordReader, Send, SendDirectRecords, StoreMachine
 from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch, Record
 from dafka.storage import Storage
 
@@ -22,6 +22,8 @@ def drive(store: StoreMachine, storage: Storage, *messages: DataMessage) -> list
                 )
             elif isinstance(action, Send):
                 sent.append(action.message)
+            elif isinstance(action, SendDirectRecords):
+                sent.extend(action.messages())
         storage.flush()
         for (topic, partition), durable in storage.take_durable_advances().items():
             store.on_durable(topic, partition, durable, 0.0)
