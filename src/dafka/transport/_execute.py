@@ -2,9 +2,10 @@
 
 Sends are encoded and published (a message the encoder refuses - a reply built from a
 peer's bad input - is counted and dropped); a ``SendDirectRecords`` run (a store's FETCH
-reply) is encoded once and its frames sent without a Python frame per record; (un)subscriptions and peer connections change
-the SUB sockets; ``Deliver`` goes to the application's callback and ``Persist`` to the
-node's :class:`~dafka.transport._persistence.Persistence`. After each outbox the
+reply) is encoded once and its frames sent without a Python frame per record;
+(un)subscriptions and peer connections change the SUB sockets; ``Deliver`` goes to the
+application's callback and ``Persist`` to the node's
+:class:`~dafka.transport._persistence.Persistence`. After each outbox the
 persistence reports what became durable, which may give the machine ACKs to send: the loop
 goes on until both are quiet (bounded, so that a turn ends).
 """
