@@ -1,0 +1,304 @@
+"""Our cluster next to the C reference, alternated in one run: ratios that survive a busy machine.
+
+The throughput targets of issue 9 are set against the C reference (zeromq/dafka) measured on
+this machine on some day, and this machine's speed drifts by up to 3x between days: an
+absolute figure only means something next to the anchor measured in the same run. This
+script measures both, one after the other, in the scenario of ``bench/cluster.py``'s
+unbatched throughput (one RECORD per message, 100 B): a producer publishes ``--records``
+records to two stores and waits until every record is ACKed (by a store: the C producer
+drops a record from its unacked list on the first store's ACK, and our producer's default
+``min_stores=1`` does the same), then a late consumer (``earliest``) reads the whole history
+back from the two stores. Each round runs the C cluster, then ours (tower, stores, producer
+and consumer each in its own process; ours through ``bench/cluster.py``'s ``throughput``
+helper and ``bench/_procs.py``'s ``ProcessCluster``, so both bench scripts measure the same
+code), and prints records/s, CPU microseconds per record and the load average, then the
+ratios ours / C of that round; the last lines give the median ratios over the rounds.
+``--mixed`` adds a C producer publishing into our stores, read back by our consumer.
+
+``--c-bin DIR`` names a directory the user fills: it holds executables built from the
+zeromq/dafka sources (the C reference is not part of this repository and is never
+installed by it), linked against its libraries (libczmq, libzmq, libleveldb). The script
+runs four of them, each a thin driver around one C actor and named after it:
+
+* ``c_tower SUB PUB`` runs ``dafka_tower_actor`` with its XSUB bound at ``SUB`` and its XPUB
+  at ``PUB`` until SIGTERM;
+* ``c_store DB SUB PUB`` runs ``dafka_store_actor`` (its writer and reader) on the leveldb
+  database ``DB``, beaconing through the tower at ``SUB``/``PUB``, until SIGTERM;
+* ``c_producer SUB PUB TOPIC COUNT SIZE WARMUP_MS`` starts ``dafka_producer``, sleeps
+  ``WARMUP_MS`` (the stores connect), publishes ``COUNT`` records of ``SIZE`` bytes (the last
+  filled with ``E``), destroys the producer (the C producer ends only once every record is
+  ACKed) and prints ``produced COUNT PUBLISH_US TOTAL_US CPU_S``;
+* ``c_consumer SUB PUB TOPIC COUNT RESET TIMEOUT_MS`` starts ``dafka_consumer`` with offset
+  reset ``RESET``, reads ``COUNT`` records (giving up after ``TIMEOUT_MS`` of silence) and
+  prints ``consumed COUNT FIRST_US LAST_US CPU_S`` (microseconds from its creation).
+
+The drivers set every socket's default high-water marks to 1,000,000 (dafka's configured
+default; CZMQ's own 1,000 makes the C store reader drop a catch-up reply after 1,000
+records) and advertise 127.0.0.1 in their beacons (4 frames ``B | id | host | port``, see
+``../shared/PROTOCOL.md`` section 3), so that a C producer can join our tower in ``--mixed``.
+
+Run: ``.venv/bin/python bench/c_reference.py --c-bin DIR [--records 100000] [--rounds 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _procs import ProcessCluster, cpu_seconds, free_port_pair
+from cluster import Results, consume_count, throughput
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class CCluster:
+    """A C tower and ``stores`` C stores, each its own process, on loopback."""
+
+    def __init__(self, bin_dir: Path, stores: int) -> None:
+        self.bin_dir = bin_dir
+        self.stores = stores
+        self.port = 0
+        self.store_pids: list[int] = []
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def addresses(self) -> list[str]:
+        return [f"tcp://127.0.0.1:{self.port}", f"tcp://127.0.0.1:{self.port + 1}"]
+
+    def __enter__(self) -> CCluster:
+        self._tmp = tempfile.TemporaryDirectory(prefix="dafka-bench-c-")
+        self.port = free_port_pair()
+        output = None if os.environ.get("DAFKA_BENCH_VERBOSE") else subprocess.DEVNULL
+        self._procs.append(
+            subprocess.Popen(
+                [str(self.bin_dir / "c_tower"), *self.addresses], stdout=output, stderr=output
+            )
+        )
+        time.sleep(0.2)  # the tower binds before the stores' beacons connect (no readiness
+        # signal exists; a store that connects first retries on its own anyway)
+        for i in range(self.stores):
+            db = str(Path(self._tmp.name) / f"store-{i}")
+            store = subprocess.Popen(
+                [str(self.bin_dir / "c_store"), db, *self.addresses], stdout=output, stderr=output
+            )
+            self._procs.append(store)
+            self.store_pids.append(store.pid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in reversed(self._procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in reversed(self._procs):
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        crashed = [p.args for p in self._procs if p.returncode not in (0, -signal.SIGTERM)]
+        if crashed:
+            print(f"  ! C processes ended badly: {crashed}")
+        self._procs.clear()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def _result_line(tool: str, lines: list[str], returncode: int, stderr: str) -> list[str]:
+    """The driver's result line, split (``RuntimeError`` if it printed none)."""
+    found = [line.split() for line in lines if line.split()[:1] in (["produced"], ["consumed"])]
+    if not found:
+        raise RuntimeError(f"{tool} failed ({returncode}): {stderr[-500:]}")
+    if returncode != 0:
+        print(f"  ! {tool} exited {returncode}: {' '.join(found[0])}")
+    return found[0]
+
+
+def c_consume(bin_dir: Path, towers: list[str], topic: str, records: int) -> list[str]:
+    done = subprocess.run(
+        [str(bin_dir / "c_consumer"), *towers, topic, str(records), "earliest", "30000"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return _result_line("c_consumer", done.stdout.splitlines(), done.returncode, done.stderr)
+
+
+def c_produce(
+    bin_dir: Path, towers: list[str], store_pids: list[int], topic: str, args: argparse.Namespace
+) -> dict[str, float]:
+    """Run ``c_producer``; store CPU counted from its "ready" line (warm-up over) to its end."""
+    command = [str(bin_dir / "c_producer"), *towers, topic, str(args.records), str(args.size)]
+    with subprocess.Popen(
+        [*command, str(args.c_warmup_ms)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()
+        store_cpu = sum(cpu_seconds(pid) for pid in store_pids)
+        try:
+            stdout, stderr = proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        store_cpu = sum(cpu_seconds(pid) for pid in store_pids) - store_cpu
+    if ready.strip() != "ready":
+        raise RuntimeError(f"c_producer did not start: {ready!r} {stderr[-500:]}")
+    _, count, _publish_us, total_us, cpu = _result_line(
+        "c_producer", stdout.splitlines(), proc.returncode, stderr
+    )
+    n = int(count)
+    return {
+        "produce": n / (int(total_us) / 1e6),
+        "producer_us": float(cpu) / n * 1e6,
+        "store_us": store_cpu / n * 1e6,
+    }
+
+
+def c_scenario(bin_dir: Path, args: argparse.Namespace, topic: str) -> dict[str, float]:
+    with CCluster(bin_dir, args.stores) as cluster:
+        result = c_produce(bin_dir, cluster.addresses, cluster.store_pids, topic, args)
+        _, count, first_us, last_us, cpu = c_consume(
+            bin_dir, cluster.addresses, topic, args.records
+        )
+    n = int(count)
+    if n != args.records:
+        print(f"  ! the C consumer got {n} of {args.records} records")
+    result["consume"] = n / (int(last_us) / 1e6)
+    result["first_ms"] = int(first_us) / 1e3
+    result["stream"] = (n - 1) / ((int(last_us) - int(first_us)) / 1e6)
+    result["consumer_us"] = float(cpu) / max(n, 1) * 1e6
+    return result
+
+
+def our_scenario(ctx: Any, args: argparse.Namespace, topic: str) -> dict[str, float]:
+    with ProcessCluster(
+        stores=args.stores, fsync=args.fsync, beacon_interval=args.beacon_interval
+    ) as cluster:
+        result = throughput(ctx, cluster, args.records, args.size, topic, False, args.client)
+    total = args.records / result["consume"]
+    result["stream"] = (args.records - 1) / (total - result["first_ms"] / 1e3)
+    return result
+
+
+def mixed_scenario(
+    ctx: Any, bin_dir: Path, args: argparse.Namespace, topic: str
+) -> dict[str, float]:
+    """A C producer publishing into our tower and stores; our late consumer reads it back."""
+    with ProcessCluster(
+        stores=args.stores, fsync=args.fsync, beacon_interval=args.beacon_interval
+    ) as cluster:
+        towers = [f"tcp://127.0.0.1:{cluster.port}", f"tcp://127.0.0.1:{cluster.port + 1}"]
+        store_pids = [pid for name, pid in cluster.pids.items() if name.startswith("store")]
+        result = c_produce(bin_dir, towers, store_pids, topic, args)
+        out: Results = ctx.Queue()
+        consumer = ctx.Process(
+            target=consume_count, args=(cluster.port, cluster.beacon_interval, topic, 0, out)
+        )
+        consumer.start()
+        message = out.get(timeout=120)
+        if message[0] != "consumer-ready":
+            raise RuntimeError(f"our consumer: {message}")
+        message = out.get(timeout=600)
+        consumer.join()
+    _, started, first, last, count, cpu, _fetches, _ahead, ratio = message
+    if count != args.records:
+        print(f"  ! our consumer got {count} of {args.records} records from our stores")
+    result["consume"] = count / ((last - started) / 1e9)
+    result["first_ms"] = (first - started) / 1e6
+    result["stream"] = (count - 1) / ((last - first) / 1e9)
+    result["consumer_us"] = cpu / max(count, 1) * 1e6
+    result["received_ratio"] = ratio
+    return result
+
+
+def _line(name: str, r: dict[str, float]) -> str:
+    ratio = f", received/delivered {r['received_ratio']:.2f}" if "received_ratio" in r else ""
+    return (
+        f"  {name:<22} producer->ACKed {r['produce']:>9,.0f} rec/s | late consumer "
+        f"{r['consume']:>9,.0f} rec/s (first after {r['first_ms']:.0f} ms, then "
+        f"{r['stream']:,.0f} rec/s{ratio}) | CPU "
+        f"us/record: producer {r['producer_us']:.1f}, stores {r['store_us']:.1f}, consumer "
+        f"{r['consumer_us']:.1f} [load {_load()}]"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--c-bin",
+        type=Path,
+        required=True,
+        help="directory of the drivers built from zeromq/dafka: c_tower, c_store, c_producer, "
+        "c_consumer (see this script's docstring)",
+    )
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--stores", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="C then ours, this many times")
+    parser.add_argument("--fsync", default="ms:5", help="our stores' fsync policy")
+    parser.add_argument("--client", default="unbatched", help="bench/cluster.py's client")
+    parser.add_argument("--beacon-interval", type=float, default=1.0)
+    parser.add_argument(
+        "--c-warmup-ms", type=int, default=2000, help="C producer: wait before publishing"
+    )
+    parser.add_argument(
+        "--mixed", action="store_true", help="also a C producer -> our stores -> our consumer"
+    )
+    args = parser.parse_args()
+    missing = [
+        tool
+        for tool in ("c_tower", "c_store", "c_producer", "c_consumer")
+        if not os.access(args.c_bin / tool, os.X_OK)
+    ]
+    if missing:
+        parser.error(f"--c-bin {args.c_bin}: no executable {', '.join(missing)}")
+    ctx = multiprocessing.get_context("spawn")
+    print(
+        f"{args.records:,} records of {args.size} B, {args.stores} stores (ours: fsync "
+        f"{args.fsync}, client {args.client}); {os.cpu_count()} CPUs; load {_load()}"
+    )
+    ratios: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
+    for round_ in range(1, args.rounds + 1):
+        print(f"round {round_}:", flush=True)
+        c = c_scenario(args.c_bin, args, f"c{round_}")
+        print(_line("C reference", c), flush=True)
+        ours = our_scenario(ctx, args, f"o{round_}")
+        print(_line("ours", ours), flush=True)
+        if args.mixed:
+            mixed = mixed_scenario(ctx, args.c_bin, args, f"m{round_}")
+            print(_line("C producer, our stores", mixed), flush=True)
+        for key, values in ratios.items():
+            values.append(ours[key] / c[key])
+        print(
+            f"  ours / C: producer->ACKed {ratios['produce'][-1]:.2f}, late consumer "
+            f"{ratios['consume'][-1]:.2f} (after the first record: {ratios['stream'][-1]:.2f})",
+            flush=True,
+        )
+    print(
+        f"median ours / C over {args.rounds} round(s): producer->ACKed "
+        f"{statistics.median(ratios['produce']):.2f}, late consumer "
+        f"{statistics.median(ratios['consume']):.2f} (after the first record: "
+        f"{statistics.median(ratios['stream']):.2f}) [load {_load()}]"
+    )
+
+
+if __name__ == "__main__":
+    main()
