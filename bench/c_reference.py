@@ -1,4 +1,4 @@
-"""Our cluster next to the C reference, alternated in one run: ratios that survive a busy machine.
+"""Our cluster next to its anchors, alternated in one run: ratios that survive a busy machine.
 
 The throughput targets of issue 9 are set against the C reference (zeromq/dafka) measured on
 this machine on some day, and this machine's speed drifts by up to 3x between days: an
@@ -8,12 +8,16 @@ unbatched throughput (one RECORD per message, 100 B): a producer publishes ``--r
 records to two stores and waits until every record is ACKed (by a store: the C producer
 drops a record from its unacked list on the first store's ACK, and our producer's default
 ``min_stores=1`` does the same), then a late consumer (``earliest``) reads the whole history
-back from the two stores. Each round runs the C cluster, then ours (tower, stores, producer
+back from the two stores. Each round runs the anchors, then ours (tower, stores, producer
 and consumer each in its own process; ours through ``bench/cluster.py``'s ``throughput``
 helper and ``bench/_procs.py``'s ``ProcessCluster``, so both bench scripts measure the same
 code), and prints records/s, CPU microseconds per record and the load average, then the
-ratios ours / C of that round; the last lines give the median ratios over the rounds.
-``--mixed`` adds a C producer publishing into our stores, read back by our consumer.
+ratios ours / anchor of that round; the last lines give the median ratios over the rounds.
+The anchors are the raw-pyzmq floor of the same topology (``bench/zmq_floor.py``'s ``codec``
+scenarios: what any Python implementation can reach per RECORD; its catch-up is timed from
+the FETCH, so compare it with our consumer's rate after its first record) and, with
+``--c-bin``, the C reference. ``--mixed`` adds a C producer publishing into our stores, read
+back by our consumer.
 
 ``--c-bin DIR`` names a directory the user fills: it holds executables built from the
 zeromq/dafka sources (the C reference is not part of this repository and is never
@@ -37,7 +41,8 @@ default; CZMQ's own 1,000 makes the C store reader drop a catch-up reply after 1
 records) and advertise 127.0.0.1 in their beacons (4 frames ``B | id | host | port``, see
 ``../shared/PROTOCOL.md`` section 3), so that a C producer can join our tower in ``--mixed``.
 
-Run: ``.venv/bin/python bench/c_reference.py --c-bin DIR [--records 100000] [--rounds 3]``.
+Run: ``.venv/bin/python bench/c_reference.py [--c-bin DIR] [--records 100000] [--rounds 3]
+[--mixed]``.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import ProcessCluster, cpu_seconds, free_port_pair
 from cluster import Results, consume_count, throughput
+from zmq_floor import run_catchup, run_produce
 
 
 def _load() -> str:
@@ -240,19 +246,26 @@ def _line(name: str, r: dict[str, float]) -> str:
     )
 
 
+def _ratios(name: str, ratios: dict[str, list[float]], median: bool = False) -> str:
+    pick = statistics.median if median else (lambda values: values[-1])
+    return (
+        f"ours / {name}: producer->ACKed {pick(ratios['produce']):.2f}, late consumer "
+        f"{pick(ratios['consume']):.2f} (after the first record: {pick(ratios['stream']):.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--c-bin",
         type=Path,
-        required=True,
         help="directory of the drivers built from zeromq/dafka: c_tower, c_store, c_producer, "
-        "c_consumer (see this script's docstring)",
+        "c_consumer (see this script's docstring); without it, only the pyzmq floor and ours",
     )
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--stores", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3, help="C then ours, this many times")
+    parser.add_argument("--rounds", type=int, default=3, help="anchors then ours, N times")
     parser.add_argument("--fsync", default="ms:5", help="our stores' fsync policy")
     parser.add_argument("--client", default="unbatched", help="bench/cluster.py's client")
     parser.add_argument("--beacon-interval", type=float, default=1.0)
@@ -262,42 +275,55 @@ def main() -> None:
     parser.add_argument(
         "--mixed", action="store_true", help="also a C producer -> our stores -> our consumer"
     )
+    parser.add_argument(
+        "--no-floor", action="store_true", help="skip bench/zmq_floor.py's codec scenarios"
+    )
     args = parser.parse_args()
-    missing = [
-        tool
-        for tool in ("c_tower", "c_store", "c_producer", "c_consumer")
-        if not os.access(args.c_bin / tool, os.X_OK)
-    ]
-    if missing:
-        parser.error(f"--c-bin {args.c_bin}: no executable {', '.join(missing)}")
+    if args.c_bin is not None:
+        missing = [
+            tool
+            for tool in ("c_tower", "c_store", "c_producer", "c_consumer")
+            if not os.access(args.c_bin / tool, os.X_OK)
+        ]
+        if missing:
+            parser.error(f"--c-bin {args.c_bin}: no executable {', '.join(missing)}")
     ctx = multiprocessing.get_context("spawn")
     print(
         f"{args.records:,} records of {args.size} B, {args.stores} stores (ours: fsync "
         f"{args.fsync}, client {args.client}); {os.cpu_count()} CPUs; load {_load()}"
     )
-    ratios: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
+    vs_c: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
+    vs_floor: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
     for round_ in range(1, args.rounds + 1):
         print(f"round {round_}:", flush=True)
-        c = c_scenario(args.c_bin, args, f"c{round_}")
-        print(_line("C reference", c), flush=True)
+        floor: dict[str, float] = {}
+        if not args.no_floor:
+            produced = run_produce(args.records, args.size, True, args.stores)
+            print(f"  pyzmq floor, {produced.line()}", flush=True)
+            caught_up = run_catchup(args.records, args.size, True)
+            print(f"  pyzmq floor, {caught_up.line()}", flush=True)
+            floor = {"produce": produced.rate, "consume": caught_up.rate}
+            floor["stream"] = caught_up.rate
+        c: dict[str, float] = {}
+        if args.c_bin is not None:
+            c = c_scenario(args.c_bin, args, f"c{round_}")
+            print(_line("C reference", c), flush=True)
         ours = our_scenario(ctx, args, f"o{round_}")
         print(_line("ours", ours), flush=True)
-        if args.mixed:
+        if args.c_bin is not None and args.mixed:
             mixed = mixed_scenario(ctx, args.c_bin, args, f"m{round_}")
             print(_line("C producer, our stores", mixed), flush=True)
-        for key, values in ratios.items():
-            values.append(ours[key] / c[key])
-        print(
-            f"  ours / C: producer->ACKed {ratios['produce'][-1]:.2f}, late consumer "
-            f"{ratios['consume'][-1]:.2f} (after the first record: {ratios['stream'][-1]:.2f})",
-            flush=True,
-        )
-    print(
-        f"median ours / C over {args.rounds} round(s): producer->ACKed "
-        f"{statistics.median(ratios['produce']):.2f}, late consumer "
-        f"{statistics.median(ratios['consume']):.2f} (after the first record: "
-        f"{statistics.median(ratios['stream']):.2f}) [load {_load()}]"
-    )
+        for anchor, ratios, name in ((c, vs_c, "C"), (floor, vs_floor, "floor")):
+            if anchor:
+                for key, values in ratios.items():
+                    values.append(ours[key] / anchor[key])
+                print(f"  {_ratios(name, ratios)}", flush=True)
+    for ratios, name in ((vs_c, "C"), (vs_floor, "floor")):
+        if ratios["produce"]:
+            print(
+                f"median over {args.rounds} round(s), {_ratios(name, ratios, median=True)} "
+                f"[load {_load()}]"
+            )
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ import os
 import struct
 import tempfile
 import time
+from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -227,7 +228,28 @@ def producer_process(
     context.destroy(linger=0)
 
 
-def run_produce(records: int, size: int, codec: bool, stores: int = 2) -> str:
+@dataclass(frozen=True)
+class Floor:
+    """One scenario's figures: records/s and CPU microseconds per record of each process."""
+
+    scenario: str
+    codec: bool
+    records: int
+    size: int
+    rate: float
+    cpu_us: dict[str, float]
+
+    def line(self) -> str:
+        cpu = ", ".join(f"{name} {us:.2f}" for name, us in self.cpu_us.items())
+        variant = "codec" if self.codec else "raw  "
+        return (
+            f"{self.scenario:<9} {variant} {self.records:>9,} x {self.size} B: "
+            f"{self.rate:>10,.0f} records/s  cpu us/record: {cpu}  load {_load()}"
+        )
+
+
+def run_produce(records: int, size: int, codec: bool, stores: int = 2) -> Floor:
+    """Producer -> ``stores`` stores, until each ACKed the last (``RuntimeError`` if not)."""
     ctx = multiprocessing.get_context("spawn")
     ports: Results = ctx.Queue()
     to_producer: Results = ctx.Queue()
@@ -251,19 +273,17 @@ def run_produce(records: int, size: int, codec: bool, stores: int = 2) -> str:
         if prod[0] == "error":
             for p in procs:
                 p.terminate()
-            return f"produce {'codec' if codec else 'raw'}: {prod[1]}"
+            raise RuntimeError(f"floor producer: {prod[1]}")
         results = [out.get(timeout=60) for _ in range(stores)]
         for p in procs:
             p.join(30)
     _, n, elapsed, cpu, ok = prod
-    store_cpu = [r[2] for r in results if r[0] == "store"]
-    stored = [r[1] for r in results if r[0] == "store"]
-    return (
-        f"produce   {'codec' if codec else 'raw  '} {n:>9,} x {size} B -> {stores} stores ACKed:"
-        f" {n / elapsed:>10,.0f} records/s  cpu us/record: producer {cpu / n * 1e6:.2f},"
-        f" stores {', '.join(f'{c / n * 1e6:.2f}' for c in store_cpu)}"
-        f"  stored {stored} {'ok' if ok else 'NOT ALL ACKED'}  load {_load()}"
-    )
+    stored = [r[1] for r in results]
+    if not ok or stored != [n] * stores:
+        raise RuntimeError(f"floor: not every record stored and ACKed: {stored} of {n}")
+    cpu_us = {"producer": cpu / n * 1e6}
+    cpu_us |= {f"store-{i}": r[2] / n * 1e6 for i, r in enumerate(results)}
+    return Floor(f"produce->{stores} ACKed", codec, n, size, n / elapsed, cpu_us)
 
 
 # -- catch-up: one store -> a consumer, DIRECT-RECORDs answering one FETCH ---------------------
@@ -357,7 +377,8 @@ def consumer_process(records: int, codec: bool, inbox: Results, out: Results) ->
     context.destroy(linger=0)
 
 
-def run_catchup(records: int, size: int, codec: bool) -> str:
+def run_catchup(records: int, size: int, codec: bool) -> Floor:
+    """One FETCH of every record, answered by one store (``RuntimeError`` on failure)."""
     ctx = multiprocessing.get_context("spawn")
     to_store: Results = ctx.Queue()
     to_consumer: Results = ctx.Queue()
@@ -378,14 +399,11 @@ def run_catchup(records: int, size: int, codec: bool) -> str:
         consumer.join(30)
     errors = [r for r in results if r[0] == "error"]
     if errors:
-        return f"catchup {'codec' if codec else 'raw'}: {errors[0][1]}"
+        raise RuntimeError(f"floor catch-up: {errors[0][1]}")
     _, n, elapsed, cpu = next(r for r in results if r[0] == "consumer")
     store_cpu = next(r[2] for r in results if r[0] == "store-done")
-    return (
-        f"catchup   {'codec' if codec else 'raw  '} {n:>9,} x {size} B store -> consumer:    "
-        f" {n / elapsed:>10,.0f} records/s  cpu us/record: store {store_cpu / n * 1e6:.2f},"
-        f" consumer {cpu / n * 1e6:.2f}  load {_load()}"
-    )
+    cpu_us = {"store": store_cpu / n * 1e6, "consumer": cpu / n * 1e6}
+    return Floor("catch-up 1 store", codec, n, size, n / elapsed, cpu_us)
 
 
 def _load() -> str:
@@ -405,9 +423,9 @@ def main() -> None:
     for _ in range(args.repeat):
         for codec in codecs:
             if "produce" not in skip:
-                print(run_produce(args.records, args.size, codec), flush=True)
+                print(run_produce(args.records, args.size, codec).line(), flush=True)
             if "catchup" not in skip:
-                print(run_catchup(args.records, args.size, codec), flush=True)
+                print(run_catchup(args.records, args.size, codec).line(), flush=True)
 
 
 if __name__ == "__main__":
