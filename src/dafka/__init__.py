@@ -20,6 +20,7 @@ from dafka.client import (
     ProducerFencedError,
     ProducerSettings,
     Record,
+    RecordColumns,
     RecordMetadata,
     TransactionError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "ProducerFencedError",
     "ProducerSettings",
     "Record",
+    "RecordColumns",
     "RecordMetadata",
     "TransactionError",
     "__version__",

@@ -7,6 +7,7 @@ from dafka.client._async_consumer import AsyncConsumer
 from dafka.client._async_producer import AsyncProducer
 from dafka.client._batch import BatchColumns, decode_batch, encode_batch, is_batch
 from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
+from dafka.client._columns import RecordColumns
 from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import CorruptBatchError, DeliveryError
 from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
@@ -38,6 +39,7 @@ __all__ = [
     "ProducerSettings",
     "ReadCommittedConsumer",
     "Record",
+    "RecordColumns",
     "RecordMetadata",
     "TransactionError",
     "TransactionalProducer",

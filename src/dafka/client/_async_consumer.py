@@ -9,7 +9,8 @@ awaits the event. Calls that need the node thread (``seek``, ``positions``, ``he
 run in the loop's default executor so the loop never blocks on them.
 
 ``async with AsyncConsumer(["orders"], towers=...) as consumer:`` starts it (or ``await
-consumer.start()``); ``async for record in consumer`` iterates until it is closed.
+consumer.start()``); ``async for record in consumer`` iterates until it is closed; ``await
+consumer.poll_columns()`` is :meth:`Consumer.poll_columns` (the same ``_take_parts``).
 """
 
 from __future__ import annotations
@@ -17,15 +18,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
+from dafka.client._columns import RecordColumns
 from dafka.client._consumer import Consumer, Key, PollStatistics
 from dafka.client._metrics import ConsumerMetrics
 from dafka.client._records import Record
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import ConsumerStatistics
+
+_Taken = TypeVar("_Taken", list[Record], RecordColumns)
 
 
 class AsyncConsumer:
@@ -78,24 +82,40 @@ class AsyncConsumer:
     async def poll(self, timeout: float | None = 1.0, max_records: int = 10_000) -> list[Record]:
         """Like :meth:`Consumer.poll`, awaiting instead of blocking."""
         consumer = self.consumer
+        found: list[Record] = await self._poll(consumer._poll_now, timeout, max_records)
+        return found
+
+    async def poll_columns(
+        self, timeout: float | None = 1.0, max_records: int = 10_000
+    ) -> RecordColumns:
+        """Like :meth:`Consumer.poll_columns`, awaiting instead of blocking."""
+        consumer = self.consumer
+        found: RecordColumns = await self._poll(consumer._poll_columns_now, timeout, max_records)
+        return found
+
+    async def _poll(
+        self, take: Callable[[int], _Taken], timeout: float | None, max_records: int
+    ) -> _Taken:
+        """``take(max_records)`` (which never blocks) until it finds messages or time is up."""
+        consumer = self.consumer
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         event = self._event
         while True:
-            records = consumer._poll_now(max_records)
-            if records or consumer._closed:
-                return records
+            found = take(max_records)
+            if found or consumer._closed:
+                return found
             event.clear()
-            records = consumer._poll_now(max_records)  # what arrived before the clear
-            if records:
-                return records
+            found = take(max_records)  # what arrived before the clear
+            if found:
+                return found
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
-                return []
+                return found
             try:
                 await asyncio.wait_for(event.wait(), remaining)
             except TimeoutError:
-                return consumer._poll_now(max_records)
+                return take(max_records)
 
     def __aiter__(self) -> AsyncIterator[Record]:
         return self._iterate()

@@ -184,19 +184,56 @@ def check_header(content: bytes) -> tuple[int, int, int]:
     return count, flags, base
 
 
+class BatchLayout(NamedTuple):
+    """Where a checked batch's columns and payloads are (every length already validated)."""
+
+    messages: int
+    base: int
+    key_lengths: tuple[int, ...] | None
+    value_lengths: tuple[int, ...]
+    header_counts: tuple[int, ...] | None
+    deltas: tuple[int, ...] | None
+    uuids_at: int  # -1: no uuid column
+    name_lengths: tuple[int, ...]
+    hvalue_lengths: tuple[int, ...]
+    data_at: int  # where the keys' data (then the values', the headers') starts
+
+
 def decode_batch(content: bytes) -> BatchColumns:
     """Unpack a batch; raises :class:`CorruptBatchError` when any check fails."""
-    size = len(content)
-    count, flags, base = check_header(content)
+    layout = _checked_layout(content)
     try:
-        return _decode_columns(content, count, flags, base, size)
-    except struct.error as exc:
-        raise CorruptBatchError(f"batch columns overrun the content: {exc}") from None
+        return _decode_columns(content, layout)
     except UnicodeDecodeError:
         raise CorruptBatchError("batch header name is not UTF-8") from None
 
 
-def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int) -> BatchColumns:
+def check_batch(content: bytes) -> tuple[BatchLayout, BatchColumns | None]:
+    """Every check :func:`decode_batch` makes, without building the messages: the batch's
+    layout (``.messages``: how many), and its columns when checking needed them (a batch with
+    headers is decoded: its names must be UTF-8). Raises :class:`CorruptBatchError`. What a
+    consumer checks when it takes a RECORD, leaving the decoding to when (and if) a column
+    is read (:func:`decode_checked`)."""
+    layout = _checked_layout(content)
+    if layout.header_counts is not None:
+        return layout, decode_batch(content)
+    return layout, None
+
+
+def decode_checked(content: bytes, layout: BatchLayout) -> BatchColumns:
+    """The columns of a batch :func:`check_batch` passed (``layout`` is its answer)."""
+    return _decode_columns(content, layout)
+
+
+def _checked_layout(content: bytes) -> BatchLayout:
+    count, flags, base = check_header(content)
+    try:
+        return _layout(content, count, flags, base, len(content))
+    except struct.error as exc:
+        raise CorruptBatchError(f"batch columns overrun the content: {exc}") from None
+
+
+def _layout(content: bytes, count: int, flags: int, base: int, size: int) -> BatchLayout:
     pos = HEADER_SIZE
     key_lengths: tuple[int, ...] | None = None
     if flags & FLAG_KEYS:
@@ -208,27 +245,19 @@ def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int
     if flags & FLAG_HEADERS:
         header_counts = struct.unpack_from(f"<{count}I", content, pos)
         pos += 4 * count
-    timestamps: list[int | None]
+    deltas: tuple[int, ...] | None = None
     if flags & FLAG_TIMESTAMPS:
         wide = bool(flags & FLAG_WIDE_TS)
         deltas = struct.unpack_from(f"<{count}{'q' if wide else 'i'}", content, pos)
         pos += (8 if wide else 4) * count
-        timestamps = [base + d for d in deltas] if any(deltas) else [base] * count
     elif flags & FLAG_WIDE_TS or base:
         raise CorruptBatchError("batch timestamp fields without FLAG_TIMESTAMPS")
-    else:
-        timestamps = [None] * count
-    uuids: list[bytes | None]
+    uuids_at = -1
     if flags & FLAG_UUIDS:
-        end = pos + UUID_SIZE * count
-        if end > size:
+        uuids_at = pos
+        pos += UUID_SIZE * count
+        if pos > size:
             raise CorruptBatchError("batch uuids overrun the content")
-        uuids = [content[i : i + UUID_SIZE] for i in range(pos, end, UUID_SIZE)]
-        if NO_UUID in uuids:
-            uuids = [None if u == NO_UUID else u for u in uuids]
-        pos = end
-    else:
-        uuids = [None] * count
     name_lengths: tuple[int, ...] = ()
     hvalue_lengths: tuple[int, ...] = ()
     if header_counts is not None:
@@ -239,10 +268,46 @@ def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int
         pos += 4 * total
         hvalue_lengths = struct.unpack_from(f"<{total}I", content, pos)
         pos += 4 * total
-    keys: list[bytes | None]
+    data_at = pos
     if key_lengths is not None:
         if min(key_lengths) < -1:
             raise CorruptBatchError("batch key length below -1")
+        pos += sum(key_lengths) + key_lengths.count(-1)
+    pos += sum(value_lengths) + sum(name_lengths) + sum(hvalue_lengths)
+    if pos != size:
+        raise CorruptBatchError(f"batch lengths add up to {pos} bytes, content has {size}")
+    return BatchLayout(
+        count,
+        base,
+        key_lengths,
+        value_lengths,
+        header_counts,
+        deltas,
+        uuids_at,
+        name_lengths,
+        hvalue_lengths,
+        data_at,
+    )
+
+
+def _decode_columns(content: bytes, layout: BatchLayout) -> BatchColumns:
+    count, base, key_lengths, value_lengths, header_counts, deltas, uuids_at = layout[:7]
+    timestamps: list[int | None]
+    if deltas is not None:
+        timestamps = [base + d for d in deltas] if any(deltas) else [base] * count
+    else:
+        timestamps = [None] * count
+    uuids: list[bytes | None]
+    if uuids_at >= 0:
+        end = uuids_at + UUID_SIZE * count
+        uuids = [content[i : i + UUID_SIZE] for i in range(uuids_at, end, UUID_SIZE)]
+        if NO_UUID in uuids:
+            uuids = [None if u == NO_UUID else u for u in uuids]
+    else:
+        uuids = [None] * count
+    pos = layout.data_at
+    keys: list[bytes | None]
+    if key_lengths is not None:
         starts = list(accumulate([max(n, 0) for n in key_lengths], initial=pos))
         pos = starts[-1]
         keys = [
@@ -256,11 +321,9 @@ def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int
     values = [content[a:b] for a, b in pairwise(starts)]
     headers: list[tuple[tuple[str, bytes], ...]]
     if header_counts is not None:
-        interleaved = [n for pair in zip(name_lengths, hvalue_lengths, strict=True) for n in pair]
+        pairs = zip(layout.name_lengths, layout.hvalue_lengths, strict=True)
+        interleaved = [n for pair in pairs for n in pair]
         bounds = list(accumulate(interleaved, initial=pos))
-        pos = bounds[-1]
-        if pos > size:
-            raise CorruptBatchError("batch headers overrun the content")
         pieces = [content[a:b] for a, b in pairwise(bounds)]
         flat = [(pieces[i].decode(), pieces[i + 1]) for i in range(0, len(pieces), 2)]
         headers = []
@@ -270,8 +333,6 @@ def _decode_columns(content: bytes, count: int, flags: int, base: int, size: int
             at += n
     else:
         headers = [()] * count
-    if pos != size:
-        raise CorruptBatchError(f"batch lengths add up to {pos} bytes, content has {size}")
     return BatchColumns(keys, values, headers, timestamps, uuids)
 
 
@@ -283,9 +344,12 @@ def _check_len(name: str, column: Sequence[object], count: int) -> None:
 __all__ = [
     "MAGIC",
     "BatchColumns",
+    "BatchLayout",
     "CorruptBatchError",
+    "check_batch",
     "check_header",
     "decode_batch",
+    "decode_checked",
     "encode_batch",
     "is_batch",
 ]

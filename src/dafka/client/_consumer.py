@@ -1,17 +1,21 @@
-"""The public consumer: live subscriptions and assigned (bounded) reads, as :class:`Record`.
+"""The public consumer: live subscriptions and assigned (bounded) reads, as :class:`Record`
+or as columns (:class:`RecordColumns`).
 
 The runner thread feeds the ``ConsumerMachine``; its ``Deliver`` runs (RECORD contents of one
 partition, in order) are queued here and the application takes them with
-:meth:`Consumer.poll` or by iterating. The queue is bounded (``max_queued`` RECORDs): when
-the application falls behind, the runner stops reading the data sockets, ZeroMQ's high-water
+:meth:`Consumer.poll` (a list of Records), :meth:`Consumer.poll_columns` (the same messages
+as columns) or by iterating. The queue is bounded (``max_queued`` RECORDs): when the
+application falls behind, the runner stops reading the data sockets, ZeroMQ's high-water
 marks drop what does not fit, and the machine FETCHes it again once the application has
 caught up - memory stays bounded on every node.
 
-Unpacking happens in :meth:`Consumer.poll`, in the application's thread: a RECORD whose
-content starts with the batch magic (``_batch.is_batch``) is decoded into its messages
-(``index`` 0, 1, ...); any other content is one message (``index`` 0, no key, no headers, no
-timestamp: a C producer's record or ``batching=False``). Runs of plain RECORDs become
-Records in bulk (``map`` over ``zip`` of ``repeat``s: no Python frame per record).
+Both calls take from the queue with one function, ``_take_parts``, in the application's
+thread: a run of plain RECORDs (a C producer's, or ``batching=False``: one message each,
+``index`` 0, no key, no headers, no timestamp) is one part; a RECORD whose content starts with
+the batch magic (``_batch.is_batch``) is checked (``check_batch``: CRC and structure) and is a
+part of ``index`` 0, 1, ... messages, decoded only when read. ``poll`` turns the parts into
+Records in bulk (``map`` over ``zip`` of ``repeat``s: no Python frame per record);
+``poll_columns`` wraps them as they are (dafka.client._columns).
 
 A batch that fails its checks (:class:`CorruptBatchError`) is **skipped**: counted
 (``poll_statistics().corrupt_batches``), logged as an error with its partition and offset,
@@ -20,8 +24,9 @@ default on CRC errors) because a raise would leave the application stuck before 
 that can never be read differently; an application that must stop can check the counter.
 
 Positions count RECORDs (docs/client.md): ``position()`` is the next offset not fully handed
-to the application - the offset of a batch partly returned by a ``poll`` cut at
-``max_records`` stays the position until its last message is returned.
+to the application - the offset of a batch partly returned by a ``poll`` (or
+``poll_columns``) cut at ``max_records`` stays the position until its last message is
+returned.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from itertools import repeat
 from types import TracebackType
 from typing import Any
 
-from dafka.client._batch import MAGIC, decode_batch
+from dafka.client._batch import MAGIC, check_batch
+from dafka.client._columns import BatchSlice, CheckedBatch, Part, PlainRun, RecordColumns
 from dafka.client._errors import CorruptBatchError
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
 from dafka.client._records import Record
@@ -52,8 +58,6 @@ from dafka.transport.sockets import ZmqContext
 
 log = logging.getLogger(__name__)
 
-_new_record = tuple.__new__
-"""``tuple.__new__(Record, fields)``: what ``Record._make`` does, without its Python frame."""
 _startswith = bytes.startswith
 
 Key = tuple[str, str]
@@ -68,48 +72,6 @@ class PollStatistics:
     corrupt_batches: int
     last_corrupt_batch: str | None
     queued_records: int
-
-
-def _plain(topic: str, partition: str, first: int, contents: Iterable[bytes]) -> list[Record]:
-    return list(
-        map(
-            _new_record,
-            repeat(Record),
-            zip(
-                repeat(topic),
-                repeat(partition),
-                range(first, 1 << 64),
-                repeat(0),
-                repeat(None),
-                contents,
-                repeat(()),
-                repeat(None),
-                repeat(None),
-            ),
-        )
-    )
-
-
-def _unpacked(topic: str, partition: str, offset: int, content: bytes) -> list[Record]:
-    """The messages of one batched RECORD (raises :class:`CorruptBatchError`)."""
-    columns = decode_batch(content)
-    return list(
-        map(
-            _new_record,
-            repeat(Record),
-            zip(
-                repeat(topic),
-                repeat(partition),
-                repeat(offset),
-                range(len(columns.values)),
-                columns.keys,
-                columns.values,
-                columns.headers,
-                columns.timestamps,
-                columns.uuids,
-            ),
-        )
-    )
 
 
 class Consumer:
@@ -174,7 +136,8 @@ class Consumer:
         self._max_queued = self.settings.max_queued
         self._current: Deliver | None = None
         self._offset = 0
-        self._leftover: list[Record] = []
+        self._leftover: tuple[CheckedBatch, int] | None = None
+        """A batched RECORD partly handed out, and the index of its next message."""
         self._next: dict[Key, int] = {}
         self._expect: dict[Key, int] = {}
         self._records_polled = 0
@@ -250,7 +213,7 @@ class Consumer:
         if not self._runner.call(self._machine.at_end):
             return False
         with self._lock:
-            return not (self._batches or self._current is not None or self._leftover)
+            return not (self._batches or self._current is not None or self._leftover is not None)
 
     def statistics(self) -> ConsumerStatistics:
         """The consumer machine's counters (FETCHes, drops, stores...)."""
@@ -297,64 +260,98 @@ class Consumer:
 
         Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
         """
-        if max_records < 1:
-            raise ConfigError(f"max_records must be >= 1, got {max_records!r}")
+        _check_max(max_records)
+        with self._lock:
+            if not self._wait(timeout):
+                return []
+            return self._take(max_records)
+
+    def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
+        """What :meth:`poll` would return - the same messages, in the same order, with the
+        same effect on positions - as a :class:`RecordColumns` (columns built when read,
+        no tuple per message; ``to_arrow()``). Empty (``len() == 0``) on timeout."""
+        _check_max(max_records)
+        with self._lock:
+            if not self._wait(timeout):
+                return RecordColumns()
+            parts = self._take_parts(max_records)
+        return RecordColumns(parts)
+
+    def _wait(self, timeout: float | None) -> bool:
+        """Wait (the lock is held) until something is queued: False on timeout or closed."""
         deadline = None if timeout is None else time.monotonic() + timeout
         failure = self._runner.failure
-        with self._lock:
+        failure.check()
+        while self._current is None and not self._batches and self._leftover is None:
             failure.check()
-            while self._current is None and not self._batches and not self._leftover:
-                failure.check()
-                if self._closed:
-                    return []
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return []
-                self._lock.wait(remaining)
-            return self._take(max_records)
+            if self._closed:
+                return False
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            self._lock.wait(remaining)
+        return True
 
     def _poll_now(self, max_records: int) -> list[Record]:
         """What :meth:`poll` returns without waiting (the asyncio flavour's building block)."""
-        if max_records < 1:
-            raise ConfigError(f"max_records must be >= 1, got {max_records!r}")
+        _check_max(max_records)
         with self._lock:
             self._runner.failure.check()
             return self._take(max_records)
 
-    def _take(self, max_records: int) -> list[Record]:
-        """Build up to ``max_records`` Records from the queue (the lock is held).
+    def _poll_columns_now(self, max_records: int) -> RecordColumns:
+        """What :meth:`poll_columns` returns without waiting (for the asyncio flavour)."""
+        _check_max(max_records)
+        with self._lock:
+            self._runner.failure.check()
+            parts = self._take_parts(max_records)
+        return RecordColumns(parts)
 
-        With the cyclic garbage collector paused: every Record is a new tuple, and a
+    def _take(self, max_records: int) -> list[Record]:
+        """Up to ``max_records`` Records from the queue (the lock is held).
+
+        Built with the cyclic garbage collector paused: every Record is a new tuple, and a
         generation-0 collection every 700 of them (each visiting the young Records, which
-        hold no cycles and are untracked at once) cost as much as building them: 1.3 M
-        Records/s with it, 2.3 M/s without (bench CPU time). The collector runs again
-        when the batch is built (the next allocation collects what is due), and is left
-        alone when the application paused it itself."""
+        hold no cycles) costs a large share of building them. Re-measured with the columnar
+        API in place (``bench/poll.py``, docs/client.md § Performance): 1.2 us of CPU per
+        message with the collector, 1.0 us paused, so ``poll`` keeps the pause. It
+        is a process-wide switch: it is skipped when the application paused the collector
+        itself, and it lasts only while this poll's Records are built (the next allocation
+        after it collects what is due). :meth:`poll_columns` builds no tuple per message
+        and never touches the collector: the choice for applications that manage ``gc``
+        from other threads, and the faster one."""
+        parts = self._take_parts(max_records)
         if not gc.isenabled():
-            return self._take_records(max_records)
+            return _records(parts)
         gc.disable()
         try:
-            return self._take_records(max_records)
+            return _records(parts)
         finally:
             gc.enable()
 
-    def _take_records(self, max_records: int) -> list[Record]:
-        out: list[Record] = []
+    def _take_parts(self, max_records: int) -> list[Part]:
+        """Take up to ``max_records`` messages from the queue (the lock is held), as parts:
+        runs of plain RECORDs and (slices of) batched RECORDs, checked but not decoded.
+
+        Positions move here, for both ``poll`` and ``poll_columns``: a RECORD counts as
+        taken when its last message is; a corrupt batch is skipped and counted."""
+        parts: list[Part] = []
+        n = 0
         taken = 0  # RECORDs fully consumed from the queue
         nxt = self._next
-        while len(out) < max_records:
-            room = max_records - len(out)
+        while n < max_records:
+            room = max_records - n
             leftover = self._leftover
-            if leftover:
-                first = leftover[0]
-                key = (first.topic, first.partition)
-                if len(leftover) <= room:
-                    out += leftover
-                    self._leftover = []
-                    nxt[key] = first.offset + 1
+            if leftover is not None:
+                checked, at = leftover
+                stop = min(checked.count, at + room)
+                parts.append(BatchSlice(checked, at, stop))
+                n += stop - at
+                if stop == checked.count:
+                    self._leftover = None
+                    nxt[(checked.topic, checked.partition)] = checked.offset + 1
                 else:
-                    out += leftover[:room]
-                    self._leftover = leftover[room:]
+                    self._leftover = (checked, stop)
                 continue
             batch = self._current
             if batch is None:
@@ -371,34 +368,39 @@ class Consumer:
             flags = list(map(_startswith, chunk, repeat(MAGIC)))
             plain = flags.index(True) if True in flags else len(chunk)
             if plain:
-                out += _plain(topic, partition, offset0, chunk[:plain])
+                parts.append(PlainRun(topic, partition, offset0, chunk[:plain]))
+                n += plain
             used = plain
-            if plain < len(chunk):  # a batch: unpack it
+            if plain < len(chunk):  # a batch: check it (decoded when read)
                 offset = offset0 + plain
+                content = chunk[plain]
                 used += 1
                 try:
-                    messages = _unpacked(topic, partition, offset, chunk[plain])
+                    layout, columns = check_batch(content)
                 except CorruptBatchError as exc:
                     self._corrupt += 1
                     self._last_corrupt = f"{topic}/{partition}@{offset}: {exc}"
                     log.error("consumer: skipped a corrupt batch at %s", self._last_corrupt)
-                    messages = []
-                if len(messages) > room - plain:
-                    cut = room - plain
-                    out += messages[:cut]
-                    self._leftover = messages[cut:]
-                    nxt[key] = offset  # partly handed: its offset stays the position
-                    taken += used
-                    self._advance(batch, start + used)
-                    break
-                out += messages
+                else:
+                    checked = CheckedBatch(topic, partition, offset, content, layout, columns)
+                    cut = room - plain  # >= 1: the batch is inside chunk
+                    if checked.count > cut:
+                        parts.append(BatchSlice(checked, 0, cut))
+                        n += cut
+                        self._leftover = (checked, cut)
+                        nxt[key] = offset  # partly handed: its offset stays the position
+                        taken += used
+                        self._advance(batch, start + used)
+                        break
+                    parts.append(BatchSlice(checked, 0, checked.count))
+                    n += checked.count
             taken += used
             nxt[key] = offset0 + used
             self._advance(batch, start + used)
         self._queued -= taken
         self._records_polled += taken
-        self._messages_polled += len(out)
-        return out
+        self._messages_polled += n
+        return parts
 
     def _advance(self, batch: Deliver, offset: int) -> None:
         if offset >= len(batch.contents):
@@ -465,8 +467,9 @@ class Consumer:
             if current is not None and (current.topic, current.producer) == key:
                 dropped += len(current.contents) - self._offset
                 self._current = None
-            if self._leftover and (self._leftover[0].topic, self._leftover[0].partition) == key:
-                self._leftover = []
+            leftover = self._leftover
+            if leftover is not None and (leftover[0].topic, leftover[0].partition) == key:
+                self._leftover = None
             self._queued -= dropped
             self._next[key] = offset
             # runs the machine took before the seek may still be in its outbox: drop
@@ -483,7 +486,7 @@ class Consumer:
                         return
                     del self._expect[key]
             self._next.setdefault(key, batch.first_sequence)
-            was_empty = not self._batches and self._current is None and not self._leftover
+            was_empty = not self._batches and self._current is None and self._leftover is None
             self._batches.append(batch)
             self._queued += len(batch.contents)
             self._bytes_in += sum(map(len, batch.contents))
@@ -493,6 +496,18 @@ class Consumer:
 
     def _paused(self) -> bool:
         return self._queued >= self._max_queued
+
+
+def _records(parts: list[Part]) -> list[Record]:
+    out: list[Record] = []
+    for part in parts:
+        out += part.records()
+    return out
+
+
+def _check_max(max_records: int) -> None:
+    if max_records < 1:
+        raise ConfigError(f"max_records must be >= 1, got {max_records!r}")
 
 
 __all__ = ["Consumer", "PollStatistics"]

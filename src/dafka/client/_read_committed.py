@@ -24,6 +24,7 @@ from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Any, cast
 
+from dafka.client._columns import RecordColumns
 from dafka.client._consumer import Consumer
 from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
@@ -308,6 +309,18 @@ class ReadCommittedConsumer(Consumer):
             out = feed(super().poll(remaining, max_records))
             if out or self._closed or (deadline is not None and time.monotonic() >= deadline):
                 return out
+
+    def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
+        """:meth:`poll` as columns: the committed messages only (built from the Records the
+        sequencer released: correctness first, no faster than :meth:`poll`)."""
+        return RecordColumns.from_records(self.poll(timeout, max_records))
+
+    def _poll_now(self, max_records: int) -> list[Record]:
+        """Committed messages of what is queued, without waiting (the asyncio flavour)."""
+        return self._filter.feed(super()._poll_now(max_records))
+
+    def _poll_columns_now(self, max_records: int) -> RecordColumns:
+        return RecordColumns.from_records(self._poll_now(max_records))
 
     def checkpoint(self) -> dict[str, Any]:
         """Positions and producer states (JSON-able): store it atomically with your output."""

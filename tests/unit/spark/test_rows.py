@@ -1,84 +1,19 @@
-"""The executor's row building: the Arrow-direct batch decoder equals the reference decoder."""
+"""The executor's row building (on the shared Arrow builders of dafka.client._arrow)."""
 
 from __future__ import annotations
 
 import random
-import struct
 
-import pytest
-
-from dafka.client._batch import decode_batch, encode_batch
-from dafka.client._errors import CorruptBatchError
-from dafka.spark._arrow_batch import TIMESTAMP, batch_arrays
+from dafka.client._arrow import SCHEMA
+from dafka.client._batch import decode_batch
 from dafka.spark._rows import RowBuilder
 from dafka.spark._schema import SOURCE_ARROW_SCHEMA
+from tests.unit.client.test_client_arrow import random_batch as _random_batch
 
 
-def _random_batch(rng: random.Random, headers: bool = False) -> bytes:
-    n = rng.randint(1, 40)
-    values = [rng.randbytes(rng.randint(0, 30)) for _ in range(n)]
-    keys = (
-        [rng.choice([None, b"", rng.randbytes(rng.randint(1, 9))]) for _ in range(n)]
-        if rng.random() < 0.6
-        else None
-    )
-    stamps = None
-    if rng.random() < 0.6:
-        base = rng.randint(0, 2_000_000_000_000)
-        spread = rng.choice([1000, 1 << 40])  # narrow and wide deltas
-        stamps = [base + rng.randint(0, spread) for _ in range(n)]
-    uuids = (
-        [rng.choice([bytes(16), rng.randbytes(16)]) for _ in range(n)]
-        if rng.random() < 0.6
-        else None
-    )
-    hdrs = [[("h", rng.randbytes(3))] if rng.random() < 0.5 else None for _ in range(n)]
-    return encode_batch(values, keys, hdrs if headers else None, stamps, uuids)
-
-
-def test_arrow_decoder_equals_the_reference_decoder() -> None:
-    rng = random.Random(7)
-    assert SOURCE_ARROW_SCHEMA.field("timestamp").type == TIMESTAMP
-    for _ in range(300):
-        content = _random_batch(rng)
-        ref = decode_batch(content)
-        found = batch_arrays(content)
-        assert found is not None
-        n, (keys, values, timestamps, uuids) = found
-        assert n == len(ref.values)
-        assert values.to_pylist() == ref.values
-        assert keys.to_pylist() == ref.keys
-        assert uuids.to_pylist() == ref.uuids
-        micros = timestamps.cast("int64").to_pylist()
-        assert [None if t is None else t // 1000 for t in micros] == ref.timestamps
-
-
-def test_arrow_decoder_leaves_batches_with_headers_to_the_reference_decoder() -> None:
-    content = encode_batch([b"a"], headers=[[("h", b"x")]])
-    assert batch_arrays(content) is None
-
-
-def test_arrow_decoder_rejects_what_the_reference_decoder_rejects() -> None:
-    rng = random.Random(11)
-    for _ in range(300):
-        content = bytearray(_random_batch(rng))
-        at = rng.randrange(len(content))
-        content[at] ^= 1 << rng.randrange(8)
-        with pytest.raises(CorruptBatchError):
-            decode_batch(bytes(content))
-        with pytest.raises(CorruptBatchError):
-            batch_arrays(bytes(content))
-    # a batch whose lengths do not add up (CRC recomputed: only the structure is wrong)
-    good = encode_batch([b"abc", b"de"])
-    body = bytearray(good[12:])
-    struct.pack_into("<I", body, 16, 4)  # first value length 3 -> 4
-    from crc32c import crc32c
-
-    bad = good[:8] + struct.pack("<I", crc32c(bytes(body))) + bytes(body)
-    with pytest.raises(CorruptBatchError):
-        decode_batch(bad)
-    with pytest.raises(CorruptBatchError):
-        batch_arrays(bad)
+def test_the_shared_arrow_schema_is_the_spark_sources() -> None:
+    """Spark refuses batches whose schema differs from the declared one in any detail."""
+    assert SCHEMA.equals(SOURCE_ARROW_SCHEMA, check_metadata=True)
 
 
 def test_row_builder_mixes_plain_batched_and_header_records_in_order() -> None:
