@@ -29,6 +29,10 @@ messages, and the consumer unpacks batches. ``many`` is batched with ``produce_m
 values per call); ``futures`` is batched with ``send`` (a future per message, all awaited at
 the end) and ``async`` the same with ``AsyncProducer.send_nowait`` and an ``AsyncConsumer``
 (compare those two for the asyncio clients' cost). received/delivered counts RECORDs.
+``--consumers poll,columns,arrow`` runs each client with each consumer mode: ``poll``
+(Records), ``columns`` (``Consumer.poll_columns``, ``sum(map(len, values))``) and ``arrow``
+(``poll_columns().to_arrow()``, value bytes summed by Arrow); all touch every value. The
+async client always reads with ``await poll``.
 
 Every result line ends with the load average when the run finished (``os.getloadavg()``): the
 machine may be shared, compare figures of one run.
@@ -215,12 +219,53 @@ def _peers_connected(consumer: Consumer) -> int:
     return int(runner_stats.peers_connected)
 
 
+class _Polled:
+    """What one poll returned, however the consumer mode takes it: every value touched."""
+
+    def __init__(self, consumer: Consumer, mode: str) -> None:
+        self.count = 0
+        self.last_value = b""
+        self.value_bytes = 0
+        if mode == "poll":
+            records = consumer.poll(timeout=1.0)
+            self.count = len(records)
+            if records:
+                self.value_bytes = sum(len(r.value) for r in records)
+                self.last_value = records[-1].value
+        elif mode == "columns":
+            columns = consumer.poll_columns(timeout=1.0)
+            self.count = len(columns)
+            if columns:
+                values = columns.values
+                self.value_bytes = sum(map(len, values))
+                self.last_value = values[-1]
+        elif mode == "arrow":
+            columns = consumer.poll_columns(timeout=1.0)
+            self.count = len(columns)
+            if columns:
+                import pyarrow.compute as pc
+
+                value = columns.to_arrow()["value"]
+                self.value_bytes = pc.sum(pc.binary_length(value)).as_py()
+                self.last_value = value[-1].as_py()
+        else:
+            raise SystemExit(f"unknown consumer mode {mode!r}: poll, columns or arrow")
+
+
 def consume_count(
-    port: int, beacon: float, topic: str, peers: int, out: Results, use_async: bool = False
+    port: int,
+    beacon: float,
+    topic: str,
+    peers: int,
+    out: Results,
+    use_async: bool = False,
+    mode: str = "poll",
 ) -> None:
     """Read (earliest) up to the record starting with ``E``; says "consumer-ready" once it
     is connected to ``peers`` peers, has caught up and received 50 more records (0: at once).
-    ``use_async``: with an ``AsyncConsumer`` (``await poll``).
+    ``use_async``: with an ``AsyncConsumer`` (``await poll``). ``mode``: ``poll`` (Records),
+    ``columns`` (``poll_columns``, ``sum(map(len, values))``) or ``arrow`` (``poll_columns``
+    then ``to_arrow``, the value bytes summed by Arrow): each touches every value.
     """
     if use_async:
         asyncio.run(consume_count_async(port, beacon, topic, peers, out))
@@ -236,13 +281,13 @@ def consume_count(
             out.put(("consumer-ready", os.getpid()))
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            batch = consumer.poll(timeout=1.0)
-            if not batch:
+            took = _Polled(consumer, mode)
+            if not took.count:
                 continue
             now = time.time_ns()
             if not first:
                 first = now
-            count += len(batch)
+            count += took.count
             last = now
             # Connected and caught up (no FETCH in flight): what follows comes live.
             if (
@@ -252,10 +297,10 @@ def consume_count(
                 and consumer.statistics().fetches_in_flight == 0
             ):
                 ready_at = count + 50
-            if ready_at is not None and count - len(batch) < ready_at <= count:
+            if ready_at is not None and count - took.count < ready_at <= count:
                 out.put(("consumer-ready", os.getpid()))
                 cpu = time.process_time()
-            if batch[-1].value[:1] == b"E":
+            if took.last_value[:1] == b"E":
                 break
         cpu = time.process_time() - cpu
         stats = consumer.statistics()
@@ -418,6 +463,7 @@ def throughput(
     topic: str,
     live: bool,
     client: str = "records",
+    mode: str = "poll",
 ) -> dict[str, float]:
     """A producer burst, with a live consumer (``live``) or followed by a late consumer.
 
@@ -442,7 +488,8 @@ def throughput(
     if live:
         peers = 1 + 2 * cluster.stores  # the producer, each store's writer and reader
         consumer = ctx.Process(
-            target=consume_count, args=(port, beacon, topic, peers, out, client == "async")
+            target=consume_count,
+            args=(port, beacon, topic, peers, out, client == "async", mode),
         )
         consumer.start()
         _expect(out, "consumer-ready")
@@ -466,7 +513,7 @@ def throughput(
     }
     if consumer is None:
         consumer = ctx.Process(
-            target=consume_count, args=(port, beacon, topic, 0, out, client == "async")
+            target=consume_count, args=(port, beacon, topic, 0, out, client == "async", mode)
         )
         consumer.start()
         _expect(out, "consumer-ready")
@@ -583,6 +630,13 @@ def main() -> None:
         "message or many), many (produce_many), futures (send), async (AsyncProducer and "
         "AsyncConsumer)",
     )
+    parser.add_argument(
+        "--consumers",
+        default="poll",
+        help="comma-separated consumer modes, each run with every client: poll (Records), "
+        "columns (poll_columns, sum(map(len, values))), arrow (poll_columns().to_arrow(), "
+        "value bytes summed by Arrow)",
+    )
     args = parser.parse_args()
     policies = args.fsync.split(",")
     records = args.records
@@ -603,13 +657,16 @@ def main() -> None:
         print(f"\nthroughput, {records:,} records per run (payload MB/s):")
         for policy in policies:
             for size in sizes:
-                for client, live in itertools.product(args.clients.split(","), (False, True)):
+                runs = itertools.product(
+                    args.clients.split(","), args.consumers.split(","), (False, True)
+                )
+                for client, mode, live in runs:
                     with ProcessCluster(
                         stores=args.stores, fsync=policy, beacon_interval=args.beacon_interval
                     ) as cluster:
-                        r = throughput(ctx, cluster, records, size, f"t{size}", live, client)
+                        r = throughput(ctx, cluster, records, size, f"t{size}", live, client, mode)
                     line = (
-                        f"  {client:<9} fsync {policy:<6} {size:>5} B, "
+                        f"  {client:<9} {mode:<7} fsync {policy:<6} {size:>5} B, "
                         + ("with a live consumer: " if live else "producer alone:      ")
                         + f"producer->ACKed {r['produce']:>9,.0f} rec/s "
                         f"{r['produce'] * size / MB:6.1f} MB/s | "
