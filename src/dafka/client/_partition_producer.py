@@ -194,16 +194,13 @@ class PartitionProducer:
         """
         self._scheduled = False
         pending = self._pending
-        publish = self._machine.publish
         popleft = pending.popleft
-        try:
-            for _ in range(min(len(pending), DRAIN_SLICE)):
-                publish(pending[0], now)
-                popleft()
-        except BackpressureError:
-            # The byte bound (the machine refused without using a sequence; asking
-            # can_publish first cost as much as publishing): _after_turn resumes when ACKs
-            # make room.
+        contents = [popleft() for _ in range(min(len(pending), DRAIN_SLICE))]
+        published = self._machine.publish_many(contents, now)
+        if published < len(contents):
+            # The byte bound: the machine took a prefix; the rest goes back to the front of
+            # the queue and _after_turn resumes when ACKs make room.
+            pending.extendleft(reversed(contents[published:]))
             return
         if pending:
             # Not under self._lock: publish() may hold it while it waits for ACKs that only

@@ -593,7 +593,7 @@ class Producer:
                     size += token.size
                     if on_delivery is not None:
                         for j in range(i, i + n):
-                            self._call_back(RecordMetadata(topic, partition, sequence, j), None)
+                            self._call_back(_metadata(topic, partition, sequence, j, token), None)
                     i += n
                     continue
                 future, n = token
@@ -678,6 +678,13 @@ class Producer:
             self._in_flight -= count
             self._in_flight_bytes -= size
             self._room.notify_all()
+
+
+def _metadata(topic: str, partition: str, sequence: int, j: int, chunk: Chunk) -> RecordMetadata:
+    """Message ``j`` of a chunk that starts at ``sequence`` (a spread chunk: one RECORD each)."""
+    if chunk.spread:
+        return RecordMetadata(topic, partition, sequence + j, 0)
+    return RecordMetadata(topic, partition, sequence, j)
 
 
 def _as_bytes(what: str, data: object) -> bytes:

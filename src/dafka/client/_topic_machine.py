@@ -28,6 +28,7 @@ Everything here runs in the runner thread; ``now`` comes from the runner.
 from __future__ import annotations
 
 import collections
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -70,10 +71,16 @@ class Chunk:
     """The token of a chunk entry: ``count`` messages without futures, ``size`` bytes.
 
     A slots class, not a tuple: tokens of single messages are ``(future, size)`` pairs and
-    a Chunk must never unpack as one."""
+    a Chunk must never unpack as one.
+
+    ``spread`` False: the messages are those of one RECORD (message ``j`` of RECORD ``s`` is
+    ``(s, j)``). True: they are ``count`` consecutive unbatched RECORDs of one message each
+    (message ``j`` is ``(s + j, 0)``): a delivered run of unbatched RECORDs without futures
+    (see ``TopicProducerMachine.take_delivered``)."""
 
     count: int
     size: int
+    spread: bool = False
 
 
 _PER_MESSAGE = 16
@@ -93,8 +100,14 @@ class _Open:
 
 
 _Sent = tuple[int, float, list[Token]]
-"""A RECORD sent and not yet stored: (sequence, when sent, tokens of its messages). A plain
-tuple: with ``batching=False`` one is made per message."""
+"""RECORDs sent and not yet stored: (sequence, when sent, tokens). Batching: one entry per
+RECORD, the tokens of its messages. Unbatched: one entry per partition per ``add_many`` (a
+*run*), ``tokens[j]`` the token of RECORD ``sequence + j``: one list per run, not one per
+message (per-message containers that live until the ACK cost a quarter of the producer's
+CPU in the cyclic garbage collector)."""
+
+_size = operator.itemgetter(1)
+_future = operator.itemgetter(0)
 
 
 class TopicProducerMachine(PeerNotices):
@@ -125,9 +138,9 @@ class TopicProducerMachine(PeerNotices):
         self._index = {p: i for i, p in enumerate(self.partitions)}
         self._open: list[_Open | None] = [None] * len(self.partitions)
         self._sent: list[collections.deque[_Sent]] = [collections.deque() for _ in self.partitions]
-        self.acked_sent: list[float] = []
-        """When each RECORD ``take_delivered`` returned was sent (the producer's ACK latency
-        metric takes and clears them)."""
+        self.acked_sent: list[tuple[float, int]] = []
+        """(when sent, how many RECORDs) of what ``take_delivered`` returned (the producer's
+        ACK latency metric takes and clears them)."""
         self._out: list[Action] = []
         self.heads: dict[str, int] = {}
         """Stored heads learnt while resuming (partition -> last sequence)."""
@@ -221,20 +234,42 @@ class TopicProducerMachine(PeerNotices):
                 self.close_batch(index, now)
 
     def _add_unbatched(self, entries: Sequence[Entry], now: float) -> None:
-        """One RECORD per message (content = value); a chunk's messages one by one."""
-        machines, sent = self._machines, self._sent
+        """One RECORD per message (content = value); a chunk's messages one by one.
+
+        The RECORDs a call sends to one partition are consecutive: they are published
+        with one ``publish_many`` (one ``SendRecords``) and remembered as one run per
+        partition (see ``_Sent``)."""
+        runs: dict[int, tuple[list[bytes], list[Token]]] = {}
         for entry in entries:
             index = entry[0]
             token = entry[6]
-            publish = machines[index].publish
-            queue = sent[index]
+            run = runs.get(index)
+            if run is None:
+                run = runs[index] = ([], [])
             if token.__class__ is Chunk:
-                keys = entry[2] or repeat(None)
-                for value, key in zip(entry[1], keys, strict=False):
-                    size = len(value) if key is None else len(value) + len(key)
-                    queue.append((publish(value, now), now, [(None, size)]))
+                values = entry[1]
+                run[0].extend(values)
+                keys = entry[2]
+                if keys is None:
+                    run[1].extend([(None, len(v)) for v in values])
+                else:
+                    run[1].extend(
+                        [
+                            (None, len(v) if k is None else len(v) + len(k))
+                            for v, k in zip(values, keys, strict=True)
+                        ]
+                    )
             else:
-                queue.append((publish(entry[1], now), now, [token]))
+                run[0].append(entry[1])
+                run[1].append(token)
+        machines, sent = self._machines, self._sent
+        for index, (values, tokens) in runs.items():
+            machine = machines[index]
+            first = machine.next_sequence
+            published = machine.publish_many(values, now)
+            for value in values[published:]:  # the client's bounds bind first: never
+                machine.publish(value, now)  # raises BackpressureError, as publish does
+            sent[index].append((first, now, tokens))
 
     def close_batch(self, index: int, now: float) -> None:
         """Send partition ``index``'s open batch now (if any)."""
@@ -267,18 +302,40 @@ class TopicProducerMachine(PeerNotices):
         return [i for i, b in enumerate(self._open) if b is not None]
 
     def take_delivered(self) -> list[tuple[int, int, list[Token]]]:
-        """(partition index, sequence, tokens) of every RECORD now stored."""
+        """(partition index, sequence, tokens) of every RECORD now stored.
+
+        Unbatched, a stored run without futures comes back as one entry whose token is a
+        spread :class:`Chunk` (the producer then does nothing per message unless it has an
+        ``on_delivery`` callback); a run with futures as one entry per RECORD. A run that
+        is partly stored is split (ACKs are cumulative)."""
         out: list[tuple[int, int, list[Token]]] = []
         acked = self.acked_sent
+        batching = self._batching
         for index, machine in enumerate(self._machines):
             sent = self._sent[index]
             if not sent:
                 continue
             acked_next = machine.next_sequence - machine.unacked
+            if batching:
+                while sent and sent[0][0] < acked_next:
+                    sequence, at, tokens = sent.popleft()
+                    out.append((index, sequence, tokens))
+                    acked.append((at, 1))
+                continue
             while sent and sent[0][0] < acked_next:
-                sequence, at, tokens = sent.popleft()
-                out.append((index, sequence, tokens))
-                acked.append(at)
+                first, at, tokens = sent[0]
+                stored = acked_next - first
+                if stored >= len(tokens):
+                    sent.popleft()
+                    stored = len(tokens)
+                else:
+                    sent[0] = (acked_next, at, tokens[stored:])
+                    tokens = tokens[:stored]
+                acked.append((at, stored))
+                if any(map(_future, tokens)):
+                    out += [(index, first + j, [t]) for j, t in enumerate(tokens)]
+                else:
+                    out.append((index, first, [Chunk(stored, sum(map(_size, tokens)), True)]))
         return out
 
     def take_expired(self, older_than: float) -> list[tuple[int, int, list[Token]]]:

@@ -51,17 +51,20 @@ class LatencyHistogram:
         self.sum += seconds
         self.max = max(self.max, seconds)
 
-    def observe_since(self, now: float, starts: list[float]) -> None:
-        """Record ``now - start`` for each start (then the caller clears ``starts``)."""
+    def observe_since(self, now: float, starts: list[tuple[float, int]]) -> None:
+        """Record ``now - start`` ``n`` times for each ``(start, n)`` (then the caller clears
+        ``starts``): a run of RECORDs sent in one turn shares its start."""
         counts = self._counts
-        for start in starts:
+        count = 0
+        for start, n in starts:
             seconds = now - start
             if seconds < 0:
                 seconds = 0.0
-            counts[bisect_left(BUCKETS, seconds)] += 1
-            self.sum += seconds
+            counts[bisect_left(BUCKETS, seconds)] += n
+            self.sum += seconds * n
             self.max = max(self.max, seconds)
-        self.count += len(starts)
+            count += n
+        self.count += count
 
     def snapshot(self) -> LatencySnapshot:
         count = self.count

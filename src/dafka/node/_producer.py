@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from dafka.node._config import ProducerConfig
 from dafka.node._errors import BackpressureError, check_name, check_sequence
-from dafka.node.actions import Action, Send, Subscribe
+from dafka.node.actions import Action, Send, SendRecords, Subscribe
 from dafka.protocol import Ack, DataMessage, DirectHead, DirectRecord, Fetch, GetHeads, Head, Record
 from dafka.protocol._construct import constructor
 
@@ -149,6 +149,58 @@ class ProducerMachine:
         if self._head_due is None:
             self._head_due = now + self.config.head_interval
         return sequence
+
+    def publish_many(self, contents: list[bytes], now: float) -> int:
+        """Publish a prefix of ``contents`` as consecutive records: as many as the bounds
+        admit one by one, exactly what that many :meth:`publish` calls would publish before
+        the first :class:`BackpressureError`. Returns how many (0: none fitted; this never
+        raises). The first gets :attr:`next_sequence` as it was before the call.
+
+        One :class:`SendRecords` action for them all: per record only an append, no action
+        or message object (the producer's unbatched hot path). ``contents`` is handed over:
+        the action keeps it, the caller must not change it."""
+        count = len(contents)
+        if not count:
+            return 0
+        records = self._records
+        held = len(records) - self._skip
+        config = self.config
+        size = sum(map(len, contents))
+        if (
+            held + count > config.max_unacked_records
+            or self._held_bytes + size > config.max_unacked_bytes
+        ):
+            count = self._fitting(contents, held)
+            if not count:
+                return 0
+            contents = contents[:count]
+            size = sum(map(len, contents))
+        first = self._next
+        self._next = first + count
+        records += contents
+        self._held_bytes += size
+        self._published += count
+        self._published_bytes += size
+        self._out.append(SendRecords(self.topic, self.producer_id, first, contents))
+        if self._head_due is None:
+            self._head_due = now + config.head_interval
+        return count
+
+    def _fitting(self, contents: list[bytes], held: int) -> int:
+        """How many of ``contents`` successive :meth:`publish` calls would accept."""
+        config = self.config
+        held_bytes = self._held_bytes
+        count = 0
+        for content in contents:
+            if held and (
+                held >= config.max_unacked_records
+                or held_bytes + len(content) > config.max_unacked_bytes
+            ):
+                break
+            held += 1
+            held_bytes += len(content)
+            count += 1
+        return count
 
     # -- NodeMachine -----------------------------------------------------------------------
 

@@ -13,6 +13,10 @@ The driver (:mod:`dafka.transport`) executes the actions in order:
   sockets (writer and reader); the message type says which: FETCH, ACK and GET-HEADS leave
   from the writer, DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO from the reader
   (``STORE_WRITER_SENDS``);
+* :class:`SendRecords` - a producer's run of RECORDs (consecutive sequences of one
+  partition): exactly the ``Send(Record(...))`` of each record in order, as one action so
+  that the producer's hot path builds no ``Send`` and ``Record`` per record (the driver
+  sends it as it sends ``SendDirectRecords``);
 * :class:`SendDirectRecords` - a run of DIRECT-RECORDs of one partition to one recipient (a
   slice of a store's FETCH reply): exactly the ``Send(DirectRecord(...))`` of each record in
   order, as one action so that the driver checks and encodes the frame-0 header once per run
@@ -45,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch, GetHeads
+from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch, GetHeads, Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,23 @@ class Send:
     """Publish ``message`` on the data PUB socket."""
 
     message: DataMessage
+
+
+@dataclass(frozen=True, slots=True)
+class SendRecords:
+    """Publish RECORDs: ``contents[i]`` at ``first_sequence + i`` of partition ``producer``
+    of ``topic``. Same wire messages, same order as one ``Send(Record(...))`` per record
+    (see :meth:`messages`)."""
+
+    topic: str
+    producer: str
+    first_sequence: int
+    contents: Sequence[bytes]
+
+    def messages(self) -> list[Record]:
+        """The run as one :class:`Record` per record, in order."""
+        topic, producer, first = self.topic, self.producer, self.first_sequence
+        return [Record(topic, producer, first + i, c) for i, c in enumerate(self.contents)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +166,7 @@ class SendBeacon:
 
 Action = (
     Send
+    | SendRecords
     | SendDirectRecords
     | Subscribe
     | Unsubscribe
@@ -247,6 +269,7 @@ __all__ = [
     "Send",
     "SendBeacon",
     "SendDirectRecords",
+    "SendRecords",
     "Subscribe",
     "SubscriptionNotices",
     "Unsubscribe",

@@ -29,6 +29,7 @@ from dafka.node.actions import (
     Persist,
     Send,
     SendDirectRecords,
+    SendRecords,
     Subscribe,
     SubscriptionNotices,
     Unsubscribe,
@@ -199,7 +200,7 @@ class MemoryNetwork:
             for action in actions:
                 if type(action) is Send:
                     self._route(node, action.message)
-                elif type(action) is SendDirectRecords:
+                elif type(action) is SendDirectRecords or type(action) is SendRecords:
                     for message in action.messages():
                         self._route(node, message)
                 elif type(action) is Deliver:

@@ -19,6 +19,7 @@ from dafka.node.actions import (
     Persist,
     Send,
     SendDirectRecords,
+    SendRecords,
     Subscribe,
     Unsubscribe,
 )
@@ -105,7 +106,7 @@ class ScriptedPeer:
     def _sort(self, action: Action) -> None:
         if isinstance(action, Send):
             self._sent.append(action.message)
-        elif isinstance(action, SendDirectRecords):
+        elif isinstance(action, SendDirectRecords | SendRecords):
             self._sent.extend(action.messages())
         elif isinstance(action, Deliver):
             self.delivered.extend(flatten(action))

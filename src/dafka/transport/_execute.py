@@ -1,8 +1,9 @@
 """Outbound: execute what the machines asked for, in order.
 
 Sends are encoded and published (a message the encoder refuses - a reply built from a
-peer's bad input - is counted and dropped); a ``SendDirectRecords`` run (a store's FETCH
-reply) is encoded once and its frames sent without a Python frame per record;
+peer's bad input - is counted and dropped); a ``SendRecords`` run (a producer's records) or a
+``SendDirectRecords`` run (a store's FETCH reply) is encoded once and its frames sent
+without a Python frame per record;
 (un)subscriptions and peer connections change the SUB sockets; ``Deliver`` goes to the
 application's callback and ``Persist`` to the node's
 :class:`~dafka.transport._persistence.Persistence`. After each outbox the
@@ -34,10 +35,11 @@ from dafka.node.actions import (
     Send,
     SendBeacon,
     SendDirectRecords,
+    SendRecords,
     Subscribe,
     Unsubscribe,
 )
-from dafka.protocol import DataMessage, DirectRecord, EncodeError, encode
+from dafka.protocol import DataMessage, DirectRecord, EncodeError, Record, encode
 from dafka.transport._drops import DropLog
 from dafka.transport._persistence import Persistence
 from dafka.transport._socket_set import PeerSockets, SocketSet
@@ -149,7 +151,7 @@ class Executor:
                 else:
                     _send(pub, frames[0])
                 sent += 1
-            elif action.__class__ is SendDirectRecords:
+            elif action.__class__ is SendRecords or action.__class__ is SendDirectRecords:
                 sent += self._send_run(action)
             elif isinstance(action, Deliver):
                 if self._on_deliver is not None:
@@ -180,8 +182,8 @@ class Executor:
                 self._send_beacons()
         stats.sent += sent
 
-    def _send_run(self, run: SendDirectRecords) -> int:
-        """Publish a run of DIRECT-RECORDs; returns how many were sent.
+    def _send_run(self, run: SendRecords | SendDirectRecords) -> int:
+        """Publish a run of RECORDs or DIRECT-RECORDs; returns how many were sent.
 
         The first record is encoded as a ``Send`` of it would be (same checks, same route):
         its frame 0 without the 8-byte sequence is the header of every record of the run, so
@@ -195,13 +197,20 @@ class Executor:
         if not count:
             return 0
         first = run.first_sequence
-        probe = DirectRecord(run.recipient, run.topic, run.producer, first, contents[0])
+        probe: Record | DirectRecord
+        if run.__class__ is SendRecords:
+            probe = Record(run.topic, run.producer, first, contents[0])
+            last: Record | DirectRecord = Record(run.topic, run.producer, first + count - 1, b"")
+        else:
+            recipient = run.recipient  # type: ignore[union-attr]
+            probe = DirectRecord(recipient, run.topic, run.producer, first, contents[0])
+            last = DirectRecord(recipient, run.topic, run.producer, first + count - 1, b"")
         try:
             if not _only_bytes(map(type, contents)):
                 raise EncodeError("a content that is not bytes")
             header = encode(probe)[0][:-8]
             if count > 1:
-                encode(DirectRecord(run.recipient, run.topic, run.producer, first + count - 1, b""))
+                encode(last)
         except EncodeError:
             self.execute_actions(list(map(Send, run.messages())))
             return 0  # counted by that call
