@@ -14,6 +14,8 @@ import contextlib
 import os
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate, repeat
+from operator import add as _add
 from pathlib import Path
 
 from crc32c import crc32c
@@ -34,6 +36,7 @@ from dafka.storage._format import (
     RECORD_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
     Payload,
+    encode_run,
     parse_segment_stem,
     scan,
 )
@@ -255,9 +258,10 @@ class PartitionLog:
             raise InvalidArgumentError(f"offsets past 2**64 - 1 ({first_offset} + {count})")
         max_len = self.config.max_record_bytes
         try:
-            longest = max(map(len, payloads))
+            lengths = list(map(len, payloads))
         except TypeError:
             raise InvalidArgumentError("payloads must be bytes-like objects") from None
+        longest = max(lengths)
         if longest > max_len:
             raise InvalidArgumentError(
                 f"payload of {longest} bytes over max_record_bytes {max_len}"
@@ -265,6 +269,26 @@ class PartitionLog:
         if rebase:
             self._rebase(first_offset)
 
+        limit = self.config.segment_bytes
+        seg = self.segments[-1]
+        index = seg.index
+        pos = seg.size
+        # Where each record starts, and (last) where the run ends.
+        starts = list(accumulate(map(_add, lengths, repeat(RECORD_HEADER_SIZE)), initial=pos))
+        end = starts.pop()
+        if end <= limit:  # the whole run fits the segment: one encode_run, one write
+            try:
+                parts = encode_run(first_offset, payloads, lengths)
+            except TypeError:  # a str or other non-buffer payload: nothing is written
+                raise InvalidArgumentError("payloads must be bytes-like objects") from None
+            index.offer_run(first_offset, starts)
+            self._write(seg, parts, end, first_offset + count)
+            self._after_append(seg)
+            return first_offset + count - 1
+        return self._append_across(first_offset, payloads)
+
+    def _append_across(self, first_offset: int, payloads: Sequence[Payload]) -> int:
+        """``append`` of a run that crosses a segment boundary, record by record."""
         limit = self.config.segment_bytes
         seg = self.segments[-1]
         index = seg.index
@@ -298,13 +322,17 @@ class PartitionLog:
             index.truncate_at(seg.size)
             raise InvalidArgumentError("payloads must be bytes-like objects") from None
         self._write(seg, parts, pos, offset)
+        self._after_append(seg)
+        return offset - 1
+
+    def _after_append(self, seg: Segment) -> None:
+        index = seg.index
         if index.pending() >= self.config.index_flush_entries:
             # The records are written: a failing index write (a full disk) must not make
             # the append look failed. The entries stay pending for the next flush, and a
             # short index only makes the next open scan a longer tail.
             with contextlib.suppress(StorageIOError):
                 self._flush_index(seg)
-        return offset - 1
 
     def _write(self, seg: Segment, parts: list[Payload], end: int, next_offset: int) -> None:
         if not parts:
