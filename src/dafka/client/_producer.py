@@ -342,28 +342,14 @@ class Producer:
         if value.__class__ is not bytes:
             value = _as_bytes("value", value)
         size = len(value)
-        if key is not None:
-            if key.__class__ is not bytes:
-                key = _as_bytes("key", key)
-            size += len(key)
-            index = self._route_key(key)
-        else:
-            index = -1
-        if headers is not None:
-            headers = _check_headers(headers)
-            size += sum(len(n) + len(v) for n, v in headers)
-        if uuid is not None and (uuid.__class__ is not bytes or len(uuid) != UUID_SIZE):
-            raise TypeError(f"uuid must be 16 bytes, got {uuid!r}")
-        if not self.settings.batching and (headers or timestamp is not None or uuid is not None):
-            raise ValueError(
-                "headers, timestamps and uuids are not carried with batching=False "
-                "(content = value)"
+        index = -1
+        if key is not None or headers is not None or uuid is not None or timestamp is not None:
+            key, headers, timestamp, extra, index = self._check_extras(
+                key, headers, timestamp, uuid
             )
-        if timestamp is None:
-            if self._batching:  # unbatched RECORDs carry no timestamp: no clock read
-                timestamp = int(time.time() * 1000)
-        elif timestamp.__class__ is not int:
-            raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
+            size += extra
+        elif self._batching:  # unbatched RECORDs carry no timestamp: no clock read
+            timestamp = int(time.time() * 1000)
         settings = self.settings
         with self._lock:
             if self._failure.error is not None:
@@ -387,6 +373,35 @@ class Producer:
             if not self._scheduled:
                 self._scheduled = True
                 self._runner.post(self._drain)
+
+    def _check_extras(
+        self, key: bytes | None, headers: HeadersArg, timestamp: int | None, uuid: bytes | None
+    ) -> tuple[bytes | None, HeadersArg, int | None, int, int]:
+        """``_enqueue`` of a message with more than a value: the checked key, headers and
+        timestamp, their size, and the key's partition (-1: no key)."""
+        size = 0
+        index = -1
+        if key is not None:
+            if key.__class__ is not bytes:
+                key = _as_bytes("key", key)
+            size += len(key)
+            index = self._route_key(key)
+        if headers is not None:
+            headers = _check_headers(headers)
+            size += sum(len(n) + len(v) for n, v in headers)
+        if uuid is not None and (uuid.__class__ is not bytes or len(uuid) != UUID_SIZE):
+            raise TypeError(f"uuid must be 16 bytes, got {uuid!r}")
+        if not self._batching and (headers or timestamp is not None or uuid is not None):
+            raise ValueError(
+                "headers, timestamps and uuids are not carried with batching=False "
+                "(content = value)"
+            )
+        if timestamp is None:
+            if self._batching:
+                timestamp = int(time.time() * 1000)
+        elif timestamp.__class__ is not int:
+            raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
+        return key, headers, timestamp, size, index
 
     def partition_for(self, key: bytes) -> str:
         """The partition ``key`` maps to (the same for the same name and partitions)."""

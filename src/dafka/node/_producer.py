@@ -22,6 +22,7 @@ See docs/nodes.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 from dafka.node._config import ProducerConfig
 from dafka.node._errors import BackpressureError, check_name, check_sequence
@@ -287,7 +288,7 @@ class ProducerMachine:
         records = self._records
         start = self._skip
         stop = start + (sequence - first + 1)
-        self._held_bytes -= sum(len(r) for r in records[start:stop])
+        self._held_bytes -= sum(map(len, records[start:stop]))
         self._first_held = sequence + 1
         if stop >= len(records):
             self._records = []
@@ -296,9 +297,8 @@ class ProducerMachine:
             del records[:stop]
             self._skip = 0
         else:
-            for i in range(start, stop):  # let the contents go now, compact later
-                records[i] = b""
-            self._skip = stop
+            records[start:stop] = repeat(b"", stop - start)  # let the contents go now,
+            self._skip = stop  # compact later
 
     def _on_fetch(self, fetch: Fetch) -> None:
         if fetch.producer != self.producer_id or fetch.topic != self.topic:
