@@ -29,8 +29,10 @@ from dafka.transport._stats import RunnerStats
 
 log = logging.getLogger("dafka.transport.runner")
 
-_unpack_sequence = struct.Struct(">Q").unpack_from
+_pack_sequence = struct.Struct(">Q").pack
 """The u64 big-endian sequence that ends frame 0 of a RECORD."""
+_END = 1 << 64
+"""No sequence reaches it: a run that ends at 2**64 - 1 expects nothing after it."""
 
 OnRecords = Callable[[str, str, int, list[bytes], float], None]
 """``on_records(topic, producer, first_sequence, contents, now)``."""
@@ -144,31 +146,44 @@ class Receiver:
         run_header: bytes | None = None
         run_topic = run_producer = ""
         run_first = run_next = 0
+        run_expect = b""
         try:
             for _ in range(self._receive_batch):
                 frame = recv(zmq.NOBLOCK, False)
                 received += 1
                 if frame.more:
                     part = recv(0, False)
-                    frames = [frame.bytes, part.bytes]
-                    while part.more:
-                        part = recv(0, False)
-                        frames.append(part.bytes)
+                    if part.more:
+                        frames = [frame.bytes, part.bytes]
+                        while part.more:
+                            part = recv(0, False)
+                            frames.append(part.bytes)
+                    elif drop is None and run_header is not None:
+                        # The steady state: two frames that continue the run (no list).
+                        head = frame.bytes
+                        if head == run_expect:
+                            run.append(part.bytes)
+                            run_next += 1
+                            run_expect = (
+                                run_header + _pack_sequence(run_next) if run_next < _END else b""
+                            )
+                            continue
+                        frames = [head, part.bytes]
+                    else:
+                        frames = [frame.bytes, part.bytes]
                 else:
                     frames = [frame.bytes]
                 if drop is not None and drop(frames):
                     stats.injected_drops += 1
                     continue
                 if run_header is not None:
-                    if len(frames) == 2:
-                        head = frames[0]
-                        if (
-                            head[:-8] == run_header
-                            and _unpack_sequence(head, len(head) - 8)[0] == run_next
-                        ):
-                            run.append(frames[1])
-                            run_next += 1
-                            continue
+                    if len(frames) == 2 and frames[0] == run_expect:
+                        run.append(frames[1])
+                        run_next += 1
+                        run_expect = (
+                            run_header + _pack_sequence(run_next) if run_next < _END else b""
+                        )
+                        continue
                     if run_recipient is None:
                         on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
                     else:
@@ -187,6 +202,7 @@ class Receiver:
                     run_producer = message.producer
                     run_first = message.sequence
                     run_next = run_first + 1
+                    run_expect = run_header + _pack_sequence(run_next) if run_next < _END else b""
                     run = [frames[1]]
                     continue
                 if on_direct is not None and message.__class__ is DirectRecord:
@@ -196,6 +212,7 @@ class Receiver:
                     run_producer = message.producer
                     run_first = message.sequence
                     run_next = run_first + 1
+                    run_expect = run_header + _pack_sequence(run_next) if run_next < _END else b""
                     run = [frames[1]]
                     continue
                 if on_ack is not None and message.__class__ is Ack:
