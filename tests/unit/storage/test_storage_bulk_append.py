@@ -19,6 +19,7 @@ from dafka.storage._format import (
     MAX_OFFSET,
     RECORD_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
+    Payload,
     encode_record,
     encode_run,
 )
@@ -36,7 +37,7 @@ def test_encode_run_equals_records_one_by_one(payloads: list[bytes], first: int)
 
 
 def test_encode_run_takes_bytes_like_payloads() -> None:
-    payloads = [bytearray(b"ab"), memoryview(b"cde"), b""]
+    payloads: list[Payload] = [bytearray(b"ab"), memoryview(b"cde"), b""]
     parts = encode_run(7, payloads, [2, 3, 0])
     assert b"".join(parts) == b"".join(
         encode_record(7 + i, bytes(p)) for i, p in enumerate(payloads)
