@@ -58,6 +58,16 @@ def test_arrow_decoder_equals_the_reference_decoder() -> None:
         assert [None if t is None else t // 1000 for t in micros] == ref.timestamps
 
 
+def test_arrow_decoder_with_one_timestamp_for_all_and_empty_values() -> None:
+    content = encode_batch([b"", b"a", b""], keys=[None, b"", b"k"], timestamps=[7, 7, 7])
+    found = batch_arrays(content)
+    assert found is not None
+    _, (keys, values, timestamps, _) = found
+    assert values.to_pylist() == [b"", b"a", b""]
+    assert keys.to_pylist() == [None, b"", b"k"]
+    assert timestamps.cast("int64").to_pylist() == [7000, 7000, 7000]
+
+
 def test_arrow_decoder_leaves_batches_with_headers_to_the_reference_decoder() -> None:
     content = encode_batch([b"a"], headers=[[("h", b"x")]])
     assert batch_arrays(content) is None
