@@ -101,6 +101,27 @@ def test_unbatched_round_trip_is_plain_records(cluster: Cluster) -> None:
     assert all(r.key is None and r.timestamp is None for r in records)
 
 
+def test_unbatched_callbacks_name_each_record(cluster: Cluster) -> None:
+    """produce() and produce_many unbatched: runs of RECORDs completed at once (a spread
+    chunk) still tell on_delivery each message's own RECORD, in order."""
+    seen: list[tuple[int, int]] = []
+    with Producer(
+        "plain-callbacks",
+        towers=cluster.towers,
+        batching=False,
+        on_delivery=lambda m, e: seen.append((m.offset, m.index) if m else (-1, -1)),
+        **FAST,
+    ) as p:
+        for i in range(30):
+            p.produce(b"one %d" % i)
+        p.produce_many([b"many %d" % i for i in range(10)])
+        assert p.flush(20) == 0
+        assert p.delivered == 40
+    assert seen == [(i, 0) for i in range(40)]
+    records = read_back(cluster, "plain-callbacks", 40)
+    assert sorted(r.offset for r in records) == list(range(40))
+
+
 def test_futures_and_callbacks_resolve_after_storage(cluster: Cluster) -> None:
     calls: list[tuple[RecordMetadata | None, BaseException | None]] = []
     with Producer(
