@@ -87,11 +87,12 @@ from dafka.protocol._names import name_problem
 class RecordReader(Protocol):
     """The read-only view of the store's log that the machine needs (``dafka.storage.Storage``)."""
 
-    def read(
+    def read_contents(
         self, topic: str, partition: str, first: int, count: int, /
-    ) -> Sequence[tuple[int, bytes]]:
-        """Up to ``count`` records of a partition from ``first`` on, as (sequence, content),
-        in ascending sequence order."""
+    ) -> tuple[int, Sequence[bytes]]:
+        """The records of a partition held in ``[first, first + count)``: the sequence of the
+        first one held there and the contents from it on, contiguous (fewer at the ends:
+        below the start after retention, above the head)."""
         ...
 
     def heads(self, topic: str, /) -> Mapping[str, int]:
@@ -505,7 +506,7 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         wait = self.config.fetch_reply_wait
         replies = self._replies
         out = self._out
-        read = self._reader.read
+        read = self._reader.read_contents
         ready = False
         oldest_wait: float | None = None
         for _ in range(len(replies)):
@@ -517,15 +518,17 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                 count = min(upto - first, budget)
                 topic, producer, recipient = cursor.topic, cursor.producer, reply.recipient
                 stop = first + count
-                records = read(topic, producer, first, count)
-                if records and (records[0][0] < first or records[-1][0] >= stop):
-                    records = [r for r in records if first <= r[0] < stop]
-                if not records:
+                held, contents = read(topic, producer, first, count)
+                if held < first:  # more than asked for: keep the range only
+                    contents = contents[first - held :]
+                    held = first
+                if held >= stop or not contents:
                     continue  # nothing held from there on (retention): the reply ends
-                served = len(records)
-                sequences, contents = zip(*records, strict=True)
-                _reply_runs(out, recipient, topic, producer, sequences, contents)
-                reply.next = sequences[-1] + 1
+                if held + len(contents) > stop:
+                    contents = contents[: stop - held]
+                served = len(contents)
+                out.append(SendDirectRecords(recipient, topic, producer, held, tuple(contents)))
+                reply.next = held + served
                 budget -= served
                 self._served += served
                 reply.since = now
@@ -548,32 +551,6 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                 if cursor.durable >= 0:
                     self._heads_answered += 1
                     out.append(Send(DirectHead(recipient, topic, producer, cursor.durable)))
-
-
-def _reply_runs(
-    out: list[Action],
-    recipient: str,
-    topic: str,
-    producer: str,
-    sequences: Sequence[int],
-    contents: tuple[bytes, ...],
-) -> None:
-    """Queue records read for a FETCH reply as :class:`SendDirectRecords`: one action per
-    contiguous stretch of sequences (one for a whole slice of a log, which has no holes),
-    so that the driver encodes the header once per run, not once per record."""
-    count = len(sequences)
-    first = sequences[0]
-    if sequences[-1] - first == count - 1:  # ascending and no hole: one run
-        out.append(SendDirectRecords(recipient, topic, producer, first, contents))
-        return
-    start = 0
-    for i in range(1, count):
-        if sequences[i] != sequences[i - 1] + 1:
-            out.append(
-                SendDirectRecords(recipient, topic, producer, sequences[start], contents[start:i])
-            )
-            start = i
-    out.append(SendDirectRecords(recipient, topic, producer, sequences[start], contents[start:]))
 
 
 __all__ = ["RecordReader", "StoreMachine", "StoreStatistics"]

@@ -124,14 +124,17 @@ def scan(
     stop_offset: int = MAX_OFFSET + 1,
     want_from: int = MAX_OFFSET + 1,
     out: list[tuple[int, bytes]] | None = None,
+    contents: list[bytes] | None = None,
     index: IndexSink | None = None,
     chunk: int = SCAN_CHUNK,
 ) -> ScanResult:
     """Walk records from ``position`` (which holds ``offset``) towards ``end``, checking each.
 
     Stops before ``stop_offset``, at ``end``, or at the first bad record. Records with offset
-    ``>= want_from`` are appended to ``out``; ``index`` (if given) is offered every record's
-    position so that it can add its sparse entries. Reads in chunks of about ``chunk`` bytes
+    ``>= want_from`` are appended to ``out`` as (offset, payload), and their payloads alone
+    to ``contents`` (a reader that knows the first offset needs no tuple per record);
+    ``index`` (if given) is offered every record's position so that it can add its sparse
+    entries. Reads in chunks of about ``chunk`` bytes
     with ``pread`` (no shared file position, so readers never disturb the appender).
     """
     unpack = RECORD_HEADER.unpack_from
@@ -169,8 +172,11 @@ def scan(
             return ScanResult(position, offset, "corrupt", "CRC-32C mismatch")
         if index is not None:
             index.offer(offset, position)
-        if out is not None and offset >= want_from:
-            out.append((offset, payload))
+        if offset >= want_from:
+            if contents is not None:
+                contents.append(payload)
+            if out is not None:
+                out.append((offset, payload))
         position = record_end
         offset += 1
     return ScanResult(position, offset)

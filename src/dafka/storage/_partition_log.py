@@ -440,7 +440,25 @@ class PartitionLog:
     def read(self, from_offset: int, count: int) -> list[tuple[int, bytes]]:
         """The records held in ``[from_offset, from_offset + count)``, in order, contiguous."""
         out: list[tuple[int, bytes]] = []
-        start = max(from_offset, self.segments[0].base)
+        self._read(from_offset, count, out, None)
+        return out
+
+    def read_contents(self, from_offset: int, count: int) -> tuple[int, list[bytes]]:
+        """As :meth:`read`: the offset of the first record held there and the payloads."""
+        contents: list[bytes] = []
+        first = self._read(from_offset, count, None, contents)
+        return first, contents
+
+    def _read(
+        self,
+        from_offset: int,
+        count: int,
+        out: list[tuple[int, bytes]] | None,
+        contents: list[bytes] | None,
+    ) -> int:
+        """Scan ``[from_offset, from_offset + count)`` into ``out`` / ``contents``; returns
+        the offset of the first record held there (what was appended starts there)."""
+        start = first = max(from_offset, self.segments[0].base)
         stop = min(from_offset + count, self.next_offset)
         i = bisect_right(self.bases, start) - 1
         max_len = self.config.max_record_bytes
@@ -461,6 +479,7 @@ class PartitionLog:
                         stop_offset=stop,
                         want_from=start,
                         out=out,
+                        contents=contents,
                         chunk=chunk,
                     )
                     if (
@@ -478,6 +497,7 @@ class PartitionLog:
                             stop_offset=stop,
                             want_from=start,
                             out=out,
+                            contents=contents,
                             chunk=chunk,
                         )
                         if res.problem is None or res.position > pos:
@@ -494,7 +514,7 @@ class PartitionLog:
                 break
             start = res.next_offset
             i += 1
-        return out
+        return first
 
     def _reindex(self, seg: Segment, fd: int) -> None:
         index = SparseIndex(seg.base, seg.index.interval)

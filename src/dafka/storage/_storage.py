@@ -307,6 +307,22 @@ class Storage:
         finally:
             self._collect_truncations(log)
 
+    def read_contents(
+        self, topic: str, partition: str, from_offset: int, count: int
+    ) -> tuple[int, list[bytes]]:
+        """:meth:`read` without a tuple per record: the offset of the first record held in
+        the range and the payloads from there on, contiguous (what a FETCH reply sends)."""
+        self._check_open()
+        if type(from_offset) is not int or from_offset < 0 or type(count) is not int:
+            raise InvalidArgumentError(f"bad read range {from_offset!r}, {count!r}")
+        log = self._logs.get((topic, partition))
+        if log is None or count <= 0:
+            return from_offset, []
+        try:
+            return log.read_contents(from_offset, count)
+        finally:
+            self._collect_truncations(log)
+
     def _collect_truncations(self, plog: PartitionLog) -> None:
         if plog.truncations:
             _warn(self.root, plog.truncations, "read")

@@ -14,7 +14,7 @@ class LogContractError(DafkaError):
 class MemoryLog:
     """Partitions as lists in memory; the subset of ``dafka.storage.Storage`` stores use.
 
-    Implements :class:`dafka.node.RecordReader` (``read``, ``heads``, ``topics``) plus
+    Implements :class:`dafka.node.RecordReader` (``read_contents``, ``heads``, ``topics``) plus
     ``append``, ``head`` and ``durable_offset``. Everything appended is durable at once.
     Appends must continue a partition exactly (a partition may start at any sequence), so a
     machine that asks to persist out of order fails the test loudly.
@@ -50,6 +50,12 @@ class MemoryLog:
         start = max(first, base)
         stop = min(first + count, base + len(records))
         return [(s, records[s - base]) for s in range(start, stop)]
+
+    def read_contents(
+        self, topic: str, partition: str, first: int, count: int, /
+    ) -> tuple[int, list[bytes]]:
+        records = self.read(topic, partition, first, count)
+        return (records[0][0] if records else first), [content for _, content in records]
 
     def head(self, topic: str, partition: str) -> int | None:
         entry = self._parts.get((topic, partition))

@@ -82,6 +82,10 @@ class StorageModel(RuleBasedStateMachine):
         start, records = self.model.get(part, (0, []))
         lo, hi = max(at, start), min(at + count, start + len(records))
         assert got == [(o, records[o - start]) for o in range(lo, hi)]
+        held, contents = self.storage.read_contents("t", part, at, count)
+        assert contents == [content for _, content in got]
+        if got:
+            assert held == got[0][0]
 
     @rule()
     def reopen(self) -> None:
