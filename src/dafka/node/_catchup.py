@@ -9,7 +9,9 @@ out-of-order records does not become a burst of FETCHes (a TODO of the C consume
 
 * Progress (a record taken in order) pushes the retry deadline back to ``retry_initial`` and
   resets the backoff. When ``last`` reaches ``fetch_end - 1`` the next window is asked for at
-  once; when it reaches ``known_head`` the cursor is caught up and stops fetching.
+  once (with ``FetchPolicy.pipeline``: when half of the window is left, from the same
+  replier, so that it streams on without a pause); when it reaches ``known_head`` the cursor
+  is caught up and stops fetching.
 * No progress by the deadline: the FETCH is sent again from ``last + 1`` and the wait doubles
   up to ``retry_max``. So a lost FETCH, a lost reply, or a producer that went away while a
   store still has the records never stalls the partition (two C bugs, PROTOCOL.md section 5).
@@ -206,11 +208,20 @@ class FetchScheduler:
             cursor.ahead.clear()
             self._active.pop(cursor, None)
             return
-        cursor.delay = self._policy.retry_initial
-        if last + 1 >= cursor.fetch_end:
+        policy = self._policy
+        cursor.delay = policy.retry_initial
+        end = cursor.fetch_end
+        if last + 1 >= end:
             self._send(cursor, now, out)
-        else:
-            cursor.deadline = now + cursor.delay
+            return
+        cursor.deadline = now + cursor.delay
+        if (
+            policy.pipeline
+            and end <= cursor.known_head
+            and 2 * (end - last - 1) <= policy.window
+            and not cursor.ahead  # records kept ahead: filling a gap, not streaming history
+        ):
+            self._pipeline(cursor, out)
 
     def forget(self, cursor: Cursor) -> None:
         """Stop fetching for ``cursor`` (its partition is dropped or repositioned)."""
@@ -270,6 +281,20 @@ class FetchScheduler:
     def in_flight(self) -> int:
         """How many partitions have a FETCH outstanding."""
         return len(self._active)
+
+    def _pipeline(self, cursor: Cursor, out: list[Action]) -> None:
+        """Ask for the window after ``fetch_end`` now (half of the current one is left), from
+        the replier the current FETCH went to: it answers FETCHes in order, so the next window
+        follows the current one without a pause. ``fetch_end`` moves on: a retry re-asks
+        from ``last + 1`` as before, and at most 1.5 windows are in flight."""
+        start = cursor.fetch_end
+        count = min(self._policy.window, cursor.known_head + 1 - start)
+        cursor.fetch_end = start + count
+        self.fetches_sent += 1
+        requester = self._requester
+        if cursor.target:
+            requester = f"{requester}{TARGET_MARK}{cursor.target}"
+        out.append(Send(Fetch(cursor.producer, requester, cursor.topic, start, count)))
 
     def _send(self, cursor: Cursor, now: float, out: list[Action]) -> None:
         start = cursor.last + 1

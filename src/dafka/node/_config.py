@@ -27,7 +27,10 @@ class FetchPolicy:
     """How a consumer or a store writer fetches what it missed (no C keys: C never retries).
 
     ``window``: records asked for per FETCH; the next window is asked for as soon as the
-    previous one has arrived, until the known head is reached. ``retry_initial``: how long a
+    previous one has arrived, until the known head is reached - or, with ``pipeline``, as
+    soon as half of it has arrived (the FETCH for ``[fetch_end, fetch_end + window)`` is sent
+    to the same replier while the rest of the current window is on its way, so that the
+    replier is not idle between windows). ``retry_initial``: how long a
     FETCH may go without progress before it is sent again; each retry without progress doubles
     the wait up to ``retry_max``, and any progress resets it.
     """
@@ -35,6 +38,7 @@ class FetchPolicy:
     window: int = 10_000
     retry_initial: float = 0.5
     retry_max: float = 5.0
+    pipeline: bool = True
 
     def __post_init__(self) -> None:
         _positive("fetch window", self.window)

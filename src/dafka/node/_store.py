@@ -30,7 +30,9 @@ drops a live record that arrived out of order, re-fetches from the gap and relie
 reply running past that record). A reply waiting for durability longer than
 ``fetch_reply_wait`` ends where durability stopped. A FETCH addressed to another store
 (``requester@reader-id``, see ``dafka.node._stores``) is not answered (``fetches_declined``);
-one addressed to us is answered to the plain requester id.
+one addressed to us is answered to the plain requester id. Replies are served oldest first,
+each to its end before the next: a consumer that asks for its next window while the current
+one streams (``FetchPolicy.pipeline``) gets it right after, in order.
 
 Storage faults heal without a restart. The driver reports what really happened on disk:
 

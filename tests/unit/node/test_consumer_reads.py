@@ -10,6 +10,7 @@ from dafka.node import (
     FetchPolicy,
     NodeArgumentError,
     ProducerMachine,
+    StoreConfig,
     StoreMachine,
 )
 from dafka.protocol import DirectHead, DirectRecord, Fetch, GetHeads, Head, Record, StoreHello
@@ -196,3 +197,35 @@ def test_direct_record_runs_equal_records_one_by_one(first: int) -> None:
             (peer.delivered, peer.recv_all(), consumer.positions(), stats.dropped_foreign)
         )
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_pipelined_late_read_streams_in_order_from_one_store(pipeline: bool) -> None:
+    """With ``FetchPolicy.pipeline`` the next window is asked for when half of the current
+    one is left; the store extends the reply it is streaming, so nothing arrives out of
+    order, nothing twice, and the same records are delivered as without it."""
+    net = MemoryNetwork()
+    producer = ProducerMachine("t", "P")
+    net.add("producer", producer)
+    slices = StoreConfig(fetch_reply_slice=30)
+    stores = [
+        StoreMachine("W1", "R1", log1 := MemoryLog(), slices),
+        StoreMachine("W2", "R2", log2 := MemoryLog(), slices),
+    ]
+    net.add("s1", stores[0], log=log1)
+    net.add("s2", stores[1], log=log2)
+    for i in range(1000):
+        producer.publish(bytes([i % 256]), net.clock.now)
+    net.run_until(lambda: producer.unacked == 0 and log2.heads("t").get("P") == 999)
+    net.remove("producer")
+    policy = FetchPolicy(window=100, pipeline=pipeline)
+    consumer = ConsumerMachine(CID, ConsumerConfig(offset_reset="earliest", fetch=policy))
+    net.add("consumer", consumer)
+    consumer.subscribe("t", net.clock.now)
+    net.run_until(lambda: len(net.delivered("consumer")) == 1000 and consumer.at_end(net.clock.now))
+    stats = consumer.statistics()
+    assert [d.sequence for d in net.delivered("consumer")] == list(range(1000))
+    assert (stats.dropped_duplicates, stats.arrived_ahead, stats.fetch_retries) == (0, 0, 0)
+    assert stats.fetches_sent == 10  # one per window either way
+    served = [store.statistics().records_served for store in stores]
+    assert sorted(served) == [0, 1000]  # one store served it all, each record once

@@ -241,3 +241,36 @@ def test_fetch_reply_leaves_as_one_run_per_slice_within_the_range() -> None:
     assert [m for r in runs for m in r.messages()] == [
         DirectRecord("CONSUMER", "hello", "P", s, f"hello-{s}".encode()) for s in range(2, 7)
     ]
+
+
+def test_queued_replies_are_served_oldest_first_each_in_order() -> None:
+    """A consumer asking for its next window while its reply is still streaming gets it
+    right after, in order: replies are served oldest first, each to its end."""
+    store = StoreMachine(
+        WID, RID, filled_log(100), StoreConfig(heads_refresh=None, fetch_reply_slice=8)
+    )
+    store.take_actions()
+    store.on_message(Fetch("P", "A", "hello", 0, 20), 0.0)
+    store.on_message(Fetch("P", "B", "hello", 50, 10), 0.0)
+    store.on_message(Fetch("P", "A", "hello", 20, 20), 0.0)  # A's next window, ahead of time
+    store.on_message(Fetch("P", "A", "hello", 60, 5), 0.0)  # not contiguous: a reply of its own
+    sent: list[DirectRecord] = []
+    now = 0.0
+    while True:
+        sent += [
+            m
+            for a in store.take_actions()
+            if isinstance(a, SendDirectRecords)
+            for m in a.messages()
+        ]
+        due = store.next_deadline()
+        if due is None:
+            break
+        now = max(now, due)
+        store.on_timer(now)
+    by = {r: [m.sequence for m in sent if m.recipient == r] for r in ("A", "B")}
+    assert by["A"] == [*range(0, 20), *range(20, 40), *range(60, 65)]
+    assert [m.recipient for m in sent] == ["A"] * 20 + ["B"] * 10 + ["A"] * 25
+    assert by["B"] == list(range(50, 60))
+    assert store.statistics().fetches_answered == 4
+    assert store.statistics().records_served == 55
