@@ -106,20 +106,20 @@ def record(topic: str, producer: str, sequence: int, direct: bool) -> list[bytes
 partitions = st.sampled_from([("t", "P"), ("t", "Q"), ("u", "P")])
 messages = st.one_of(
     st.builds(
-        lambda key, seq, direct: record(*key, seq, direct),
+        lambda key, seq, direct: record(key[0], key[1], seq, direct),
         partitions,
         st.integers(0, 12) | st.sampled_from([TOP - 1, TOP]),
         st.booleans(),
     ),
-    st.builds(lambda key, seq: encode(Head(*key, seq)), partitions, st.integers(0, 12)),
+    st.builds(lambda key, seq: encode(Head(key[0], key[1], seq)), partitions, st.integers(0, 12)),
     st.builds(  # a RECORD or DIRECT-RECORD without its content frame
-        lambda key, seq, direct: record(*key, seq, direct)[:1],
+        lambda key, seq, direct: record(key[0], key[1], seq, direct)[:1],
         partitions,
         st.integers(0, 12),
         st.booleans(),
     ),
     st.builds(  # one frame too many
-        lambda key, seq, direct: [*record(*key, seq, direct), b"extra"],
+        lambda key, seq, direct: [*record(key[0], key[1], seq, direct), b"extra"],
         partitions,
         st.integers(0, 12),
         st.booleans(),
