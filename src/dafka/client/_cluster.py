@@ -10,12 +10,11 @@ fresh :class:`ClusterSnapshot` (the view plus every peer's endpoint from the bea
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
 
+from dafka.client._watcher import Watcher
 from dafka.node import ClusterMachine, ClusterView
 from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
@@ -44,7 +43,7 @@ def _listening_first(transport: TransportConfig) -> TransportConfig:
     return dataclasses.replace(transport, listen_first=max(1.0, 2 * transport.beacon_interval))
 
 
-class ClusterWatcher:
+class ClusterWatcher(Watcher[ClusterSnapshot]):
     """``with ClusterWatcher(transport) as w: w.wait_settled(); print(w.snapshot())``"""
 
     def __init__(
@@ -57,9 +56,7 @@ class ClusterWatcher:
     ) -> None:
         self.node_id = new_node_id()
         self._machine = ClusterMachine(self.node_id, tuple(topics), refresh)
-        self._changed = threading.Condition()
-        self._started = time.monotonic()
-        self._snapshot = ClusterSnapshot(self._machine.view(), {}, self._started)
+        super().__init__(ClusterSnapshot(self._machine.view(), {}, time.monotonic()))
         self._version = -1
         self._peers = 0
         joining = _listening_first(transport or TransportConfig())
@@ -83,29 +80,7 @@ class ClusterWatcher:
     ) -> ClusterSnapshot:
         """Wait until the view did not change for ``quiet`` seconds, at least ``at_least``
         seconds after start, at most ``timeout`` seconds; returns the latest snapshot."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                now = time.monotonic()
-                last = self._snapshot.taken
-                if now >= deadline or (now - last >= quiet and now >= self._started + at_least):
-                    return self._snapshot
-                wake = max(last + quiet, self._started + at_least)
-                self._changed.wait(max(min(deadline, wake) - now, 0.001))
-
-    def close(self) -> None:
-        self._runner.stop()
-
-    def __enter__(self) -> ClusterWatcher:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        return self._wait_quiet(quiet, timeout, at_least)
 
     # -- runner thread ---------------------------------------------------------------------
 
@@ -118,9 +93,7 @@ class ClusterWatcher:
         self._version = machine.version
         self._peers = len(peers)
         snapshot = ClusterSnapshot(machine.view(), peers, time.monotonic())
-        with self._changed:
-            self._snapshot = snapshot
-            self._changed.notify_all()
+        self._publish(snapshot, snapshot.taken)
 
 
 __all__ = ["ClusterSnapshot", "ClusterWatcher"]

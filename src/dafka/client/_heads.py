@@ -13,11 +13,10 @@ how a query's first offsets include the partitions the stores already hold.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
-from types import TracebackType
 
+from dafka.client._watcher import Watcher
 from dafka.node import HeadsMachine, HeadsStatistics
 from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
@@ -25,7 +24,7 @@ from dafka.transport.runner import Identity, NodeRunner
 from dafka.transport.sockets import ZmqContext
 
 
-class HeadWatcher:
+class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
     """``with HeadWatcher(["orders"], transport) as w: w.heads()[("orders", "w1.0")]``"""
 
     def __init__(
@@ -40,9 +39,7 @@ class HeadWatcher:
     ) -> None:
         self.node_id = new_node_id()
         self._machine = HeadsMachine(self.node_id, refresh)
-        self._snapshot: dict[tuple[str, str], int] = {}
-        self._changed = threading.Condition()
-        self._started = self._last_change = time.monotonic()
+        super().__init__({})
         self._version = 0
         self._stores = 0
         self._runner = NodeRunner(
@@ -77,21 +74,7 @@ class HeadWatcher:
         """Wait until nothing new was learnt for ``quiet`` seconds (at most ``timeout``), at
         least ``at_least`` seconds after the watcher started, and ``min_stores`` stores
         greeted it (their answers are then in: a partition they did not name has no data)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                now = time.monotonic()
-                settled = (
-                    now - self._last_change >= quiet
-                    and now >= self._started + at_least
-                    and self._stores >= min_stores
-                )
-                if now >= deadline or settled:
-                    return self._snapshot
-                wake = max(self._last_change + quiet, self._started + at_least)
-                if self._stores < min_stores:
-                    wake = deadline  # woken by the greeting itself
-                self._changed.wait(max(min(deadline, wake) - now, 0.001))
+        return self._wait_quiet(quiet, timeout, at_least, lambda: self._stores >= min_stores)
 
     def wait_for(
         self, ready: Callable[[dict[tuple[str, str], int]], bool], timeout: float
@@ -114,20 +97,6 @@ class HeadWatcher:
     def statistics(self) -> HeadsStatistics:
         return self._runner.call(lambda _now: self._machine.statistics())
 
-    def close(self) -> None:
-        self._runner.stop()
-
-    def __enter__(self) -> HeadWatcher:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     # -- runner thread ---------------------------------------------------------------------
 
     def _after_turn(self, now: float) -> None:
@@ -136,11 +105,9 @@ class HeadWatcher:
         if version != self._version:
             self._version = version
             heads = self._machine.heads()
-            with self._changed:
-                self._snapshot = heads
+            with self._changed:  # the store count and the heads it brought at once
                 self._stores = self._machine.stores
-                self._last_change = time.monotonic()
-                self._changed.notify_all()
+                self._publish(heads, time.monotonic())
 
 
 __all__ = ["HeadWatcher"]
