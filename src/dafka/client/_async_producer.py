@@ -19,9 +19,9 @@ from types import TracebackType
 from typing import Any
 
 from dafka.client._metrics import ProducerMetrics
-from dafka.client._producer import HeadersArg, OnDelivery, Producer
+from dafka.client._producer import HeadersArg, OnDelivery, Producer, checked_settings
 from dafka.client._records import RecordMetadata
-from dafka.client._settings import ProducerSettings, resolve_settings
+from dafka.client._settings import ProducerSettings
 from dafka.errors import DafkaError
 from dafka.node import BackpressureError
 
@@ -72,7 +72,7 @@ class AsyncProducer:
         **fields: Any,
     ) -> None:
         self.topic = topic
-        self.settings = resolve_settings(ProducerSettings, settings, fields)
+        self.settings = checked_settings(topic, settings, fields)
         self._on_delivery = on_delivery
         self._loop = asyncio.get_running_loop()
         self._bridge = _LoopBridge(self._loop)

@@ -109,9 +109,7 @@ class Producer:
         **fields: Any,
     ) -> None:
         del transactional_id
-        s = resolve_settings(ProducerSettings, settings, fields)
-        if not isinstance(topic, str):
-            raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+        s = checked_settings(topic, settings, fields)
         self.settings = s
         self.topic = topic
         self.name = s.name if s.name is not None else new_node_id()
@@ -123,8 +121,6 @@ class Producer:
             max_unacked_records=s.max_in_flight,
             max_unacked_bytes=2 * s.max_in_flight_bytes + 64 * s.max_in_flight + (64 << 20),
         )
-        for partition in self.partitions:
-            ProducerMachine(topic, partition, config)  # checks the names here, not in the runner
         self._on_delivery = on_delivery
         self._index = {p: i for i, p in enumerate(self.partitions)}
         self._route_key = self._key_router(s)
@@ -702,6 +698,22 @@ def _metadata(topic: str, partition: str, sequence: int, j: int, chunk: Chunk) -
     return RecordMetadata(topic, partition, sequence, j)
 
 
+def checked_settings(
+    topic: object, settings: ProducerSettings | None, fields: dict[str, Any]
+) -> ProducerSettings:
+    """A producer's constructor arguments checked, before any thread starts: its settings,
+    the topic and the partitions' names (by the machine's own rules, here rather than in the
+    runner). ``Producer`` and ``AsyncProducer`` (which must fail when built, not when
+    started) both call this."""
+    s = resolve_settings(ProducerSettings, settings, fields)
+    if not isinstance(topic, str):
+        raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+    name = s.name if s.name is not None else new_node_id()
+    for i in range(s.partitions):
+        ProducerMachine(topic, f"{name}.{i}")
+    return s
+
+
 def _as_bytes(what: str, data: object) -> bytes:
     if isinstance(data, bytes):
         return bytes(data)
@@ -733,4 +745,4 @@ def _check_headers(headers: object) -> tuple[tuple[str, bytes], ...]:
     return tuple(out)
 
 
-__all__ = ["DRAIN_SLICE", "Bridge", "Producer"]
+__all__ = ["DRAIN_SLICE", "Bridge", "Producer", "checked_settings"]

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from dafka.client import ConsumerSettings, ProducerSettings, Record, RecordMetadata, parse_towers
+from dafka.client import (
+    AsyncProducer,
+    ConsumerSettings,
+    Producer,
+    ProducerSettings,
+    Record,
+    RecordMetadata,
+    parse_towers,
+)
 from dafka.client._records import plain_record
 from dafka.client._settings import resolve_settings
 from dafka.errors import ConfigError
+from dafka.node import NodeArgumentError
 
 
 def test_towers_parser() -> None:
@@ -100,3 +111,28 @@ def test_plain_record_shape() -> None:
     assert r == Record("t", "P", 7, 0, None, b"v", (), None, None)
     assert (r.offset, r.value, r.uuid) == (7, b"v", None)
     assert RecordMetadata("t", "P", 7, 3).index == 3
+
+
+@pytest.mark.parametrize(
+    ("topic", "fields", "error", "match"),
+    [
+        (b"orders", {}, TypeError, "topic must be a str"),
+        ("", {}, NodeArgumentError, "topic must be 1 to 255 bytes"),
+        ("t" * 256, {}, NodeArgumentError, "topic must be 1 to 255 bytes"),
+        ("orders", {"name": "n" * 254}, NodeArgumentError, "producer id must be 1 to 255"),
+        ("orders", {"linger_ms": -1}, ConfigError, "linger_ms"),
+    ],
+)
+def test_producer_and_async_producer_reject_the_same_arguments_when_built(
+    topic: object, fields: dict[str, object], error: type[Exception], match: str
+) -> None:
+    """Both check their arguments in the constructor (one function), before any thread or
+    socket: no cluster is needed to see the errors."""
+    with pytest.raises(error, match=match):
+        Producer(topic, **fields)  # type: ignore[arg-type]
+
+    async def build() -> None:
+        AsyncProducer(topic, **fields)  # type: ignore[arg-type]
+
+    with pytest.raises(error, match=match):
+        asyncio.run(build())
