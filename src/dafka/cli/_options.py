@@ -72,18 +72,38 @@ def setting_option(
     )
 
 
-def node_options(fn: F) -> F:
-    """``--tower``, ``--advertise``, ``--bind``, ``--beacon-interval``: joining a cluster."""
-    for decorator in reversed(
-        [
-            setting_option("towers", param="towers", multiple=True),
-            setting_option("beacon/address", param="advertise"),
-            setting_option("bind", param="bind_host"),
-            setting_option("beacon/interval"),
-        ]
-    ):
-        fn = decorator(fn)
-    return fn
+def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator of several options, in ``--help`` in the order given."""
+
+    def apply(fn: F) -> F:
+        for decorator in reversed(decorators):
+            fn = decorator(fn)
+        return fn
+
+    return apply
+
+
+node_options = stack(
+    setting_option("towers", param="towers", multiple=True),
+    setting_option("beacon/address", param="advertise"),
+    setting_option("bind", param="bind_host"),
+    setting_option("beacon/interval"),
+)
+"""``--tower``, ``--advertise``, ``--bind``, ``--beacon-interval``: joining a cluster."""
+
+metrics_options = stack(setting_option("metrics/port"), setting_option("metrics/host"))
+"""``--metrics-port``, ``--metrics-host``: where a process serves /metrics."""
+
+log_options = stack(
+    setting_option("log/format"),
+    click.option("-v", "--verbose", is_flag=True, help="Debug logs."),
+)
+"""``--log-format``, ``-v``: a daemon's logs."""
+
+
+def json_option(what: str) -> Callable[[F], F]:
+    """``--json`` (``as_json``): print ``what`` as one JSON value."""
+    return click.option("--json", "as_json", is_flag=True, help=f"One JSON {what}.")
 
 
 def transport_config(
@@ -117,7 +137,11 @@ __all__ = [
     "SettingType",
     "TopicType",
     "client_towers",
+    "json_option",
+    "log_options",
+    "metrics_options",
     "node_options",
     "setting_option",
+    "stack",
     "transport_config",
 ]

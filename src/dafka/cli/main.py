@@ -21,19 +21,17 @@ from dafka.cli._options import (
     SettingType,
     TopicType,
     client_towers,
+    json_option,
+    log_options,
+    metrics_options,
     node_options,
     setting_option,
+    stack,
     transport_config,
 )
 from dafka.cli.daemon import run_until_signal, setup_logging
 from dafka.config import CONFIG_ENV, Layers, load
 from dafka.errors import ConfigError
-
-_verbose = click.option("-v", "--verbose", is_flag=True, help="Debug logs.")
-
-
-def _metrics_options(fn: Any) -> Any:
-    return setting_option("metrics/port")(setting_option("metrics/host")(fn))
 
 
 class _Metrics:
@@ -105,9 +103,8 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 @main.command()
 @setting_option("tower/sub_address", param="sub_address")
 @setting_option("tower/pub_address", param="pub_address")
-@_metrics_options
-@setting_option("log/format")
-@_verbose
+@metrics_options
+@log_options
 def tower(
     sub_address: str,
     pub_address: str,
@@ -140,9 +137,8 @@ def tower(
 @setting_option("store/db", param="data_dir")
 @setting_option("store/fsync")
 @node_options
-@_metrics_options
-@setting_option("log/format")
-@_verbose
+@metrics_options
+@log_options
 def store(
     data_dir: Path,
     fsync: str,
@@ -192,8 +188,7 @@ def store(
 @setting_option("up/port")
 @setting_option("store/fsync")
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
-@setting_option("log/format")
-@_verbose
+@log_options
 def up(
     data_dir: Path,
     stores: int,
@@ -279,7 +274,7 @@ def _delimiter(text: str) -> bytes:
 @setting_option("producer/batch_size")
 @setting_option("producer/max_in_flight")
 @setting_option("producer/head_interval")
-@_metrics_options
+@metrics_options
 @click.option(
     "--transactional-id",
     default=None,
@@ -403,7 +398,7 @@ def produce(
 )
 @click.option("-f", "--template", default=None, help="kcat-like template, e.g. '%t %p %o %s\\n'.")
 @click.option("-D", "--delimiter", default="\\n", show_default=True, help="After each raw value.")
-@_metrics_options
+@metrics_options
 @click.option(
     "--from-timestamp",
     type=click.IntRange(min=0),
@@ -488,7 +483,7 @@ def _watch(
 @main.command()
 @click.argument("topics", nargs=-1, type=TopicType())
 @node_options
-@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@json_option("object")
 @_wait_option
 def status(
     topics: tuple[str, ...],
@@ -517,7 +512,7 @@ def status(
 
 @main.command()
 @node_options
-@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+@json_option("array")
 @_wait_option
 def topics(
     towers: tuple[str, ...],
@@ -572,7 +567,7 @@ def top(
 
 
 @main.command("config")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@json_option("object")
 @click.pass_obj
 def config_command(layers: Layers, as_json: bool) -> None:
     """Print every setting's effective value and where it came from (file, env, default).
@@ -602,28 +597,23 @@ def config_command(layers: Layers, as_json: bool) -> None:
         click.echo(f"{key:<{width}}  {shown!s:<24}  {v.source:<28}  {SETTINGS[key].env}")
 
 
-def _bench_options(fn: Any) -> Any:
-    for decorator in reversed(
-        [
-            click.option("--records", default=200_000, show_default=True, type=click.IntRange(1)),
-            click.option(
-                "--size",
-                default=100,
-                show_default=True,
-                type=click.IntRange(8, 16 * 1024 * 1024),
-                help="Record size in bytes.",
-            ),
-            click.option(
-                "--data",
-                "data_dir",
-                type=click.Path(path_type=Path, file_okay=False),
-                default=None,
-                help="Where the stores keep their logs (default: a temporary directory).",
-            ),
-        ]
-    ):
-        fn = decorator(fn)
-    return fn
+_bench_options = stack(
+    click.option("--records", default=200_000, show_default=True, type=click.IntRange(1)),
+    click.option(
+        "--size",
+        default=100,
+        show_default=True,
+        type=click.IntRange(8, 16 * 1024 * 1024),
+        help="Record size in bytes.",
+    ),
+    click.option(
+        "--data",
+        "data_dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        help="Where the stores keep their logs (default: a temporary directory).",
+    ),
+)
 
 
 @main.command()
