@@ -49,13 +49,12 @@ from dataclasses import dataclass
 from dafka.node._catchup import NO_LIMIT, TARGET_MARK, Cursor, FetchScheduler
 from dafka.node._config import ConsumerConfig
 from dafka.node._errors import NodeArgumentError, check_name, check_sequence
-from dafka.node._reader import PartitionReader
+from dafka.node._reader import PartitionReader, ReaderRuns
 from dafka.node._stores import StoreRouter
 from dafka.node.actions import (
     Action,
     Deliver,
     DirectRecordRuns,
-    RecordRuns,
     Send,
     Subscribe,
     Unsubscribe,
@@ -110,7 +109,7 @@ def _wire(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-class ConsumerMachine(RecordRuns, DirectRecordRuns):
+class ConsumerMachine(ReaderRuns, DirectRecordRuns):
     """Pure state machine of a consumer; see the module docstring and docs/nodes.md."""
 
     def __init__(
@@ -319,26 +318,6 @@ class ConsumerMachine(RecordRuns, DirectRecordRuns):
                 )
         else:
             self._unexpected += 1
-
-    def on_records(
-        self, topic: str, producer: str, first_sequence: int, contents: Sequence[bytes], now: float
-    ) -> None:
-        """A run of RECORDs of one partition: ``contents[i]`` at ``first_sequence + i``.
-
-        Exactly what ``on_message(Record(topic, producer, first_sequence + i, contents[i]),
-        now)`` for each ``i`` in order does, for a driver that receives a burst of one
-        partition: the in-order case (the steady state) takes the whole run at once instead
-        of building and dispatching one ``Record`` per record; anything else goes record by
-        record through ``on_message``.
-        """
-        cursor = self._cursors.get((topic, producer))
-        if self._in_order.take_run(
-            cursor, first_sequence, contents, now, self._out, while_fetching=False
-        ):
-            return
-        on_message = self.on_message
-        for offset, content in enumerate(contents):
-            on_message(Record(topic, producer, first_sequence + offset, content), now)
 
     def on_direct_records(
         self,

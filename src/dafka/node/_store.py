@@ -58,14 +58,13 @@ from typing import Protocol
 from dafka.node._catchup import Cursor, FetchScheduler
 from dafka.node._config import StoreConfig
 from dafka.node._errors import check_name
-from dafka.node._reader import PartitionReader
+from dafka.node._reader import PartitionReader, ReaderRuns
 from dafka.node._stores import addressed_to
 from dafka.node.actions import (
     Action,
     DurableNotices,
     PeerNotices,
     Persist,
-    RecordRuns,
     Send,
     SendDirectRecords,
     Subscribe,
@@ -148,7 +147,7 @@ class _Reply:
         """When the reply last made progress (a reply waiting for durability expires)."""
 
 
-class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices):
+class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices):
     """Pure state machine of a store (writer + reader); see the module docstring."""
 
     def __init__(
@@ -326,26 +325,6 @@ class StoreMachine(RecordRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             self._send_heads(message.consumer, message.topics)
         else:
             self._unexpected += 1
-
-    def on_records(
-        self, topic: str, producer: str, first_sequence: int, contents: Sequence[bytes], now: float
-    ) -> None:
-        """A run of RECORDs of one partition: ``contents[i]`` at ``first_sequence + i``.
-
-        Exactly what ``on_message(Record(topic, producer, first_sequence + i, contents[i]),
-        now)`` for each ``i`` in order does, for a driver that receives a burst of one
-        partition: the in-order case (the steady state) takes the whole run at once instead
-        of building and dispatching one ``Record`` per record; anything else goes record by
-        record through ``on_message``.
-        """
-        cursor = self._cursors.get((topic, producer))
-        if self._in_order.take_run(
-            cursor, first_sequence, contents, now, self._out, while_fetching=False
-        ):
-            return
-        on_message = self.on_message
-        for offset, content in enumerate(contents):
-            on_message(Record(topic, producer, first_sequence + offset, content), now)
 
     def on_timer(self, now: float) -> None:
         due = self._reply_due
