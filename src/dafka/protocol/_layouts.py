@@ -10,7 +10,9 @@ from drifting apart; the hot paths are hand-written on top of it for speed.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from dafka.protocol._ids import (
     ACK_ID,
@@ -22,6 +24,18 @@ from dafka.protocol._ids import (
     HEAD_ID,
     RECORD_ID,
     STORE_HELLO_ID,
+)
+from dafka.protocol.messages import (
+    Ack,
+    ConsumerHello,
+    DataMessage,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    Record,
+    StoreHello,
 )
 
 SEQUENCE = struct.Struct(">Q")
@@ -81,6 +95,21 @@ CONSUMER_HELLO = Layout(
 """Followed by ``topics`` as ``strings`` (4-byte count, then 4-byte-length strings)."""
 STORE_HELLO = Layout("STORE-HELLO", STORE_HELLO_ID, "consumer", ("store",), (), NO_INTEGERS)
 
+LAYOUTS: Mapping[type[DataMessage], Layout] = MappingProxyType(
+    {
+        Record: RECORD,
+        DirectRecord: DIRECT_RECORD,
+        Fetch: FETCH,
+        Ack: ACK,
+        Head: HEAD,
+        DirectHead: DIRECT_HEAD,
+        GetHeads: GET_HEADS,
+        ConsumerHello: CONSUMER_HELLO,
+        StoreHello: STORE_HELLO,
+    }
+)
+"""The layout of each data message class."""
+
 INTEGER_BITS = {"sequence": 64, "count": 32}
 """Width of each integer attribute, for error messages."""
 
@@ -93,6 +122,7 @@ __all__ = [
     "GET_HEADS",
     "HEAD",
     "INTEGER_BITS",
+    "LAYOUTS",
     "NO_INTEGERS",
     "PREFIX_END",
     "RECORD",

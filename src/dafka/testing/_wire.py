@@ -9,42 +9,16 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from dafka.node.actions import Deliver
-from dafka.protocol import (
-    Ack,
-    ConsumerHello,
-    DataMessage,
-    DirectHead,
-    DirectRecord,
-    Fetch,
-    GetHeads,
-    Head,
-    Record,
-    StoreHello,
-)
+from dafka.protocol import DataMessage
+from dafka.protocol._layouts import LAYOUTS
 
 
 def prefix_of(message: DataMessage) -> bytes:
-    """Command ID + the prefix field, as a SUB socket sees the start of frame 0."""
-    if isinstance(message, Record):
-        head, field = b"M", message.topic
-    elif isinstance(message, DirectRecord):
-        head, field = b"D", message.recipient
-    elif isinstance(message, Fetch):
-        head, field = b"F", message.producer
-    elif isinstance(message, Ack):
-        head, field = b"K", message.producer
-    elif isinstance(message, Head):
-        head, field = b"H", message.topic
-    elif isinstance(message, DirectHead):
-        head, field = b"E", message.recipient
-    elif isinstance(message, GetHeads):
-        head, field = b"G", message.topic
-    elif isinstance(message, ConsumerHello):
-        head, field = b"W", message.store
-    else:
-        assert isinstance(message, StoreHello)
-        head, field = b"L", message.consumer
-    return head + field.encode("utf-8", "surrogateescape") + b"\x00"
+    """Command ID + the prefix field, as a SUB socket sees the start of frame 0 (both from
+    the codec's :data:`~dafka.protocol._layouts.LAYOUTS`)."""
+    layout = LAYOUTS[type(message)]
+    field: str = getattr(message, layout.prefix)
+    return layout.command_id + field.encode("utf-8", "surrogateescape") + b"\x00"
 
 
 class Delivered(NamedTuple):
