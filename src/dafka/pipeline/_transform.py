@@ -96,13 +96,7 @@ def transform(raw: DataFrame, devices: DataFrame, settings: TransformSettings) -
     enriched = aggregated.join(F.broadcast(devices), on="device", how="left").select(
         F.unix_millis(F.col("w.start")).alias("window_start"),
         F.unix_millis(F.col("w.end")).alias("window_end"),
-        "device",
-        "site",
-        "kind",
-        "count",
-        "temp_sum",
-        "temp_min",
-        "temp_max",
+        *AGGREGATE_COLUMNS[2:],
     )
     return Outputs(dead, enriched)
 
