@@ -313,8 +313,8 @@ class Consumer:
         Built with the cyclic garbage collector paused: every Record is a new tuple, and a
         generation-0 collection every 700 of them (each visiting the young Records, which
         hold no cycles) costs a large share of building them. Re-measured with the columnar
-        API in place (``bench/poll.py``, docs/client.md § Performance): 1.2 us of CPU per
-        message with the collector, 1.0 us paused, so ``poll`` keeps the pause. It
+        API in place (``bench/poll.py``, docs/client.md § Performance): 1.1-1.2 us of CPU per
+        message with the collector, 0.8-1.0 us paused, so ``poll`` keeps the pause. It
         is a process-wide switch: it is skipped when the application paused the collector
         itself, and it lasts only while this poll's Records are built (the next allocation
         after it collects what is due). :meth:`poll_columns` builds no tuple per message
