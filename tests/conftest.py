@@ -3,11 +3,22 @@
 Tests under ``tests/unit`` are marked ``unit``, tests under ``tests/integration`` are marked
 ``integration`` and tests under ``tests/spark`` ``spark`` automatically, so ``pytest -m unit``
 runs the fast, pure half.
+
+A run started in the background by a non-interactive shell (``cmd &`` in a script, as a CI
+runner may do) inherits SIGINT *ignored*, and an ignored signal survives ``exec``: every CLI
+process the tests spawn would then ignore the Ctrl-C that the Ctrl-C tests send it (Python
+installs its KeyboardInterrupt handler only when SIGINT is not ignored at start). The suite
+restores Python's default handler, so its children start with SIGINT at its default again.
 """
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
