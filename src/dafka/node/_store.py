@@ -105,6 +105,10 @@ class RecordReader(Protocol):
         ...
 
 
+MAX_LEARNED_TOPICS = 10_000
+"""Topics a store learns from GET-HEADS without holding a partition of them (_learn_topic)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoreStatistics:
     """Counters of a :class:`StoreMachine` (a snapshot)."""
@@ -131,6 +135,8 @@ class StoreStatistics:
     """Records taken but given up after a failed append or a cut (fetched again)."""
     partitions_blocked: int = 0
     """Partitions waiting out an append backoff now."""
+    topics_not_learned: int = 0
+    """GET-HEADS for an unknown topic past ``MAX_LEARNED_TOPICS`` (not asked about)."""
 
 
 class _Reply:
@@ -178,6 +184,8 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         self._hellos = 0
         self._declined = 0
         self._replies: deque[_Reply] = deque()
+        self._learned = 0
+        self._not_learned = 0
         self._reply_due: float | None = None
         self._foreign = 0
         self._unexpected = 0
@@ -318,6 +326,8 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             self._on_fetch(message, now)
         elif type(message) is GetHeads:
             self._send_heads(message.requester, (message.topic,))
+            if message.topic not in self._by_topic:
+                self._learn_topic(message.topic, now)
         elif type(message) is ConsumerHello:
             if message.store != self.reader_id:
                 self._foreign += 1
@@ -402,6 +412,7 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             truncations=self._truncations,
             dropped_unpersisted=self._unpersisted,
             partitions_blocked=len(self._blocked),
+            topics_not_learned=self._not_learned,
         )
 
     # -- writer ----------------------------------------------------------------------------
@@ -437,6 +448,24 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         interval = self.config.heads_refresh
         if self._refresh_due is None and interval is not None and self._by_topic:
             self._refresh_due = now + interval
+
+    def _learn_topic(self, topic: str, now: float) -> None:
+        """A GET-HEADS named a topic we hold nothing of: ask for its heads ourselves.
+
+        A producer that left right after its first ACK (``min_stores=1``) leaves no HEAD
+        behind, so a store that missed its records would never hear of them; but the stores
+        that hold them ask GET-HEADS for the topic on every refresh (``heads_refresh``). The
+        others learn the topic from that, ask in turn, and fetch what the DIRECT-HEADs show:
+        that is how every store converges. At most ``MAX_LEARNED_TOPICS`` topics without a
+        partition are remembered (a peer naming endless topics costs bounded memory and
+        refresh traffic); more are counted (``topics_not_learned``)."""
+        if self._learned >= MAX_LEARNED_TOPICS:
+            self._not_learned += 1
+            return
+        self._learned += 1
+        self._by_topic[topic] = {}
+        self._out.append(Send(GetHeads(topic, self.writer_id)))
+        self._arm_refresh(now)
 
     def _ask_heads(self) -> None:
         for topic in self._by_topic:

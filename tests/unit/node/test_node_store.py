@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dafka.node._store as store_module
 from dafka.node import Persist, SendDirectRecords, StoreConfig, StoreMachine
 from dafka.protocol import (
     Ack,
@@ -274,3 +275,29 @@ def test_queued_replies_are_served_oldest_first_each_in_order() -> None:
     assert by["B"] == list(range(50, 60))
     assert store.statistics().fetches_answered == 4
     assert store.statistics().records_served == 55
+
+
+def test_get_heads_for_an_unknown_topic_makes_the_store_ask_and_converge() -> None:
+    """A producer left after one store ACKed: the other learns the topic from that store's
+    GET-HEADS refresh, asks for its heads, and fetches the partition from it."""
+    store, peer, log = make(refresh=10.0)
+    peer.send(GetHeads("gone", "OTHERSTOREWRITER"))  # the other store's refresh
+    assert peer.recv_all() == [GetHeads("gone", WID)]
+    peer.send(DirectHead(WID, "gone", "P", 1))  # the other store's answer
+    fetch = peer.expect(Fetch)
+    assert (fetch.topic, fetch.sequence, fetch.count) == ("gone", 0, 2)
+    peer.send(DirectRecord(WID, "gone", "P", 0, b"a"), DirectRecord(WID, "gone", "P", 1, b"b"))
+    assert log.contents("gone", "P") == [b"a", b"b"]
+    assert peer.recv_all() == [Ack("P", "gone", 1)]
+    peer.send(GetHeads("gone", "OTHERSTOREWRITER"))  # now known: answered, not asked again
+    assert peer.recv_all() == [DirectHead("OTHERSTOREWRITER", "gone", "P", 1)]
+    peer.tick()
+    assert GetHeads("gone", WID) in peer.recv_all()  # and refreshed with the others
+
+
+def test_topics_learned_from_get_heads_are_bounded() -> None:
+    store, peer, _ = make()
+    store._learned = store_module.MAX_LEARNED_TOPICS - 1  # as if that many were learned
+    peer.send(GetHeads("one", "X"), GetHeads("two", "X"))
+    assert peer.recv_all() == [GetHeads("one", WID)]
+    assert store.statistics().topics_not_learned == 1
