@@ -9,8 +9,21 @@ from pathlib import Path
 
 import click
 
+from dafka.client import parse_towers
+from dafka.errors import ConfigError
 from dafka.pipeline._run import Chaos, PipelineError, RunOptions
 from dafka.pipeline._workload import WorkloadSpec
+
+
+def _checked_towers(value: str | None) -> str | None:
+    """``--towers`` parsed as every client parses it, so a bad value is a usage error here
+    rather than a failure deep inside the run."""
+    if value is not None:
+        try:
+            parse_towers(value, "--towers")
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--towers: ")) from None
+    return value
 
 
 @click.command("pipeline")
@@ -25,6 +38,7 @@ from dafka.pipeline._workload import WorkloadSpec
 @click.option(
     "--towers",
     default=None,
+    callback=lambda _ctx, _param, value: _checked_towers(value),
     help="Use an existing dafka cluster (tower host:port,...) instead of starting one.",
 )
 @click.option(

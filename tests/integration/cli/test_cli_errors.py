@@ -30,6 +30,8 @@ USAGE = [
     (["consume", "t", "--offset", "{bad"], "--offset"),
     (["tower", "--sub", "tcp://0.0.0.0:99999"], "--sub"),
     (["--config", "nope.toml", "config"], "not found"),
+    (["pipeline", "--towers", "bogus"], "--towers"),
+    (["pipeline", "--towers", "h:99999"], "out of range"),
 ]
 
 
