@@ -280,7 +280,7 @@ def test_queued_replies_are_served_oldest_first_each_in_order() -> None:
 def test_get_heads_for_an_unknown_topic_makes_the_store_ask_and_converge() -> None:
     """A producer left after one store ACKed: the other learns the topic from that store's
     GET-HEADS refresh, asks for its heads, and fetches the partition from it."""
-    store, peer, log = make(refresh=10.0)
+    _, peer, log = make(refresh=10.0)
     peer.send(GetHeads("gone", "OTHERSTOREWRITER"))  # the other store's refresh
     assert peer.recv_all() == [GetHeads("gone", WID)]
     peer.send(DirectHead(WID, "gone", "P", 1))  # the other store's answer
