@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dafka.client import Consumer, Record, encode_batch
-from dafka.node import ProducerMachine
+from dafka.node import FetchPolicy, ProducerMachine
 from dafka.protocol import new_node_id
 from dafka.server import LocalCluster
 from dafka.transport.config import TransportConfig
@@ -194,6 +194,11 @@ def test_two_stores_serve_a_late_consumer_without_duplicates(cluster: LocalClust
         received = consumer.transport_statistics().received
     assert [r.offset for r in got] == list(range(count))
     assert stats.stores_known == 2
-    # every record came once (plus a few HEAD / DIRECT-HEAD / STORE-HELLO messages)
-    assert stats.dropped_duplicates <= count // 100
-    assert received <= count * 1.1
+    # Every record came once (plus a few HEAD / DIRECT-HEAD / STORE-HELLO messages), but for
+    # retries: a FETCH whose store sent nothing for ``retry_initial`` (0.5 s: a store starved
+    # of CPU on a loaded machine) is asked again of the other store, and the slow store's
+    # reply may still come - at most one window (10,000) per retry. Both stores answering
+    # every FETCH would give ``count`` duplicates with no retry at all.
+    retried = stats.fetch_retries * FetchPolicy().window
+    assert stats.dropped_duplicates <= count // 100 + retried
+    assert received <= count * 1.1 + retried
