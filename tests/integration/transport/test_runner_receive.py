@@ -9,37 +9,17 @@ the consumer gets every valid record once, in order, and the bad ones are counte
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-
-import pytest
 import zmq
 
 from dafka.client import Consumer
 from dafka.client import Record as ClientRecord
 from dafka.node import ConsumerConfig
 from dafka.protocol import Head, Record, encode
-from dafka.transport.config import TransportConfig
 from dafka.transport.tower import Tower
+from tests.integration.transport.transport_helpers import loopback, wait_for
 
 TOPIC = "runs"
 PRODUCER = "50000000000000000000000000000005"
-
-
-def wait_for(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def tower() -> Iterator[Tower]:
-    t = Tower("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
-    t.start()
-    yield t
-    t.stop()
 
 
 def record(sequence: int) -> list[bytes]:
@@ -51,14 +31,7 @@ def send(pub: zmq.Socket[bytes], frames: list[bytes]) -> None:
 
 
 def test_runs_survive_heads_and_malformed_messages(tower: Tower) -> None:
-    transport = TransportConfig(
-        tower_sub_addresses=(tower.sub_endpoint,),
-        tower_pub_addresses=(tower.pub_endpoint,),
-        advertised_host="127.0.0.1",
-        bind_host="127.0.0.1",
-        beacon_interval=0.1,
-        beacon_timeout=0.4,
-    )
+    transport = loopback(tower)
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
     pub = ctx.socket(zmq.XPUB)
     beacon = ctx.socket(zmq.PUB)

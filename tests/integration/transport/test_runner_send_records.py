@@ -10,16 +10,14 @@ never raised in the node's thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 
-import pytest
 import zmq
 
 from dafka.node.actions import Action, SendRecords
 from dafka.protocol import DataMessage, Record, encode
-from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 from dafka.transport.tower import Tower
+from tests.integration.transport.transport_helpers import loopback, wait_for
 
 TOPIC = "sendruns"
 NODE = "60000000000000000000000000000006"
@@ -45,31 +43,8 @@ class Outbox:
         return out
 
 
-def wait_for(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def tower() -> Iterator[Tower]:
-    t = Tower("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
-    t.start()
-    yield t
-    t.stop()
-
-
 def test_a_run_is_sent_as_the_encoded_records(tower: Tower) -> None:
-    transport = TransportConfig(
-        tower_sub_addresses=(tower.sub_endpoint,),
-        tower_pub_addresses=(tower.pub_endpoint,),
-        advertised_host="127.0.0.1",
-        bind_host="127.0.0.1",
-        beacon_interval=0.1,
-        beacon_timeout=0.4,
-    )
+    transport = loopback(tower)
     machine = Outbox()
     runner = NodeRunner(machine, [Identity(NODE)], transport, name="send-records")
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()

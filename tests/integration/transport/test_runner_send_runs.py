@@ -11,7 +11,7 @@ copy).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import zmq
@@ -20,20 +20,12 @@ from hypothesis import strategies as st
 
 from dafka.node.actions import Action, Send, SendDirectRecords
 from dafka.protocol import DataMessage, DirectRecord, EncodeError, encode
-from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 from dafka.transport.tower import Tower
+from tests.integration.transport.transport_helpers import loopback, wait_for
 
 NODE = "52000000000000000000000000000002"
 CONSUMER = "43000000000000000000000000000003"
-
-
-def wait_for(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 class Outbox:
@@ -82,14 +74,7 @@ class Wire:
 def wire() -> Iterator[Wire]:
     tower = Tower("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
     tower.start()
-    transport = TransportConfig(
-        tower_sub_addresses=(tower.sub_endpoint,),
-        tower_pub_addresses=(tower.pub_endpoint,),
-        advertised_host="127.0.0.1",
-        bind_host="127.0.0.1",
-        beacon_interval=0.1,
-        beacon_timeout=0.4,
-    )
+    transport = loopback(tower)
     machine = Outbox()
     runner = NodeRunner(machine, [Identity(NODE)], transport, name="sender")
     runner.start(None)

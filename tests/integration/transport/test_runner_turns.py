@@ -10,7 +10,6 @@ callable that always posts itself again, and must still discover a producer and 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -18,29 +17,12 @@ from dafka.client import Consumer, PartitionProducer, Record
 from dafka.node import ConsumerConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.tower import Tower
-
-
-def wait_for(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+from tests.integration.transport.transport_helpers import loopback, wait_for
 
 
 @pytest.fixture
-def transport() -> Iterator[TransportConfig]:
-    tower = Tower("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
-    tower.start()
-    yield TransportConfig(
-        tower_sub_addresses=(tower.sub_endpoint,),
-        tower_pub_addresses=(tower.pub_endpoint,),
-        advertised_host="127.0.0.1",
-        bind_host="127.0.0.1",
-        beacon_interval=0.1,
-        beacon_timeout=0.4,
-    )
-    tower.stop()
+def transport(tower: Tower) -> TransportConfig:
+    return loopback(tower)
 
 
 def test_a_self_posting_callable_does_not_starve_the_turn(transport: TransportConfig) -> None:
