@@ -198,11 +198,11 @@ class Executor:
             return 0
         first = run.first_sequence
         probe: Record | DirectRecord
-        if run.__class__ is SendRecords:
+        if isinstance(run, SendRecords):
             probe = Record(run.topic, run.producer, first, contents[0])
             last: Record | DirectRecord = Record(run.topic, run.producer, first + count - 1, b"")
         else:
-            recipient = run.recipient  # type: ignore[union-attr]
+            recipient = run.recipient
             probe = DirectRecord(recipient, run.topic, run.producer, first, contents[0])
             last = DirectRecord(recipient, run.topic, run.producer, first + count - 1, b"")
         try:
