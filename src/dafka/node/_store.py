@@ -25,9 +25,10 @@ FETCH replies *stream*: a reply is a queued range served ``fetch_reply_slice`` r
 runner turn (the machine asks for a turn at once through :meth:`StoreMachine.next_deadline`),
 so the first DIRECT-RECORD leaves in the turn the FETCH arrived, and a big reply does not
 hold up the writer. A reply covers what the writer has *taken* when the FETCH arrives, also
-records of the same turn that are not durable yet: those are sent once durable (a C consumer
-drops a live record that arrived out of order, re-fetches from the gap and relies on the
-reply running past that record). A reply waiting for durability longer than
+records of the same turn that are not durable yet: those are sent in the turn they become
+durable (:meth:`StoreMachine.on_durable` brings the reply forward; a C consumer drops a live
+record that arrived out of order, re-fetches from the gap, relies on the reply running past
+that record and never retries the FETCH). A reply waiting for durability longer than
 ``fetch_reply_wait`` ends where durability stopped. A FETCH addressed to another store
 (``requester@reader-id``, see ``dafka.node._stores``) is not answered (``fetches_declined``);
 one addressed to us is answered to the plain requester id. Replies are served oldest first,
@@ -215,7 +216,8 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
     # -- driver events ---------------------------------------------------------------------
 
     def on_durable(self, topic: str, producer: str, sequence: int, now: float) -> None:
-        """The driver made everything up to ``sequence`` of a partition durable: ACK it."""
+        """The driver made everything up to ``sequence`` of a partition durable: ACK it, and
+        let a FETCH reply that waits for it go on in this turn."""
         cursor = self._cursors.get((topic, producer))
         if cursor is None or sequence <= cursor.durable:
             return
@@ -223,8 +225,11 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         self._ack_due[cursor] = None
         if self._append_delay:
             self._append_delay.pop(cursor, None)  # appends work again: the backoff restarts
-        if self._replies and self._reply_due is None:
-            self._reply_due = now  # a reply may wait for these records
+        if self._replies and (self._reply_due is None or self._reply_due > now):
+            # A reply may wait for these records: it goes on in this turn, not when its
+            # fetch_reply_wait runs out (a C consumer never retries a FETCH: a reply that
+            # stalled a second lost its tail to the live records that came meanwhile).
+            self._reply_due = now
 
     def on_append_failed(self, topic: str, producer: str, stored: int, now: float) -> None:
         """A ``Persist`` of the partition failed; ``stored`` is the last sequence its log

@@ -71,6 +71,29 @@ def test_a_reply_covers_records_taken_in_the_same_turn_once_durable() -> None:
     assert store.statistics().fetch_replies_pending == 0
 
 
+def test_a_reply_waiting_for_durability_leaves_at_the_durable_event() -> None:
+    """Not ``fetch_reply_wait`` later: a C consumer never retries a FETCH, so a reply whose
+    tail waited a second for the fsync lost that tail to the next live records (issue 18)."""
+    log = filled(10)
+    store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=None, fetch_reply_wait=1.0))
+    peer = ScriptedPeer(store)  # no log: the test says when the persist is durable
+    peer.recv_all()
+    for s in range(10, 13):
+        store.on_message(Record("t", "P", s, b"new"), peer.clock.now)
+    store.on_message(Fetch("P", "C", "t", 8, 100), peer.clock.now)
+    peer.drain()
+    assert records(peer) == [8, 9]
+    assert store.next_deadline() == peer.clock.now + 1.0  # the reply waits, bounded
+    peer.advance(0.005)  # the fsync (store/fsync ms:5) lands
+    persist = peer.persisted[-1]
+    log.append("t", "P", persist.first_sequence, persist.contents)
+    store.on_durable("t", "P", 12, peer.clock.now)
+    assert store.next_deadline() == peer.clock.now  # the reply is due at once
+    peer.advance(0)
+    assert records(peer) == [10, 11, 12]
+    assert store.statistics().fetch_replies_pending == 0
+
+
 def test_a_reply_waiting_for_durability_gives_up() -> None:
     log = filled(5)
     store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=None, fetch_reply_wait=1.0))
