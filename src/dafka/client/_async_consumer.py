@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from dafka.client._columns import RecordColumns
-from dafka.client._consumer import Consumer, Key, PollStatistics
+from dafka.client._consumer import Consumer, Key, PollStatistics, checked_reads
 from dafka.client._metrics import ConsumerMetrics
 from dafka.client._records import Record
 from dafka.errors import DafkaError, NodeFailedError
@@ -43,6 +43,7 @@ class AsyncConsumer:
         end_offsets: Mapping[Key, int] | None = None,
         **kwargs: Any,
     ) -> None:
+        checked_reads(topics, assign, end_offsets)  # fail when built, as Consumer does
         self._make = functools.partial(
             Consumer, topics, assign=assign, end_offsets=end_offsets, **kwargs
         )

@@ -50,7 +50,13 @@ from dafka.client._metrics import ConsumerMetrics, consumer_metrics
 from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, NodeFailedError
-from dafka.node import ConsumerConfig, ConsumerMachine, ConsumerStatistics, Deliver
+from dafka.node import (
+    ConsumerConfig,
+    ConsumerMachine,
+    ConsumerStatistics,
+    Deliver,
+    check_name,
+)
 from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import DropInbound, Identity, NodeRunner, RunnerStats
@@ -72,6 +78,38 @@ class PollStatistics:
     corrupt_batches: int
     last_corrupt_batch: str | None
     queued_records: int
+
+
+def checked_reads(
+    topics: object, assign: Mapping[Key, int] | None, end_offsets: Mapping[Key, int] | None
+) -> tuple[list[str], dict[Key, int], dict[Key, int]]:
+    """A consumer's topics, assigned partitions and end offsets checked by the machine's own
+    name rule, before any thread or socket starts (``Consumer`` and ``AsyncConsumer`` both
+    call it): a topic that is not a ``str`` is a :class:`TypeError`, an empty or too long one
+    a :class:`NodeArgumentError`, not an error from inside the node's thread."""
+    if isinstance(topics, str):
+        topic_list = [topics]
+    elif topics is None:
+        topic_list = []
+    elif isinstance(topics, bytes | bytearray) or not isinstance(topics, Iterable):
+        raise TypeError(
+            f"topics must be a str or an iterable of str, got {type(topics).__name__}: {topics!r}"
+        )
+    else:
+        topic_list = list(topics)
+    for topic in topic_list:
+        check_name("topic", topic)
+    assigned = dict(assign or {})
+    ends = dict(end_offsets or {})
+    for key in [*assigned, *ends]:
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise TypeError(f"assign and end_offsets take (topic, partition) keys, got {key!r}")
+        check_name("topic", key[0])
+        check_name("partition", key[1])
+    extra = sorted(set(ends) - set(assigned))
+    if extra:
+        raise ConfigError(f"end_offsets for partitions not in assign: {extra}")
+    return topic_list, assigned, ends
 
 
 class Consumer:
@@ -118,12 +156,7 @@ class Consumer:
         **fields: Any,
     ) -> None:
         self.settings = resolve_settings(ConsumerSettings, settings, fields)
-        topic_list = [topics] if isinstance(topics, str) else list(topics or ())
-        assigned = dict(assign or {})
-        ends = dict(end_offsets or {})
-        extra = sorted(set(ends) - set(assigned))
-        if extra:
-            raise ConfigError(f"end_offsets for partitions not in assign: {extra}")
+        topic_list, assigned, ends = checked_reads(topics, assign, end_offsets)
         self.consumer_id = consumer_id or new_node_id()
         self._machine = ConsumerMachine(
             self.consumer_id,

@@ -17,7 +17,7 @@ from dafka.node._config import (
 from dafka.node._consumer import ConsumerMachine, ConsumerStatistics, PartitionPosition
 from dafka.node._discovery import Discovery, DiscoveryStatistics
 from dafka.node._endpoint import endpoint_problem, host_problem, port_problem
-from dafka.node._errors import BackpressureError, NodeArgumentError
+from dafka.node._errors import BackpressureError, NodeArgumentError, check_name
 from dafka.node._heads import HeadsMachine, HeadsStatistics
 from dafka.node._latency import LatencyHistogram, LatencySnapshot
 from dafka.node._producer import ProducerMachine, ProducerStatistics
@@ -90,6 +90,7 @@ __all__ = [
     "Subscribe",
     "SubscriptionNotices",
     "Unsubscribe",
+    "check_name",
     "endpoint_problem",
     "host_problem",
     "port_problem",

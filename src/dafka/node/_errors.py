@@ -28,7 +28,11 @@ class NodeArgumentError(DafkaError, ValueError):
 
 
 def check_name(kind: str, name: str) -> bytes:
-    """A topic or node id as wire bytes: 1 to 255 bytes (the protocol's ``string``)."""
+    """A topic or node id as wire bytes: 1 to 255 bytes (the protocol's ``string``); a name
+    that is not a ``str`` is a :class:`TypeError` naming what it is (not an AttributeError
+    from deep inside)."""
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} must be a str, got {type(name).__name__}: {name!r}")
     raw = name.encode("utf-8", "surrogateescape")
     if not 0 < len(raw) <= 255:
         raise NodeArgumentError(f"{kind} must be 1 to 255 bytes of UTF-8, got {len(raw)}")

@@ -7,7 +7,9 @@ import asyncio
 import pytest
 
 from dafka.client import (
+    AsyncConsumer,
     AsyncProducer,
+    Consumer,
     ConsumerSettings,
     Producer,
     ProducerSettings,
@@ -133,6 +135,36 @@ def test_producer_and_async_producer_reject_the_same_arguments_when_built(
 
     async def build() -> None:
         AsyncProducer(topic, **fields)  # type: ignore[arg-type]
+
+    with pytest.raises(error, match=match):
+        asyncio.run(build())
+
+
+@pytest.mark.parametrize(
+    ("topics", "fields", "error", "match"),
+    [
+        ([123], {}, TypeError, "topic must be a str, got int"),
+        (123, {}, TypeError, "topics must be a str or an iterable of str, got int"),
+        (b"orders", {}, TypeError, "topics must be a str or an iterable of str, got bytes"),
+        (["ok", None], {}, TypeError, "topic must be a str, got NoneType"),
+        ([""], {}, NodeArgumentError, "topic must be 1 to 255 bytes"),
+        (["t" * 256], {}, NodeArgumentError, "topic must be 1 to 255 bytes"),
+        (None, {"assign": {("t", 7): 0}}, TypeError, "partition must be a str, got int"),
+        (None, {"assign": {"t": 0}}, TypeError, r"\(topic, partition\) keys"),
+        (None, {"end_offsets": {("t", "p"): 3}}, ConfigError, "not in assign"),
+    ],
+)
+def test_consumer_and_async_consumer_reject_bad_topics_when_built(
+    topics: object, fields: dict[str, object], error: type[Exception], match: str
+) -> None:
+    """A topic that is not a str is a clear TypeError raised by the constructor, before any
+    thread or socket (was: an AttributeError from the node's thread, or a wait for a tower).
+    ``ready_timeout`` is short so that the old code fails fast instead of waiting 10 s."""
+    with pytest.raises(error, match=match):
+        Consumer(topics, ready_timeout=0.5, **fields)  # type: ignore[arg-type]
+
+    async def build() -> None:
+        AsyncConsumer(topics, ready_timeout=0.5, **fields)  # type: ignore[arg-type]
 
     with pytest.raises(error, match=match):
         asyncio.run(build())
