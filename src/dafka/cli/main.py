@@ -284,9 +284,9 @@ def _delimiter(text: str) -> bytes:
 @click.option(
     "--transaction-size",
     type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Messages per transaction with --transactional-id (0: the whole input in one).",
+    default=None,
+    help="Messages per transaction; needs --transactional-id (0, the default: the whole "
+    "input in one).",
 )
 def produce(
     topic: str,
@@ -309,7 +309,7 @@ def produce(
     metrics_port: int,
     metrics_host: str,
     transactional_id: str | None,
-    transaction_size: int,
+    transaction_size: int | None,
 ) -> None:
     """Publish standard input to TOPIC, one message per line; exit once all are stored.
 
@@ -324,6 +324,11 @@ def produce(
     keys = _delimiter(key_delimiter) if key_delimiter is not None else None
     if keys is not None and no_batching:
         raise click.UsageError("-K needs batching: a plain RECORD carries no key")
+    if transaction_size is not None and transactional_id is None:
+        raise click.UsageError(
+            "--transaction-size needs --transactional-id: without it nothing is written in "
+            "transactions"
+        )
     if files:
         messages = with_keys((p.read_bytes() for p in files), keys)
     else:
@@ -350,7 +355,7 @@ def produce(
             messages,
             flush_timeout,
             transactional_id,
-            transaction_size,
+            transaction_size or 0,
             metrics=_Metrics(metrics_host, metrics_port),
             **settings,
         )

@@ -32,6 +32,8 @@ USAGE = [
     (["--config", "nope.toml", "config"], "not found"),
     (["pipeline", "--towers", "bogus"], "--towers"),
     (["pipeline", "--towers", "h:99999"], "out of range"),
+    (["produce", "t", "--transaction-size", "10"], "--transaction-size needs --transactional-id"),
+    (["produce", "t", "--transaction-size", "0"], "--transaction-size needs --transactional-id"),
 ]
 
 
