@@ -24,7 +24,7 @@ from dafka.client import (
     RecordMetadata,
     TransactionError,
 )
-from dafka.errors import ConfigError, DafkaError, NodeFailedError
+from dafka.errors import ConfigError, DafkaError, DataLossError, NodeFailedError
 from dafka.node import BackpressureError
 from dafka.server import LocalCluster
 
@@ -37,6 +37,7 @@ __all__ = [
     "ConsumerSettings",
     "CorruptBatchError",
     "DafkaError",
+    "DataLossError",
     "DeliveryError",
     "LocalCluster",
     "NodeFailedError",

@@ -26,4 +26,10 @@ class NodeFailedError(DafkaError):
         self.__cause__ = cause
 
 
-__all__ = ["ConfigError", "DafkaError", "NodeFailedError"]
+class DataLossError(DafkaError):
+    """Records a reader was told exist can no longer be read (removed by retention, or never
+    stored), and it was asked to fail rather than skip them (``fail_on_data_loss``, the Spark
+    source's ``failOnDataLoss``). The message names the partition and the records."""
+
+
+__all__ = ["ConfigError", "DafkaError", "DataLossError", "NodeFailedError"]

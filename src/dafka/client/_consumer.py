@@ -27,6 +27,19 @@ Positions count RECORDs (docs/client.md): ``position()`` is the next offset not 
 to the application - the offset of a batch partly returned by a ``poll`` (or
 ``poll_columns``) cut at ``max_records`` stays the position until its last message is
 returned.
+
+**Bounded reads and data loss.** A consumer whose partitions are all assigned with an end
+offset (``assign=``, ``end_offsets=``, no subscription) is *bounded*: :meth:`Consumer.at_end`
+is then answered from the positions alone (every end handed out), and
+:meth:`Consumer.read_to_end` polls columns until then. Records can be gone for good: the
+machine skips records that every store answers only from beyond
+(``skip_unavailable_after``: retention removed them), and a bounded read can wait for
+records no store holds (a producer died before any store had its tail). ``_take_parts``
+sees the first as a run that starts after the partition's position (an assigned start, a
+seek, or what was handed out before), ``read_to_end`` the second as ``idle_timeout``
+seconds without a RECORD; with ``fail_on_data_loss`` both raise :class:`DataLossError`
+naming the records (the records before a gap are handed out first), without it both are
+counted (``poll_statistics().records_lost``) and logged as a warning.
 """
 
 from __future__ import annotations
@@ -49,7 +62,7 @@ from dafka.client._errors import CorruptBatchError
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
 from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
-from dafka.errors import ConfigError, NodeFailedError
+from dafka.errors import ConfigError, DataLossError, NodeFailedError
 from dafka.node import (
     ConsumerConfig,
     ConsumerMachine,
@@ -71,13 +84,15 @@ Key = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class PollStatistics:
-    """What :meth:`Consumer.poll` did: RECORDs and messages handed out, batches refused."""
+    """What :meth:`Consumer.poll` did: RECORDs and messages handed out, batches refused,
+    RECORDs lost (gone, skipped or given up on without ``fail_on_data_loss``)."""
 
     records_polled: int
     messages_polled: int
     corrupt_batches: int
     last_corrupt_batch: str | None
     queued_records: int
+    records_lost: int = 0
 
 
 def checked_reads(
@@ -117,7 +132,8 @@ class Consumer:
 
     ``topics``: live subscriptions. ``assign``: ``{(topic, partition): start offset}`` read
     by FETCH only; ``end_offsets``: ``{(topic, partition): end}`` (exclusive) for assigned
-    partitions, after which :meth:`at_end` turns True. Settings: ``settings=`` and/or any
+    partitions, after which :meth:`at_end` turns True (:meth:`read_to_end` reads a bounded
+    consumer's ranges as columns). Settings: ``settings=`` and/or any
     :class:`ConsumerSettings` field as a keyword. ``transport``/``config`` (the runner's and
     the machine's own config objects), ``context`` and ``drop_inbound`` (the runner's fault
     injector: True drops a received message, by its raw frames, as if lost in transit) are
@@ -173,6 +189,11 @@ class Consumer:
         """A batched RECORD partly handed out, and the index of its next message."""
         self._next: dict[Key, int] = {}
         self._expect: dict[Key, int] = {}
+        self._ends = ends
+        self._bounded = bool(assigned) and set(ends) == set(assigned) and not topic_list
+        """Every partition assigned with an end and no subscription: see :meth:`at_end`."""
+        self._fail_on_data_loss = self.settings.fail_on_data_loss
+        self._records_lost = 0
         self._records_polled = 0
         self._messages_polled = 0
         self._corrupt = 0
@@ -206,6 +227,7 @@ class Consumer:
     # -- subscriptions and positions ---------------------------------------------------------
 
     def subscribe(self, topic: str) -> None:
+        self._bounded = False
         self._runner.call(lambda now: self._machine.subscribe(topic, now))
 
     def unsubscribe(self, topic: str) -> None:
@@ -242,7 +264,15 @@ class Consumer:
 
     def at_end(self) -> bool:
         """True when every known partition is read up to its known head (and every end
-        offset reached) and the application has polled everything received."""
+        offset reached) and the application has polled everything received.
+
+        A bounded consumer (every partition assigned with an end, no subscription) is at
+        its end once every end offset is handed out: nothing else can come, so this is
+        answered here, without asking the runner thread (and without ``latest_settle``)."""
+        if self._bounded:
+            with self._lock:
+                nxt = self._next
+                return all(nxt[key] >= end for key, end in self._ends.items())
         if not self._runner.call(self._machine.at_end):
             return False
         with self._lock:
@@ -260,6 +290,7 @@ class Consumer:
                 self._corrupt,
                 self._last_corrupt,
                 self._queued,
+                self._records_lost,
             )
 
     def transport_statistics(self) -> RunnerStats:
@@ -309,6 +340,53 @@ class Consumer:
                 return RecordColumns()
             parts = self._take_parts(max_records)
         return RecordColumns(parts)
+
+    def read_to_end(
+        self, idle_timeout: float = 30.0, max_records: int = 10_000
+    ) -> Iterator[RecordColumns]:
+        """:meth:`poll_columns` until :meth:`at_end`: a bounded consumer's ranges, in order,
+        as columns of at most ``max_records`` messages (what ``assign=`` with
+        ``end_offsets=`` is for; a subscribed consumer reads up to the heads it knows).
+
+        Records that never arrive - no RECORD for ``idle_timeout`` seconds - end the read:
+        with ``fail_on_data_loss`` a :class:`DataLossError` names them, else they are
+        counted as lost (``poll_statistics().records_lost``), logged, and the read ends
+        where it got to. A consumer closed meanwhile ends it too."""
+        _check_max(max_records)
+        wait = min(0.2, idle_timeout)
+        polled = self._records_polled
+        last_progress = time.monotonic()
+        while not self.at_end():
+            columns = self.poll_columns(wait, max_records)
+            if columns:
+                yield columns
+            if self._records_polled != polled:  # corrupt batches taken are progress too
+                polled = self._records_polled
+                last_progress = time.monotonic()
+            elif self._closed:
+                return
+            elif time.monotonic() - last_progress > idle_timeout:
+                self._missing(idle_timeout)
+                return
+
+    def _missing(self, idle_timeout: float) -> None:
+        """``read_to_end`` waited ``idle_timeout`` s for records that did not come."""
+        if self._bounded:
+            with self._lock:
+                gaps = {k: (self._next[k], end) for k, end in self._ends.items()}
+        else:
+            heads = self.heads()
+            gaps = {k: (p, heads.get(k, -1) + 1) for k, p in self.positions().items()}
+        missing = {k: (a, b) for k, (a, b) in sorted(gaps.items()) if a < b}
+        what = ", ".join(f"{t}/{p}: records {a}..{b - 1}" for (t, p), (a, b) in missing.items())
+        if self._fail_on_data_loss:
+            raise DataLossError(
+                f"{what or 'nothing'} did not arrive within {idle_timeout} s "
+                "(fail_on_data_loss=False ends the read without them)"
+            )
+        with self._lock:
+            self._records_lost += sum(b - a for a, b in missing.values())
+        log.warning("consumer: gave up waiting %s s for %s", idle_timeout, what)
 
     def _wait(self, timeout: float | None) -> bool:
         """Wait (the lock is held) until something is queued: False on timeout or closed."""
@@ -390,6 +468,14 @@ class Consumer:
             if batch is None:
                 if not self._batches:
                     break
+                batch = self._batches[0]
+                expected = nxt.get((batch.topic, batch.producer))
+                if (
+                    expected is not None
+                    and batch.first_sequence > expected
+                    and self._lost(batch, expected, bool(parts))
+                ):
+                    break  # what came before the gap first; the next poll raises
                 batch = self._current = self._batches.popleft()
                 self._offset = 0
             contents = batch.contents
@@ -434,6 +520,21 @@ class Consumer:
         self._records_polled += taken
         self._messages_polled += n
         return parts
+
+    def _lost(self, batch: Deliver, expected: int, handing_out: bool) -> bool:
+        """Records ``expected..`` up to ``batch`` are gone (the machine skipped them): True
+        to stop this take before them (``fail_on_data_loss`` with messages to hand out
+        first); raises :class:`DataLossError` (the lock is held) at the gap itself."""
+        where = f"{batch.topic}/{batch.producer}: records {expected}..{batch.first_sequence - 1}"
+        if self._fail_on_data_loss:
+            if handing_out:
+                return True
+            raise DataLossError(
+                f"{where} are gone from every store (fail_on_data_loss=False skips them)"
+            )
+        self._records_lost += batch.first_sequence - expected
+        log.warning("consumer: skipped %s: gone from every store", where)
+        return False
 
     def _advance(self, batch: Deliver, offset: int) -> None:
         if offset >= len(batch.contents):
@@ -486,6 +587,9 @@ class Consumer:
     def _assign(self, assigned: dict[Key, int], ends: dict[Key, int], now: float) -> None:
         for (topic, partition), start in assigned.items():
             self._machine.assign(topic, partition, start, ends.get((topic, partition)), now)
+        with self._lock:  # the start is a known position: a run after it is a gap
+            for key, start in assigned.items():
+                self._next.setdefault(key, start)
 
     def _seek(self, topic: str, partition: str, offset: int, now: float) -> None:
         key = (topic, partition)

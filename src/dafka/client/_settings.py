@@ -254,6 +254,11 @@ class ConsumerSettings(_CommonSettings):
     single_store_fetch: bool = True
     """Address each FETCH to one store (fallback to the others on timeout) instead of
     letting every store answer it (see docs/nodes.md)."""
+    fail_on_data_loss: bool = False
+    """What a poll does when it reaches records that are gone (``skip_unavailable_after``
+    skipped them: retention) and what :meth:`Consumer.read_to_end` does when records never
+    arrive: False skips them (counted in ``poll_statistics().records_lost``, logged), True
+    raises :class:`DataLossError` naming them."""
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -274,6 +279,12 @@ class ConsumerSettings(_CommonSettings):
             "single_store_fetch",
             isinstance(self.single_store_fetch, bool),
             self.single_store_fetch,
+            "True or False",
+        )
+        _require(
+            "fail_on_data_loss",
+            isinstance(self.fail_on_data_loss, bool),
+            self.fail_on_data_loss,
             "True or False",
         )
 
