@@ -15,13 +15,11 @@ from typing import Any, Protocol
 
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
 from dafka.cli._output import Formatter
-from dafka.errors import ConfigError
-from dafka.transport.config import TransportConfig
 
 
 def consume(
     topics: tuple[str, ...],
-    transport: TransportConfig,
+    joining: Mapping[str, Any],
     *,
     offset_reset: str,
     start_positions: Mapping[tuple[str, str], int] | None,
@@ -33,29 +31,20 @@ def consume(
     metrics: MetricsHost | None = None,
 ) -> int:
     """Write records until ``count``, the end (``exit_at_end``), Ctrl-C or a closed stdout;
-    returns how many were written."""
+    returns how many were written. ``joining``: the consumer's settings fields that join the
+    cluster (``cli._options.client_fields``)."""
     from dafka.client import Consumer
 
     out = sys.stdout.buffer
     seen = 0
-    settle = max(2.0, 3 * transport.beacon_interval)
+    settle = max(2.0, 3 * float(joining["beacon_interval"]))
     started = time.monotonic()
-    joining: dict[str, Any] = {"transport": transport}
-    if isolation_level == "read_committed":  # takes settings only: towers as host:port
-        pairs = zip(transport.tower_sub_addresses, transport.tower_pub_addresses, strict=True)
-        for sub, pub in pairs:
-            if int(pub.rsplit(":", 1)[1]) != int(sub.rsplit(":", 1)[1]) + 1:
-                raise ConfigError(f"--isolation read_committed takes towers as HOST:PORT ({sub})")
-        joining = {
-            "towers": ",".join(s.removeprefix("tcp://") for s in transport.tower_sub_addresses),
-            "beacon_interval": transport.beacon_interval,
-            "beacon_timeout": transport.beacon_timeout,
-            "advertised_host": transport.advertised_host,
-            "bind_host": transport.bind_host,
-            "isolation_level": isolation_level,
-        }
     with Consumer(
-        topics, offset_reset=offset_reset, start_positions=start_positions, **joining
+        topics,
+        offset_reset=offset_reset,
+        start_positions=start_positions,
+        isolation_level=isolation_level,
+        **joining,
     ) as consumer:
         serve_metrics(metrics, "consumer", consumer.metrics)
         try:

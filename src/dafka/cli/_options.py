@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from dafka.config import SETTINGS, TOPIC, Setting, tower_endpoints
+from dafka.config import SETTINGS, TOPIC, Setting
 from dafka.errors import ConfigError
 from dafka.transport.config import TransportConfig
 
@@ -109,34 +109,37 @@ def json_option(what: str) -> Callable[[F], F]:
 def transport_config(
     towers: tuple[str, ...] | str, advertise: str, bind_host: str, beacon_interval: float
 ) -> TransportConfig:
-    """The transport of a node joining the cluster of ``towers``."""
-    pairs = tower_endpoints(",".join(towers) if isinstance(towers, tuple) else towers)
+    """The transport of a daemon or watcher joining the cluster of ``towers`` (the node
+    options), built as every node's is (:meth:`TransportConfig.for_towers`)."""
     return TransportConfig.for_towers(
-        list(pairs),
+        _joined(towers),
         advertised_host=advertise,
         bind_host=bind_host,
         beacon_interval=beacon_interval,
-        beacon_timeout=4 * beacon_interval,
     )
 
 
-def client_towers(towers: tuple[str, ...]) -> str:
-    """The towers as the clients' settings take them (``host:port,...``, XPUB at port+1)."""
-    out = []
-    for sub, pub in tower_endpoints(",".join(towers)):
-        port = int(sub.rsplit(":", 1)[1])
-        if int(pub.rsplit(":", 1)[1]) != port + 1:
-            raise ConfigError(
-                f"--tower {sub}/{pub}: producers take towers as HOST:PORT with the XPUB at PORT+1"
-            )
-        out.append(sub.removeprefix("tcp://"))
-    return ",".join(out)
+def client_fields(
+    towers: tuple[str, ...] | str, advertise: str, bind_host: str, beacon_interval: float
+) -> dict[str, Any]:
+    """The node options as the clients' settings fields (``Producer(**fields)``): the same
+    towers, in the same grammar; the settings build the same transport."""
+    return {
+        "towers": _joined(towers),
+        "advertised_host": advertise,
+        "bind_host": bind_host,
+        "beacon_interval": beacon_interval,
+    }
+
+
+def _joined(towers: tuple[str, ...] | str) -> str:
+    return ",".join(towers) if isinstance(towers, tuple) else towers
 
 
 __all__ = [
     "SettingType",
     "TopicType",
-    "client_towers",
+    "client_fields",
     "json_option",
     "log_options",
     "metrics_options",

@@ -164,7 +164,8 @@ def topics_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def towers_of(transport: TransportConfig) -> list[str]:
-    return [sub.removeprefix("tcp://") for sub in transport.tower_sub_addresses]
+    """The towers as ``--tower`` takes them, one per tower."""
+    return transport.towers.split(",")
 
 
 __all__ = ["report", "status_lines", "topics_lines", "topics_rows", "towers_of", "watch"]

@@ -20,7 +20,7 @@ from dafka.cli._errors import DafkaGroup, UserError
 from dafka.cli._options import (
     SettingType,
     TopicType,
-    client_towers,
+    client_fields,
     json_option,
     log_options,
     metrics_options,
@@ -334,11 +334,7 @@ def produce(
     else:
         messages = with_keys(split(sys.stdin.buffer, separator), keys)
     settings: dict[str, Any] = {
-        "towers": client_towers(towers),
-        "advertised_host": advertise,
-        "bind_host": bind_host,
-        "beacon_interval": beacon_interval,
-        "beacon_timeout": 4 * beacon_interval,
+        **client_fields(towers, advertise, bind_host, beacon_interval),
         "partitions": partitions,
         "name": name or None,
         "batching": not no_batching,
@@ -433,7 +429,6 @@ def consume(
     from dafka.cli import _output
     from dafka.cli._consume import consume as run
 
-    transport = transport_config(towers, advertise, bind_host, beacon_interval)
     positions = None
     if earliest or from_timestamp is not None:
         offset_reset = "earliest"
@@ -449,7 +444,7 @@ def consume(
         formatter = _output.raw(_delimiter(delimiter))
     run(
         topics,
-        transport,
+        client_fields(towers, advertise, bind_host, beacon_interval),
         offset_reset=offset_reset,
         start_positions=positions,
         count=count,

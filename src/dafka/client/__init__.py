@@ -15,7 +15,7 @@ from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
 from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._records import Record, RecordMetadata, plain_record
-from dafka.client._settings import ConsumerSettings, ProducerSettings, parse_towers
+from dafka.client._settings import ConsumerSettings, ProducerSettings
 from dafka.client._transactions import TransactionalProducer
 from dafka.client._txn_log import ProducerFencedError, TransactionError
 
@@ -46,6 +46,5 @@ __all__ = [
     "decode_batch",
     "encode_batch",
     "is_batch",
-    "parse_towers",
     "plain_record",
 ]

@@ -8,9 +8,11 @@ follow Kafka where a Kafka concept fits (``linger_ms``, ``batch_size``, ``max_in
 that one object is the source of truth the user edits. A wrong value raises
 :class:`ConfigError` naming the field.
 
-Towers are given as ``"host:port,host:port"``: each tower's beacon-in port (its XSUB, the
-C ``beacon/sub_address``); its beacon-out XPUB is ``port + 1``, as ``dafka tower --port``
-binds it.
+Towers are given as the ``dafka`` commands take them (one grammar,
+:func:`dafka.config.tower_endpoints`): ``"host:port"``, the tower's beacon-in port (its XSUB,
+the C ``beacon/sub_address``) with its beacon-out XPUB at ``port + 1`` (as ``dafka up --port``
+and ``dafka tower``'s defaults bind them), or ``"host:subport:pubport"`` for any pair,
+comma-separated. The transport is built by :meth:`TransportConfig.for_towers`, as everywhere.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from dafka.config import check_towers
 from dafka.errors import ConfigError
 from dafka.node import ConsumerConfig, FetchPolicy, ProducerConfig
 from dafka.transport.config import TransportConfig
@@ -32,30 +35,6 @@ Partitioner = Literal["modulo", "rendezvous"]
 Backpressure = Literal["block", "error"]
 OffsetReset = Literal["earliest", "latest"]
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
-
-
-def parse_towers(towers: str, field: str = "towers") -> tuple[tuple[str, str], ...]:
-    """``"h1:5556,h2:6000"`` -> ``(("tcp://h1:5556", "tcp://h1:5557"), ...)``.
-
-    A ``tcp://`` prefix is accepted; IPv6 hosts go in brackets (``[::1]:5556``).
-    """
-    if not isinstance(towers, str):
-        raise ConfigError(f"{field} must be a string 'host:port,...', got {towers!r}")
-    out: list[tuple[str, str]] = []
-    for raw in towers.split(","):
-        item = raw.strip()
-        if item.startswith("tcp://"):
-            item = item[len("tcp://") :]
-        host, sep, port_text = item.rpartition(":")
-        if not sep or not host or not port_text.isdigit():
-            raise ConfigError(f"{field}: {item!r} is not host:port")
-        port = int(port_text)
-        if not 0 < port < 65535:
-            raise ConfigError(f"{field}: port {port} out of range (1-65534; XPUB is port+1)")
-        out.append((f"tcp://{host}:{port}", f"tcp://{host}:{port + 1}"))
-    if not out:
-        raise ConfigError(f"{field} names no tower")
-    return tuple(out)
 
 
 def _require(field: str, ok: bool, value: object, what: str) -> None:
@@ -83,11 +62,13 @@ class _CommonSettings:
     """Fields both clients share: where the towers are and how the node's transport runs."""
 
     towers: str = DEFAULT_TOWERS
-    """Comma-separated tower ``host:port`` (XSUB port; the XPUB is port + 1)."""
+    """Comma-separated towers: ``host:port`` (XSUB port; the XPUB is port + 1) or
+    ``host:subport:pubport``."""
     beacon_interval: float = 1.0
     """``beacon/interval`` in seconds."""
-    beacon_timeout: float = 4.0
-    """``beacon/timeout``: a peer not heard of for this long is disconnected."""
+    beacon_timeout: float | None = None
+    """``beacon/timeout``: a peer not heard of for this long is disconnected (None: 4 beacon
+    intervals)."""
     advertised_host: str = ""
     """``beacon/address``: the host peers connect to ("" lets the tower use the peer IP)."""
     bind_host: str = "*"
@@ -102,14 +83,15 @@ class _CommonSettings:
     """Seconds the client waits for its node thread to bind its sockets."""
 
     def _check_common(self) -> None:
-        parse_towers(self.towers)
+        check_towers(self.towers)
         _number("beacon_interval", self.beacon_interval)
-        _number("beacon_timeout", self.beacon_timeout)
-        if self.beacon_timeout <= self.beacon_interval:
-            raise ConfigError(
-                f"beacon_timeout ({self.beacon_timeout}) must be larger than "
-                f"beacon_interval ({self.beacon_interval})"
-            )
+        if self.beacon_timeout is not None:
+            _number("beacon_timeout", self.beacon_timeout)
+            if self.beacon_timeout <= self.beacon_interval:
+                raise ConfigError(
+                    f"beacon_timeout ({self.beacon_timeout}) must be larger than "
+                    f"beacon_interval ({self.beacon_interval})"
+                )
         _require(
             "advertised_host",
             isinstance(self.advertised_host, str),
@@ -130,9 +112,9 @@ class _CommonSettings:
     def transport(self) -> TransportConfig:
         """The runner's :class:`TransportConfig` for these settings."""
         return TransportConfig.for_towers(
-            list(parse_towers(self.towers)),
+            self.towers,
             beacon_interval=float(self.beacon_interval),
-            beacon_timeout=float(self.beacon_timeout),
+            beacon_timeout=None if self.beacon_timeout is None else float(self.beacon_timeout),
             advertised_host=self.advertised_host,
             bind_host=self.bind_host,
             high_watermark=self.high_watermark,
@@ -338,16 +320,7 @@ def _config_fields(
         field, roles = CLIENT_FIELDS[key]
         if role not in roles:
             continue
-        if key == "towers":
-            bad = [t for t in value.value.split(",") if t.count(":") > 1 and "]" not in t]
-            if bad:
-                raise ConfigError(
-                    f"{value.source}: towers = {value.value!r}: clients take towers as "
-                    "host:port (accepted: host:port with the XPUB at port+1, comma-separated)"
-                )
-        elif key == "beacon/interval":
-            out["beacon_timeout"] = 4 * value.value  # as the commands do
-        elif key == "producer/name" and not value.value:
+        if key == "producer/name" and not value.value:
             continue
         out[field] = value.value
     return out
@@ -393,7 +366,6 @@ __all__ = [
     "DEFAULT_TOWERS",
     "ConsumerSettings",
     "ProducerSettings",
-    "parse_towers",
     "resolve_settings",
     "settings_from_config",
 ]

@@ -10,7 +10,7 @@ Precedence: default < file < environment < flag. See docs/cli.md.
 
 from dafka.config._keys import CLIENT_FIELDS, SETTINGS, Setting
 from dafka.config._loader import CONFIG_ENV, Layers, Value, check, load, unknown_key
-from dafka.config._values import TOPIC, Kind, tower_endpoints
+from dafka.config._values import TOPIC, Kind, check_towers, tower_endpoints, tower_spec
 
 __all__ = [
     "CLIENT_FIELDS",
@@ -22,7 +22,9 @@ __all__ = [
     "Setting",
     "Value",
     "check",
+    "check_towers",
     "load",
     "tower_endpoints",
+    "tower_spec",
     "unknown_key",
 ]

@@ -140,8 +140,10 @@ BIND_ADDRESS = Kind("an IP address, * or localhost", _bind_address)
 
 
 def tower_endpoints(value: Any) -> tuple[tuple[str, str], ...]:
-    """``host:port`` (XPUB at port+1) or ``host:subport:pubport``, several joined with ``,``
-    (or a TOML list): the (XSUB, XPUB) endpoints of each tower."""
+    """The one grammar of towers, for every command, client, daemon and Spark option:
+    ``host:port`` (XPUB at port+1) or ``host:subport:pubport``, an optional ``tcp://``,
+    IPv6 hosts in brackets (``[::1]:5556``), several joined with ``,`` (or a TOML list):
+    the (XSUB, XPUB) endpoints of each tower. Errors quote the item as typed."""
     accepted = "host:port or host:subport:pubport, several joined with commas"
     items: list[str] = []
     for part in value if isinstance(value, list | tuple) else [value]:
@@ -159,7 +161,9 @@ def tower_endpoints(value: Any) -> tuple[tuple[str, str], ...]:
             raise ConfigError(f"expected {accepted}, got {item!r}")
         sub_port, pub_port = int(sub_text), int(pub_text)
         if not (0 < sub_port < 65536 and 0 < pub_port < 65536):
-            raise ConfigError(f"expected ports from 1 to 65535 in {item!r}")
+            raise ConfigError(
+                f"port out of range in {item!r} (1-65535; host:port takes PORT+1 too)"
+            )
         _host(name)
         out.append((f"tcp://{name}:{sub_port}", f"tcp://{name}:{pub_port}"))
     if not out:
@@ -167,19 +171,30 @@ def tower_endpoints(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def check_towers(towers: object, field: str = "towers") -> str:
+    """``towers`` as a client setting or option holds them (one string), checked by
+    :func:`tower_endpoints`; a bad value is a :class:`ConfigError` naming ``field``."""
+    if not isinstance(towers, str):
+        raise ConfigError(f"{field} must be a string 'host:port,...', got {towers!r}")
+    try:
+        tower_endpoints(towers)
+    except ConfigError as exc:
+        raise ConfigError(f"{field}: {exc}") from None
+    return towers
+
+
+def tower_spec(sub: str, pub: str) -> str:
+    """A tower's endpoints as :func:`tower_endpoints` reads them back: ``host:port`` when
+    the XPUB is at port+1, else ``host:subport:pubport``."""
+    sub_port, pub_port = int(sub.rsplit(":", 1)[1]), int(pub.rsplit(":", 1)[1])
+    text = sub.removeprefix("tcp://")
+    return text if pub_port == sub_port + 1 else f"{text}:{pub_port}"
+
+
 def _towers(value: Any) -> str:
     """The towers, checked, as one canonical comma-separated string (what --tower and
     DAFKA_TOWERS hold); :func:`tower_endpoints` turns it into endpoints."""
-    pairs = tower_endpoints(value)
-    return ",".join(
-        sub.removeprefix("tcp://")
-        + (
-            ""
-            if int(pub.rsplit(":", 1)[1]) == int(sub.rsplit(":", 1)[1]) + 1
-            else ":" + pub.rsplit(":", 1)[1]
-        )
-        for sub, pub in pairs
-    )
+    return ",".join(tower_spec(sub, pub) for sub, pub in tower_endpoints(value))
 
 
 TOWERS = Kind("host:port or host:subport:pubport, comma-separated", _towers)

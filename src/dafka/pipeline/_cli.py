@@ -9,18 +9,18 @@ from pathlib import Path
 
 import click
 
-from dafka.client import parse_towers
+from dafka.config import check_towers
 from dafka.errors import ConfigError
 from dafka.pipeline._run import Chaos, PipelineError, RunOptions
 from dafka.pipeline._workload import WorkloadSpec
 
 
 def _checked_towers(value: str | None) -> str | None:
-    """``--towers`` parsed as every client parses it, so a bad value is a usage error here
-    rather than a failure deep inside the run."""
+    """``--towers`` checked by the one tower grammar (as every client and command), so a
+    bad value is a usage error here rather than a failure deep inside the run."""
     if value is not None:
         try:
-            parse_towers(value, "--towers")
+            check_towers(value, "--towers")
         except ConfigError as exc:
             raise click.BadParameter(str(exc).removeprefix("--towers: ")) from None
     return value

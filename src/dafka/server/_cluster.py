@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from dafka.config import tower_spec
 from dafka.server._store import StoreNode
 from dafka.storage import StorageConfig
 from dafka.transport.config import TransportConfig
@@ -45,13 +46,11 @@ class InProcessCluster:
 
     def start(self) -> None:
         self.tower.start()
-        self.transport = TransportConfig(
-            tower_sub_addresses=(self.tower.sub_endpoint,),
-            tower_pub_addresses=(self.tower.pub_endpoint,),
+        self.transport = TransportConfig.for_towers(
+            tower_spec(self.tower.sub_endpoint, self.tower.pub_endpoint),
             advertised_host=self._host,
             bind_host=self._host,
             beacon_interval=self._beacon_interval,
-            beacon_timeout=4 * self._beacon_interval,
         )
         try:
             for i in range(self._store_count):

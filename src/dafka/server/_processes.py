@@ -177,13 +177,11 @@ class LocalCluster:
     @property
     def transport(self) -> TransportConfig:
         """Transport settings of a node joining this cluster."""
-        return TransportConfig(
-            tower_sub_addresses=(f"tcp://{self.host}:{self.port}",),
-            tower_pub_addresses=(f"tcp://{self.host}:{self.port + 1}",),
+        return TransportConfig.for_towers(
+            self.towers,
             advertised_host=self.host,
             bind_host=self.host,
             beacon_interval=self._beacon_interval,
-            beacon_timeout=4 * self._beacon_interval,
         )
 
     @property

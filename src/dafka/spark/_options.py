@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from dafka.client._settings import parse_towers
+from dafka.config import check_towers
 from dafka.errors import ConfigError
 from dafka.transport.config import TransportConfig
 
@@ -86,15 +86,15 @@ class SinkOptions:
 
 
 def towers_transport(towers: str) -> TransportConfig:
-    """The transport of a client of ``towers`` (``"host:port,..."``, as the clients take it)."""
-    return TransportConfig.for_towers(list(parse_towers(towers)))
+    """The transport of a client of ``towers`` (the one tower grammar, as every client)."""
+    return TransportConfig.for_towers(towers)
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     opts = _lower(options)
     _check_known(opts, _SOURCE_OPTIONS, "source")
     towers = opts.get("towers", DEFAULT_TOWERS)
-    parse_towers(towers, "towers")
+    check_towers(towers, "towers")
     subscribe = opts.get("subscribe")
     pattern = opts.get("subscribepattern")
     if (subscribe is None) == (pattern is None):
@@ -143,7 +143,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = _lower(options)
     _check_known(opts, _SINK_OPTIONS, "sink")
     towers = opts.get("towers", DEFAULT_TOWERS)
-    parse_towers(towers, "towers")
+    check_towers(towers, "towers")
     topic = opts.get("topic")
     if topic is not None:
         _check_topic("topic", topic)

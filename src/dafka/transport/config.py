@@ -8,8 +8,11 @@ given as several addresses.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from dafka.config import tower_endpoints, tower_spec
 from dafka.errors import ConfigError
 from dafka.node import host_problem
 
@@ -60,12 +63,34 @@ class TransportConfig:
                 )
 
     @classmethod
-    def for_towers(cls, towers: list[tuple[str, str]], **kwargs: object) -> TransportConfig:
-        """Config for towers given as ``(xsub_endpoint, xpub_endpoint)`` pairs."""
+    def for_towers(
+        cls,
+        towers: str | Sequence[str],
+        *,
+        beacon_interval: float = 1.0,
+        beacon_timeout: float | None = None,
+        **rest: Any,
+    ) -> TransportConfig:
+        """The one builder of a node's transport, for the commands, the clients' settings,
+        the daemons, the local clusters and the Spark options: ``towers`` in the one grammar
+        (:func:`dafka.config.tower_endpoints`: ``host:port`` or ``host:subport:pubport``,
+        comma-separated or a list), ``beacon_timeout`` 4 beacon intervals unless given, the
+        other fields as named. A bad value raises :class:`ConfigError`."""
+        pairs = tower_endpoints(list(towers) if not isinstance(towers, str) else towers)
         return cls(
-            tower_sub_addresses=tuple(t[0] for t in towers),
-            tower_pub_addresses=tuple(t[1] for t in towers),
-            **kwargs,  # type: ignore[arg-type]
+            tower_sub_addresses=tuple(sub for sub, _ in pairs),
+            tower_pub_addresses=tuple(pub for _, pub in pairs),
+            beacon_interval=beacon_interval,
+            beacon_timeout=4 * beacon_interval if beacon_timeout is None else beacon_timeout,
+            **rest,
+        )
+
+    @property
+    def towers(self) -> str:
+        """The towers as ``for_towers`` and ``--tower`` take them (comma-separated)."""
+        return ",".join(
+            tower_spec(sub, pub)
+            for sub, pub in zip(self.tower_sub_addresses, self.tower_pub_addresses, strict=True)
         )
 
 

@@ -24,7 +24,7 @@ def test_a_store_applies_retention_on_a_schedule(tmp_path: Path) -> None:
     tower = Tower(f"tcp://127.0.0.1:{port}", f"tcp://127.0.0.1:{port + 1}")
     tower.start()
     transport = TransportConfig.for_towers(
-        [(tower.sub_endpoint, tower.pub_endpoint)],
+        f"127.0.0.1:{port}",
         advertised_host="127.0.0.1",
         bind_host="127.0.0.1",
         beacon_interval=0.2,

@@ -41,8 +41,9 @@ def test_file_then_environment_then_arguments(tmp_path: Path) -> None:
     assert (p.towers, p.beacon_interval, p.beacon_timeout) == (
         "10.0.0.1:6000,10.0.0.2:6000",
         0.5,
-        2.0,
+        None,
     )
+    assert p.transport().beacon_timeout == 2.0  # 4 beacon intervals, as the commands
     assert (p.name, p.partitions, p.linger_ms, p.head_interval) == ("w1", 4, 2.0, 0.25)
     assert ProducerSettings.from_config(path, environ={}, partitions=7).partitions == 7
     c = ConsumerSettings.from_config(environ={"DAFKA_CONFIG": str(path)})
@@ -60,7 +61,10 @@ def test_wrong_keys_and_values_name_the_key_and_what_is_accepted(tmp_path: Path)
         )
     with pytest.raises(ConfigError, match=r"DAFKA_PRODUCER_PARTITIONS.*from 1 to 1024"):
         ProducerSettings.from_config(environ={"DAFKA_PRODUCER_PARTITIONS": "0"})
-    with pytest.raises(ConfigError, match=r"towers.*host:port"):
-        ProducerSettings.from_config(environ={"DAFKA_TOWERS": "h:6000:7000"})
+    with pytest.raises(ConfigError, match=r"DAFKA_TOWERS.*host:port"):
+        ProducerSettings.from_config(environ={"DAFKA_TOWERS": "h:6000:7000:8000"})
+    # the commands' grammar: a tower whose XPUB is not at port+1
+    got = ProducerSettings.from_config(environ={"DAFKA_TOWERS": "h:6000:7000"})
+    assert got.transport().tower_pub_addresses == ("tcp://h:7000",)
     with pytest.raises(ConfigError, match="not found"):
         ProducerSettings.from_config(tmp_path / "missing.toml", environ={})

@@ -15,7 +15,6 @@ from dafka.client import (
     ProducerSettings,
     Record,
     RecordMetadata,
-    parse_towers,
 )
 from dafka.client._records import plain_record
 from dafka.client._settings import resolve_settings
@@ -23,16 +22,24 @@ from dafka.errors import ConfigError
 from dafka.node import NodeArgumentError
 
 
-def test_towers_parser() -> None:
-    assert parse_towers("127.0.0.1:5556") == (("tcp://127.0.0.1:5556", "tcp://127.0.0.1:5557"),)
-    assert parse_towers("a:1, tcp://b:6000,[::1]:7000") == (
-        ("tcp://a:1", "tcp://a:2"),
-        ("tcp://b:6000", "tcp://b:6001"),
-        ("tcp://[::1]:7000", "tcp://[::1]:7001"),
-    )
-    for bad in ("", "host", "host:", ":5556", "h:abc", "h:0", "h:65535", "a:1,,b:2"):
+def test_clients_take_towers_in_the_one_grammar() -> None:
+    """The commands' grammar (dafka.config.tower_endpoints): host:port or
+    host:subport:pubport; a bad value is a ConfigError naming the field."""
+    t = ProducerSettings(towers="a:1, tcp://b:6000,[::1]:7000,c:10:20").transport()
+    assert t.tower_sub_addresses == ("tcp://a:1", "tcp://b:6000", "tcp://[::1]:7000", "tcp://c:10")
+    assert t.tower_pub_addresses == ("tcp://a:2", "tcp://b:6001", "tcp://[::1]:7001", "tcp://c:20")
+    assert t.towers == "a:1,b:6000,[::1]:7000,c:10:20"
+    assert ConsumerSettings(towers="h:5:9").transport().tower_pub_addresses == ("tcp://h:9",)
+    for bad in ("", "host", "host:", ":5556", "h:abc", "h:0", "h:65535", "h:1:2:3", "my h:1"):
         with pytest.raises(ConfigError, match="towers"):
-            parse_towers(bad)
+            ProducerSettings(towers=bad)
+    with pytest.raises(ConfigError, match="towers must be a string"):
+        ConsumerSettings(towers=["h:1"])  # type: ignore[arg-type]
+
+
+def test_beacon_timeout_defaults_to_four_beacon_intervals() -> None:
+    assert ConsumerSettings(beacon_interval=2.0).transport().beacon_timeout == 8.0
+    assert ProducerSettings(beacon_interval=0.2, beacon_timeout=3.0).transport().beacon_timeout == 3
 
 
 def test_transport_from_settings() -> None:
