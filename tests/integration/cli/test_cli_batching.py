@@ -31,6 +31,7 @@ def test_no_batching_is_what_a_c_consumer_reads_and_the_docs_say_when(tmp_path: 
             done = dafka("produce", topic, *join, *extra, stdin=b"\n".join(LINES) + b"\n")
             assert done.code == 0, done.err
         data = c.stores[0].data_dir
+        assert data is not None
     storage = Storage.open(data / "log")  # StoreNode keeps its log there
     try:
         (batched,) = storage.partitions("batched")
