@@ -135,8 +135,8 @@ class StoreConfig:
       by the other stores' readers (None: never). It is how a store that lost a partition's
       tail learns of it after the producer is gone; a restarted store sends them at once.
     * ``fetch_reply_slice`` - DIRECT-RECORDs a FETCH reply sends per runner turn (replies
-      stream); ``fetch_reply_wait`` - how long a reply waits for records it covers (taken,
-      not yet durable) to become durable before it ends.
+      stream); ``fetch_reply_wait`` - how long a reply whose range goes on past what is
+      durable waits for the next of its records to become durable before it ends.
     * ``append_retry_initial`` / ``append_retry_max`` - after a failed append (a full disk)
       the partition takes nothing for this long, doubling per failure in a row up to the
       max, then fetches what it dropped and tries again.

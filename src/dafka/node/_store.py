@@ -24,16 +24,19 @@ partition of each topic, and a consumer's ``L`` + id subscription seen on the re
 FETCH replies *stream*: a reply is a queued range served ``fetch_reply_slice`` records per
 runner turn (the machine asks for a turn at once through :meth:`StoreMachine.next_deadline`),
 so the first DIRECT-RECORD leaves in the turn the FETCH arrived, and a big reply does not
-hold up the writer. A reply covers what the writer has *taken* when the FETCH arrives, also
-records of the same turn that are not durable yet: those are sent in the turn they become
-durable (:meth:`StoreMachine.on_durable` brings the reply forward; a C consumer drops a live
-record that arrived out of order, re-fetches from the gap, relies on the reply running past
-that record and never retries the FETCH). A reply waiting for durability longer than
-``fetch_reply_wait`` ends where durability stopped. A FETCH addressed to another store
-(``requester@reader-id``, see ``dafka.node._stores``) is not answered (``fetches_declined``);
-one addressed to us is answered to the plain requester id. Replies are served oldest first,
-each to its end before the next: a consumer that asks for its next window while the current
-one streams (``FetchPolicy.pipeline``) gets it right after, in order.
+hold up the writer. A reply covers the range asked (from a first record the store holds)
+*as the writer takes it*: records taken after the FETCH arrived, in the same turn or later,
+are sent too, each in the turn it becomes durable (:meth:`StoreMachine.on_durable` brings
+the reply forward). A C consumer needs this: it drops a live record that arrives out of
+order, FETCHes from the gap (asking up to the next multiple of 100,000) and never retries
+that FETCH, so a reply that stopped at what the store held when the FETCH came would leave it
+short of every record published meanwhile once the producer is gone (issue 18). A reply
+that has nothing new to send for ``fetch_reply_wait`` ends where the partition stopped. A
+FETCH addressed to another store (``requester@reader-id``, see ``dafka.node._stores``) is not
+answered (``fetches_declined``); one addressed to us is answered to the plain requester id.
+Replies are served oldest first, each as far as what is durable before the next: a consumer
+that asks for its next window while the current one streams (``FetchPolicy.pipeline``) gets
+it right after, in order; a reply waiting for durability lets the others go.
 
 Storage faults heal without a restart. The driver reports what really happened on disk:
 
@@ -503,7 +506,8 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         if cursor is None or first > cursor.last or fetch.count == 0:
             return
         self._fetches_answered += 1
-        stop = min(first + fetch.count, cursor.last + 1, first + self.config.max_fetch_reply)
+        # not bounded by cursor.last: the reply follows what the writer takes (docstring)
+        stop = min(first + fetch.count, first + self.config.max_fetch_reply)
         self._replies.append(_Reply(recipient, cursor, first, stop, now))
         if len(self._replies) == 1:
             self._serve(now)  # the first slice leaves in this turn
@@ -513,9 +517,9 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
     def _serve(self, now: float) -> None:
         """Send up to ``fetch_reply_slice`` records of the queued replies, oldest first.
 
-        Replies that reached what is durable wait (for :meth:`on_durable`, at most
-        ``fetch_reply_wait``); finished ones leave the queue. Asks for another turn at once
-        while some reply has durable records left to send.
+        Replies that reached what is durable wait for more (:meth:`on_durable`), at most
+        ``fetch_reply_wait`` since they last sent something; finished ones leave the queue.
+        Asks for another turn at once while some reply has durable records left to send.
         """
         budget = self.config.fetch_reply_slice
         wait = self.config.fetch_reply_wait

@@ -68,6 +68,9 @@ def test_a_reply_covers_records_taken_in_the_same_turn_once_durable() -> None:
     store.on_durable("t", "P", 12, peer.clock.now)
     peer.tick()
     assert records(peer) == [10, 11, 12]  # the reply ran past the live records
+    assert store.statistics().fetch_replies_pending == 1  # and waits for more, bounded
+    peer.tick()
+    assert records(peer) == []
     assert store.statistics().fetch_replies_pending == 0
 
 
@@ -91,7 +94,31 @@ def test_a_reply_waiting_for_durability_leaves_at_the_durable_event() -> None:
     assert store.next_deadline() == peer.clock.now  # the reply is due at once
     peer.advance(0)
     assert records(peer) == [10, 11, 12]
+
+
+def test_a_reply_follows_the_records_the_writer_takes_after_the_fetch() -> None:
+    """A C consumer asks up to the next multiple of 100,000 and never asks again: the reply
+    runs on with what is stored after the FETCH came (issue 18: a late C consumer was left
+    short of every record published while its reply streamed, once the producer left)."""
+    log = filled(10)
+    store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=None, fetch_reply_wait=1.0))
+    peer = ScriptedPeer(store, log=log)  # persists are durable at once
+    peer.recv_all()
+    peer.send(Fetch("P", "C", "t", 0, 100_000))
+    assert records(peer) == list(range(10))
+    for second in range(3):  # the producer goes on, a record every 0.4 s, then leaves
+        peer.advance(0.4)
+        peer.send(Record("t", "P", 10 + second, b"later"))  # persisted, durable at once
+        assert store.next_deadline() == peer.clock.now
+        peer.advance(0)  # the runner's next turn
+        assert records(peer) == [10 + second]
+    assert store.statistics().fetch_replies_pending == 1
+    peer.advance(0.99)
+    assert store.statistics().fetch_replies_pending == 1
+    peer.tick()  # fetch_reply_wait without anything new: the reply ends
+    assert records(peer) == []
     assert store.statistics().fetch_replies_pending == 0
+    assert store.next_deadline() is None
 
 
 def test_a_reply_waiting_for_durability_gives_up() -> None:
