@@ -144,6 +144,7 @@ class Producer:
         self._delivered_bytes = 0
         self._ack_latency = LatencyHistogram()
         resume = s.resume and s.name is not None
+        settle = max(0.5, 1.5 * s.beacon_interval)
         self._machine = TopicProducerMachine(
             topic,
             self.partitions,
@@ -152,7 +153,7 @@ class Producer:
             batch_size=s.batch_size,
             linger=s.linger_ms / 1000,
             resume=resume,
-            settle=max(0.5, 1.5 * s.beacon_interval),
+            settle=settle,
             now=time.monotonic(),
         )
         self._runner = NodeRunner(
@@ -170,16 +171,30 @@ class Producer:
         self._failure = self._runner.failure
         self._failure.add_listener(self._on_failure)
         self._runner.start(s.ready_timeout)  # stops its thread itself when it raises
-        if not self._resumed.wait(s.resume_timeout if resume else s.ready_timeout):
+        # resuming waits a settle window after the last new store: never less than two
+        resume_wait = max(s.resume_timeout, 2 * settle)
+        if not self._resumed.wait(resume_wait if resume else s.ready_timeout):
             self._runner.stop()
             self._failure.check()
-            raise DeliveryError(
-                f"producer {self.name!r} of {topic!r}: no store told it its partitions' heads "
-                f"within resume_timeout={s.resume_timeout}s; a named producer resumes from the "
-                "stores (start the stores, or pass resume=False for a name known to be new)"
+            greeted = self._machine.stores_greeted
+            why = (
+                "no store told it its partitions' heads"
+                if not greeted
+                else f"{greeted} store(s) greeted it, and new ones kept coming (resuming "
+                f"waits {settle:.2f}s after the last new store for every store's heads)"
             )
-        if self._machine.heads:
-            log.info("producer %s resumed %s at %s", self.name, topic, self._machine.heads)
+            raise DeliveryError(
+                f"producer {self.name!r} of {topic!r}: {why} within {resume_wait}s "
+                f"(resume_timeout={s.resume_timeout}); a named producer resumes from the "
+                "stores and sends nothing before (start the stores, or pass resume=False for "
+                "a name known to be new)"
+            )
+        heads = self._machine.heads
+        self.start_offsets: dict[str, int] = {p: heads.get(p, -1) + 1 for p in self.partitions}
+        """Partition -> the sequence this run's first RECORD there gets: after the highest
+        stored head for a named producer that resumed, else 0."""
+        if heads:
+            log.info("producer %s resumed %s at %s", self.name, topic, heads)
 
     # -- application side ------------------------------------------------------------------
 

@@ -157,8 +157,10 @@ class ProducerSettings(_CommonSettings):
     head_interval: float = 1.0
     """``producer/head_interval``: seconds between HEADs announcing the last sequence."""
     resume_timeout: float = 5.0
-    """Seconds a named producer waits at start for a store to tell it its partitions' heads
-    before it raises :class:`DeliveryError` (resuming needs at least one store)."""
+    """Seconds a named producer waits at start for the stores to tell it its partitions'
+    heads before it raises :class:`DeliveryError` (resuming needs at least one store). It
+    waits ``max(0.5, 1.5 * beacon_interval)`` after the last new store greeted it, so that
+    every store answers (a resume never goes backwards), and never less than twice that."""
     resume: bool = True
     """Whether a named producer asks the stores for its partitions' heads before it publishes
     (False: start at sequence 0, for a name known to be new)."""

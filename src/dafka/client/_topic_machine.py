@@ -4,15 +4,27 @@ It is a ``NodeMachine`` (the runner drives it) made of one :class:`ProducerMachi
 partition, plus what the client adds on top of them:
 
 * *Resume.* A named producer must not reuse sequences its previous run stored: stores keep
-  the first record they got for a sequence and would ACK new content as already stored. So
+  the first record they got for a sequence and would ACK new content as already stored, so
+  what is sent after a restart would be lost while ``flush()`` says it was stored. So
   before any partition machine exists, the machine asks the stores for the topic's heads
   (GET-HEADS, answered by each store's reader with one DIRECT-HEAD per stored partition;
   it is re-sent every ``RESUME_ASK_INTERVAL`` because a PUB drops what it sends before a
-  store's SUB connected). It also subscribes to STORE-HELLO (``L`` + its first id): a store
-  whose reader we are connected to greets us, which proves a store is there. Resuming is
-  done when every partition has a head, or ``settle`` seconds after the first STORE-HELLO
-  (a partition no store reported has no stored record: it starts at 0). Each partition
-  then continues after the highest head any store reported.
+  store's SUB connected). It also subscribes to STORE-HELLO (``L`` + its first id): every
+  store whose reader we are connected to greets us, which proves a store is there.
+
+  The rule: *a resume never goes backwards.* Each partition continues after the **highest**
+  head any store reported, and the machine waits for every store it hears of: resuming is
+  done ``settle`` seconds after the *last new* store greeted it (or after the first
+  DIRECT-HEAD if no greeting came), never on the first answer. Stores do not all answer at
+  once: one catching up after a restart may answer first with an older head, and settling
+  on it reused sequences the other store held (issue 18: 1,000 acknowledged messages lost).
+  A store holding nothing of a partition says nothing about it, so silence cannot be told
+  from a late answer: the settle window is what bounds the wait, and each new store gets a
+  whole window to answer. A partition no store reported starts at 0. Until resuming is done
+  nothing is published (the client's constructor waits, up to its ``resume_timeout``, and
+  raises if no store answered). A producer has no durable record of its own: the stores are
+  its record, and a store that stays silent for the whole window (down, partitioned) cannot
+  be consulted.
 * *Batching.* Messages are queued per partition (``add``) and closed into one RECORD (the
   batch format of ``dafka.client._batch``) when they reach ``batch_size`` bytes or have
   waited ``linger`` seconds (a timer of this machine). Unbatched, each message is its own
@@ -145,6 +157,7 @@ class TopicProducerMachine(PeerNotices):
         self.heads: dict[str, int] = {}
         """Stored heads learnt while resuming (partition -> last sequence)."""
         self.store_hellos = 0
+        self._greeted: set[str] = set()
         self._settle_at: float | None = None
         self._ask_at: float | None = None
         self.resumed = False
@@ -180,11 +193,13 @@ class TopicProducerMachine(PeerNotices):
             ):
                 old = self.heads.get(message.producer, -1)
                 self.heads[message.producer] = max(old, message.sequence)
-                if len(self.heads) == len(self.partitions):
-                    self._start(now)
+                if self._settle_at is None:  # an answer whose store's greeting we missed
+                    self._settle_at = now + self._settle
         elif type(message) is StoreHello and message.consumer == self.partitions[0]:
             self.store_hellos += 1
-            if self._settle_at is None:
+            if message.store not in self._greeted:
+                # A new store: it gets a whole settle window to answer (see the module doc).
+                self._greeted.add(message.store)
                 self._settle_at = now + self._settle
                 self._ask_at = now
 
@@ -193,6 +208,11 @@ class TopicProducerMachine(PeerNotices):
         del node_id
         if not self.resumed:
             self._ask_at = now
+
+    @property
+    def stores_greeted(self) -> int:
+        """How many distinct stores greeted the resume (STORE-HELLO)."""
+        return len(self._greeted)
 
     # -- application side (called in the runner thread) -----------------------------------
 

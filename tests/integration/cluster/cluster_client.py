@@ -8,7 +8,13 @@ key (``ready``, ``progress`` every ``--report`` seconds, ``paused``, ``done``).
     python cluster_client.py produce --tower 127.0.0.1:SUB:PUB --topic t --records 1000
     python cluster_client.py consume --tower 127.0.0.1:SUB:PUB --topic t --expect 1000
 
-Record contents are :func:`payload` so that any reader can check each one.
+    python cluster_client.py produce-named --tower 127.0.0.1:SUB:SUB+1 --topic t --name w \
+        --records 1000 --tag g2
+
+Record contents are :func:`payload` so that any reader can check each one. ``produce-named``
+runs a named, unbatched one-partition :class:`dafka.Producer` (it resumes its partition):
+its contents are :func:`named_payload`, the sequence and a ``--tag`` naming the run, so that
+a check of the stores' logs tells which run's content a sequence holds.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dafka.client import Consumer, PartitionProducer
+from dafka.client import Consumer, PartitionProducer, Producer
 from dafka.node import ConsumerConfig, ProducerConfig
 from dafka.testing import lossy_records
 from dafka.transport.config import TransportConfig
@@ -31,6 +37,18 @@ def payload(sequence: int, size: int = 100) -> bytes:
     """The content of record ``sequence``: its number, padded to ``size`` bytes."""
     head = b"%d:" % sequence
     return head + b"." * max(0, size - len(head))
+
+
+def named_payload(sequence: int, tag: str, size: int = 100) -> bytes:
+    """A ``produce-named`` content: ``sequence:tag:`` padded to ``size`` bytes."""
+    head = b"%d:%s:" % (sequence, tag.encode())
+    return head + b"." * max(0, size - len(head))
+
+
+def tag_of(content: bytes) -> str:
+    """The run tag of a :func:`named_payload` content ("" for a :func:`payload`)."""
+    parts = content.split(b":", 2)
+    return parts[1].decode() if len(parts) == 3 else ""
 
 
 def sequence_of(content: bytes) -> int:
@@ -130,6 +148,56 @@ def produce(args: argparse.Namespace) -> int:
     return 0 if flushed else 1
 
 
+def produce_named(args: argparse.Namespace) -> int:
+    """A named producer run: resume, publish ``--records`` tagged records, flush, report.
+
+    ``--wait-line``: print ``waiting`` and read a stdin line before joining the cluster (the
+    test decides the moment the resume starts; the interpreter start is not part of it).
+    """
+    if args.wait_line:
+        emit("waiting")
+        sys.stdin.readline()
+    towers = []
+    for tower in args.tower:
+        host, sub, pub = tower.split(":")
+        if int(pub) != int(sub) + 1:
+            raise SystemExit("produce-named: a tower's PUB port must be its SUB port + 1")
+        towers.append(f"{host}:{sub}")
+    with Producer(
+        args.topic,
+        towers=",".join(towers),
+        name=args.name,
+        batching=False,
+        beacon_interval=args.beacon_interval,
+        beacon_timeout=4 * args.beacon_interval,
+        advertised_host="127.0.0.1",
+        bind_host="127.0.0.1",
+        resume_timeout=args.resume_timeout,
+        head_interval=0.2,
+    ) as producer:
+        start = producer.start_offsets[producer.partitions[0]]
+        emit("resumed", start=start, partition=producer.partitions[0])
+        futures = []
+        started = time.monotonic()
+        for i in range(args.records):
+            if args.rate:
+                ahead = i / args.rate - (time.monotonic() - started)
+                if ahead > 0.01:
+                    time.sleep(ahead)  # pacing, so that records keep flowing for a while
+            futures.append(producer.send(named_payload(start + i, args.tag, args.size)))
+        left = producer.flush(args.flush_timeout)
+        offsets = [f.result(0).offset for f in futures if f.done() and not f.exception()]
+        emit(
+            "done",
+            start=start,
+            end=start + args.records,
+            acked=len(offsets),
+            in_order=offsets == list(range(start, start + len(offsets))),
+            flushed=left == 0,
+        )
+    return 0 if left == 0 else 1
+
+
 def consume(args: argparse.Namespace) -> int:
     """Read until ``--expect`` records arrived, checking order and content per partition."""
     config = ConsumerConfig(offset_reset="earliest")
@@ -177,7 +245,7 @@ def consume(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["produce", "consume"])
+    parser.add_argument("mode", choices=["produce", "produce-named", "consume"])
     parser.add_argument("--tower", action="append", required=True, help="HOST:SUBPORT:PUBPORT")
     parser.add_argument("--topic", required=True)
     parser.add_argument("--beacon-interval", type=float, default=0.2)
@@ -189,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pause-at", type=int, default=-1, help="produce: wait for a stdin line")
     parser.add_argument("--flush-timeout", type=float, default=60.0)
+    parser.add_argument("--name", default="named", help="produce-named: the producer's name")
+    parser.add_argument("--tag", default="run", help="produce-named: this run's content tag")
+    parser.add_argument(
+        "--wait-line", action="store_true", help="produce-named: start on a stdin line"
+    )
+    parser.add_argument("--resume-timeout", type=float, default=30.0, help="produce-named")
     parser.add_argument("--expect", type=int, default=0, help="consume: how many records")
     parser.add_argument("--max-queued", type=int, default=200_000, help="consume: Consumer bound")
     parser.add_argument("--batch", type=int, default=10_000, help="consume: records per poll")
@@ -198,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--drop-seed", type=int, default=1, help="consume: seed of --drop")
     args = parser.parse_args(argv)
+    if args.mode == "produce-named":
+        return produce_named(args)
     return produce(args) if args.mode == "produce" else consume(args)
 
 

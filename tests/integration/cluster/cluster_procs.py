@@ -239,7 +239,8 @@ class Processes:
         ]
         for tower in towers:
             argv += ["--tower", tower.spec]
-        return self.spawn(name, [*argv, *args], stdin="--pause-at" in args)
+        stdin = "--pause-at" in args or "--wait-line" in args
+        return self.spawn(name, [*argv, *args], stdin=stdin)
 
     def describe(self) -> str:
         """The tails of every process's output, for failure messages."""
