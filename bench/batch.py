@@ -1,4 +1,4 @@
-"""Encode/decode speed of the batch format (dafka.client._batch), pure Python.
+"""Encode/decode speed of the batch format (dafka.records), pure Python.
 
     .venv/bin/python bench/batch.py [--messages 1000] [--size 100] [--rounds 200]
 
@@ -11,7 +11,7 @@ import argparse
 import os
 import time
 
-from dafka.client import decode_batch, encode_batch
+from dafka.records import decode_batch, encode_batch
 
 
 def _rate(fn: object, rounds: int, messages: int) -> float:

@@ -18,9 +18,7 @@ import os
 import time
 from collections.abc import Callable
 
-from dafka.client import RecordColumns, encode_batch
-from dafka.client._batch import check_batch
-from dafka.client._columns import BatchSlice, CheckedBatch, Part
+from dafka.records import BatchSlice, CheckedBatch, Part, RecordColumns, check_batch, encode_batch
 
 
 def _parts(content: bytes, batches: int) -> list[Part]:

@@ -14,18 +14,20 @@ from dafka.client import (
     AsyncProducer,
     Consumer,
     ConsumerSettings,
-    CorruptBatchError,
     DeliveryError,
     Producer,
-    ProducerFencedError,
     ProducerSettings,
+)
+from dafka.errors import ConfigError, DafkaError, DataLossError, NodeFailedError
+from dafka.node import BackpressureError
+from dafka.records import (
+    CorruptBatchError,
+    ProducerFencedError,
     Record,
     RecordColumns,
     RecordMetadata,
     TransactionError,
 )
-from dafka.errors import ConfigError, DafkaError, DataLossError, NodeFailedError
-from dafka.node import BackpressureError
 from dafka.server import LocalCluster
 
 __all__ = [

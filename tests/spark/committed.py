@@ -1,7 +1,7 @@
 """What a read-committed reader of a topic sees: the oracle of the exactly-once sink tests.
 
 The real client, ``Consumer(..., isolation_level="read_committed")`` (Gazette's rules,
-``dafka.client._read_committed``), reads the topic from the beginning until every partition
+``dafka.records.CommittedFilter``), reads the topic from the beginning until every partition
 it knows is handed out up to its head.
 """
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from dafka.client import PartitionProducer, encode_batch
+from dafka.client import PartitionProducer
 from dafka.message import get_clock
+from dafka.records import encode_batch
 from dafka.spark._txn import batch_base
 from tests.spark.committed import committed_values
 from tests.spark.conftest import Cluster

@@ -11,8 +11,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from dafka.client import PartitionProducer as Producer
-from dafka.client import encode_batch
 from dafka.message import Flags, build_uuid
+from dafka.records import encode_batch
 from tests.spark.conftest import Cluster, wait_until
 
 

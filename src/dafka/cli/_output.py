@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dafka.client import Record
 from dafka.errors import ConfigError
+from dafka.records import Record
 
 Formatter = Callable[[Record], bytes]
 

@@ -26,8 +26,8 @@ from rich.live import Live
 from rich.text import Text
 
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
-from dafka.client import RecordMetadata
 from dafka.node import BackpressureError
+from dafka.records import RecordMetadata
 
 if TYPE_CHECKING:
     from dafka.client import Producer

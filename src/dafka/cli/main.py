@@ -635,9 +635,9 @@ def demo(records: int, size: int, data_dir: Path | None) -> None:
 
 
 def _add_pipeline() -> None:
-    from dafka.pipeline._cli import pipeline
+    from dafka.pipeline import pipeline_command
 
-    main.add_command(pipeline)
+    main.add_command(pipeline_command)
 
 
 _add_pipeline()

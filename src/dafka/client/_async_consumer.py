@@ -22,12 +22,11 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from dafka.client._columns import RecordColumns
 from dafka.client._consumer import Consumer, Key, PollStatistics, checked_reads
 from dafka.client._metrics import ConsumerMetrics
-from dafka.client._records import Record
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import ConsumerStatistics
+from dafka.records import Record, RecordColumns
 
 _Taken = TypeVar("_Taken", list[Record], RecordColumns)
 

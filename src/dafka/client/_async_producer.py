@@ -20,10 +20,10 @@ from typing import Any
 
 from dafka.client._metrics import ProducerMetrics
 from dafka.client._producer import HeadersArg, OnDelivery, Producer, checked_settings
-from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings
 from dafka.errors import DafkaError
 from dafka.node import BackpressureError
+from dafka.records import RecordMetadata
 
 
 def _nothing(now: float) -> None:

@@ -15,7 +15,7 @@ thread: a run of plain RECORDs (a C producer's, or ``batching=False``: one messa
 the batch magic (``_batch.is_batch``) is checked (``check_batch``: CRC and structure) and is a
 part of ``index`` 0, 1, ... messages, decoded only when read. ``poll`` turns the parts into
 Records in bulk (``map`` over ``zip`` of ``repeat``s: no Python frame per record);
-``poll_columns`` wraps them as they are (dafka.client._columns).
+``poll_columns`` wraps them as they are (dafka.records.RecordColumns).
 
 A batch that fails its checks (:class:`CorruptBatchError`) is **skipped**: counted
 (``poll_statistics().corrupt_batches``), logged as an error with its partition and offset,
@@ -56,11 +56,7 @@ from itertools import repeat
 from types import TracebackType
 from typing import Any
 
-from dafka.client._batch import MAGIC, check_batch
-from dafka.client._columns import BatchSlice, CheckedBatch, Part, PlainRun, RecordColumns
-from dafka.client._errors import CorruptBatchError
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
-from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, DataLossError, NodeFailedError
 from dafka.node import (
@@ -71,6 +67,17 @@ from dafka.node import (
     check_name,
 )
 from dafka.protocol import new_node_id
+from dafka.records import (
+    MAGIC,
+    BatchSlice,
+    CheckedBatch,
+    CorruptBatchError,
+    Part,
+    PlainRun,
+    Record,
+    RecordColumns,
+    check_batch,
+)
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import DropInbound, Identity, NodeRunner, RunnerStats
 from dafka.transport.sockets import ZmqContext

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dafka.node._latency import BUCKETS, LatencyHistogram, LatencySnapshot
+from dafka.node import LatencyHistogram, LatencySnapshot
 
 if TYPE_CHECKING:
     from dafka.node import ConsumerStatistics, PartitionPosition, ProducerStatistics
@@ -162,7 +162,6 @@ def consumer_metrics(
 
 
 __all__ = [
-    "BUCKETS",
     "ConsumerMetrics",
     "LatencyHistogram",
     "LatencySnapshot",

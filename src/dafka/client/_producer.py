@@ -46,17 +46,16 @@ from concurrent.futures import Future, InvalidStateError
 from types import TracebackType
 from typing import Any, Protocol
 
-from dafka.client._batch import UUID_SIZE
 from dafka.client._errors import DeliveryError
 from dafka.client._future import DeliveryFuture
 from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_metrics
-from dafka.client._records import RecordMetadata
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.message import fnv1a32, rendezvous_mapping
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
 from dafka.protocol import DataMessage, GetHeads, new_node_id
+from dafka.records import UUID_SIZE, RecordMetadata
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 from dafka.transport.sockets import ZmqContext
 

@@ -1,259 +1,24 @@
-"""Read committed: the message layer's sequencer over a consumer's records.
+"""Read committed for applications: a :class:`Consumer` behind a :class:`CommittedFilter`.
 
-:class:`CommittedFilter` is pure: records in (every message of every partition, in each
-partition's order), committed records out, each once, ACKs hidden. Messages without a UUID
-(C producers, plain RECORDs) are delivered at once (clock 0). The sequencer's offsets are
-message positions ``offset << 32 | index`` (``end = begin + 1``), keyed by
-``topic + "\\0" + partition``. When a committed span has left the ring, the filter asks its
-``replay`` function for the RECORDs ``[first, last]`` of that partition again; the
-:class:`ReadCommittedConsumer` serves that with a bounded ``Consumer(assign=...,
-end_offsets=...)`` read from the stores, so memory stays bounded by the ring.
-
-Checkpoints (:meth:`CommittedFilter.checkpoint`) are small JSON-able dicts: read-through
-positions and producer states. A filter restored from one skips the messages below the
-read-through and re-delivers exactly what was not yet handed out. See docs/exactly-once.md.
+The filter (``dafka.records``) is pure: committed records out of all records, each once, ACKs
+hidden. This consumer feeds it what it polls and serves the filter's replays (a span that
+left the sequencer's ring) with a bounded ``Consumer(assign=..., end_offsets=...)`` read of
+the stores. See docs/exactly-once.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-import uuid as uuidlib
-from collections.abc import Callable, Iterable, Mapping
-from itertools import groupby, repeat
-from operator import itemgetter
-from typing import Any, cast
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from dafka.client._columns import RecordColumns
 from dafka.client._consumer import Consumer
-from dafka.client._records import Record
 from dafka.client._settings import ConsumerSettings, resolve_settings
-from dafka.errors import ConfigError
-from dafka.message import (
-    Envelope,
-    MustStartReplay,
-    ProducerID,
-    ProducerState,
-    Sequencer,
-)
+from dafka.records import CommittedFilter, Record, RecordColumns
 from dafka.transport.runner import DropInbound
 
 Key = tuple[str, str]
-ReplayFunc = Callable[[str, str, int, int], Iterable[Record]]
-"""``replay(topic, partition, first, last)``: the Records of RECORDs ``first..last``."""
-
-CHECKPOINT_VERSION = 1
-_SEP = "\0"
-_ACK_BITS = 0x2 << 48
-_FLAG_MASK = 0x3FF << 48
-_INDEX_BITS = 32
-
-
-class _Id:
-    """Stands in for a ``uuid.UUID``: the sequencer only reads ``.int``."""
-
-    __slots__ = ("int",)
-
-    def __init__(self, value: int) -> None:
-        self.int = value
-
-
-_NIL = _Id(0)
-_new_tuple = tuple.__new__
-_topic_partition = itemgetter(0, 1)
-_UUID = itemgetter(8)
-_RECORD = itemgetter(3)
-_PLUS_1 = (1).__add__
-
-
-class _Msg:
-    """A Record as a sequencer message."""
-
-    __slots__ = ("record", "uuid")
-
-    def __init__(self, record: Record, uid: _Id) -> None:
-        self.record = record
-        self.uuid = cast(uuidlib.UUID, uid)
-
-    def new_acknowledgement(self, partition: str) -> _Msg:
-        raise TypeError("a reader does not build acknowledgements")
-
-
-def _key(topic: str, partition: str) -> str:
-    return topic + _SEP + partition
-
-
-def _split(key: str) -> Key:
-    topic, _, partition = key.partition(_SEP)
-    return topic, partition
-
-
-class CommittedFilter:
-    """Committed records of a stream of records (see the module docstring). Not thread-safe."""
-
-    def __init__(
-        self,
-        checkpoint: Mapping[str, Any] | None = None,
-        *,
-        replay: ReplayFunc | None = None,
-        buffer: int = 8192,
-    ) -> None:
-        offsets: dict[str, int] = {}
-        states: list[ProducerState] = []
-        if checkpoint is not None:
-            offsets, states = _decode_checkpoint(checkpoint)
-        self._seq: Sequencer[_Msg] = Sequencer(offsets, states, buffer=buffer)
-        self._skip: dict[str, int] = dict(offsets)  # below it: already processed
-        self._fed: dict[str, int] = {k: o >> _INDEX_BITS for k, o in offsets.items()}
-        self._keys: dict[Key, str] = {}
-        self._replay = replay
-        self._backlog: list[Record] = []
-        self._ready: list[Record] = []
-        self.replays = 0
-        """Spans served by replaying RECORDs from the stores."""
-
-    def start_positions(self) -> dict[Key, int]:
-        """Where a consumer resumed from this filter's checkpoint must start reading."""
-        return {_split(k): o >> _INDEX_BITS for k, o in self._skip.items()}
-
-    def feed(self, records: Iterable[Record]) -> list[Record]:
-        """Queue ``records`` (each partition in order); the committed ones, in order.
-
-        If a replay fails (the exception propagates), nothing is lost: the records not yet
-        queued and the committed ones not yet returned are kept for the next call, which
-        retries the replay first.
-        """
-        out = self._ready
-        self._ready = []
-        pending = self._backlog
-        todo = pending + list(records) if pending else list(records)
-        self._backlog = []
-        seq = self._seq
-        queue_many = seq.queue_many
-        keys = self._keys
-        skip = self._skip
-        fed = self._fed
-        drain = self._drain
-        new_env = _new_tuple
-        from_bytes = int.from_bytes
-        at = 0  # todo[at:] is not queued yet
-        recs: list[Record] = []
-        j = 0
-        try:
-            if seq._emit is not None:
-                drain(out)
-            # The hot path, one run of a partition's records at a time: envelopes built by
-            # map (tuple.__new__, no wrapper object), UUIDs as ints, and the sequencer's
-            # queue_many takes the whole run, stopping only where something commits.
-            for (topic, partition), group in groupby(todo, _topic_partition):
-                recs = list(group)
-                at += len(recs)
-                j = 0
-                key = keys.get((topic, partition))
-                if key is None:
-                    key = keys[(topic, partition)] = _key(topic, partition)
-                begins = [r[2] << _INDEX_BITS | r[3] for r in recs]
-                if skip and key in skip:  # resumed from a checkpoint: below it is done
-                    floor = skip[key]
-                    recs = [r for r, b in zip(recs, begins, strict=True) if b >= floor]
-                    begins = [b for b in begins if b >= floor]
-                envs = list(
-                    map(
-                        new_env,
-                        repeat(Envelope),
-                        zip(repeat(key), begins, map(_PLUS_1, begins), recs),
-                    )
-                )
-                ints = [from_bytes(u, "big") if u else 0 for u in map(_UUID, recs)]
-                n = len(envs)
-                while j < n:
-                    j = queue_many(envs, ints, j)
-                    fed[key] = recs[j - 1][2] + 1
-                    if seq._emit is not None:
-                        drain(out)
-        except BaseException:
-            self._backlog = recs[j:] + todo[at:]
-            self._ready = out
-            raise
-        return out
-
-    def _drain(self, out: list[Record]) -> None:
-        seq = self._seq
-        ready = seq.drain_ring()
-        if ready is not None:  # the common case: the whole commit in the ring, one loop
-            # Only the committing message (the last) can be an ACK: the span is CONTINUEs.
-            out.extend(map(_RECORD, ready))
-            raw = out[-1][8] if ready else None
-            if raw is not None and raw[9] == 2 and not raw[8] & 3:  # an ACK (flags 0x002)
-                out.pop()
-            return
-        append = out.append
-        while True:
-            try:
-                env = seq.step()
-            except MustStartReplay as needed:
-                seq.start_replay(self._replayed(needed.partition, needed.begin, needed.end))
-                continue
-            if env is None:
-                return
-            message: Any = env[3]
-            found: Record = message.record if type(message) is _Msg else message  # replayed
-            raw = found[8]
-            if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
-                append(found)
-
-    def _replayed(self, key: str, begin: int, end: int) -> list[Envelope[_Msg]]:
-        if self._replay is None:
-            raise MustStartReplay(key, begin, end)
-        self.replays += 1
-        topic, partition = _split(key)
-        first, last = begin >> _INDEX_BITS, (end - 1) >> _INDEX_BITS
-        envs: list[Envelope[_Msg]] = []
-        for record in self._replay(topic, partition, first, last):
-            at = record.offset << _INDEX_BITS | record.index
-            if begin <= at < end and record.partition == partition and record.topic == topic:
-                raw = record.uuid
-                msg = _Msg(record, _Id(int.from_bytes(raw, "big")) if raw else _NIL)
-                envs.append(Envelope(key, at, at + 1, msg))
-        return envs
-
-    def checkpoint(self) -> dict[str, Any]:
-        """A JSON-able checkpoint: read-through positions and producer states."""
-        offsets, states = self._seq.checkpoint()
-        return {
-            "version": CHECKPOINT_VERSION,
-            "offsets": [[*_split(k), o] for k, o in sorted(offsets.items())],
-            "producers": [
-                [*_split(s.partition), s.producer.hex(), s.last_ack, s.begin] for s in states
-            ],
-        }
-
-    def last_stable_position(self, topic: str, partition: str) -> int:
-        """The RECORD offset below which every message of the partition is decided."""
-        key = _key(topic, partition)
-        fed = self._fed.get(key, 0)
-        pending = self._seq.pending_begin(key)
-        if pending == -1:
-            return fed
-        return min(fed, pending >> _INDEX_BITS)
-
-    def last_stable_positions(self) -> dict[Key, int]:
-        """:meth:`last_stable_position` of every partition seen."""
-        return {_split(k): self.last_stable_position(*_split(k)) for k in self._fed}
-
-
-def _decode_checkpoint(doc: Mapping[str, Any]) -> tuple[dict[str, int], list[ProducerState]]:
-    try:
-        if int(doc["version"]) != CHECKPOINT_VERSION:
-            raise ValueError(f"unknown checkpoint version {doc['version']!r}")
-        offsets = {_key(str(t), str(p)): int(o) for t, p, o in doc["offsets"]}
-        states = [
-            ProducerState(_key(str(t), str(p)), ProducerID.fromhex(str(h)), int(a), int(b))
-            for t, p, h, a, b in doc["producers"]
-        ]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"checkpoint: not a read-committed checkpoint ({exc})") from None
-    return offsets, states
 
 
 class ReadCommittedConsumer(Consumer):
@@ -358,4 +123,4 @@ class ReadCommittedConsumer(Consumer):
         return self
 
 
-__all__ = ["CHECKPOINT_VERSION", "CommittedFilter", "ReadCommittedConsumer", "ReplayFunc"]
+__all__ = ["ReadCommittedConsumer"]

@@ -26,7 +26,7 @@ partition, plus what the client adds on top of them:
   its record, and a store that stays silent for the whole window (down, partitioned) cannot
   be consulted.
 * *Batching.* Messages are queued per partition (``add``) and closed into one RECORD (the
-  batch format of ``dafka.client._batch``) when they reach ``batch_size`` bytes or have
+  batch format of ``dafka.records``) when they reach ``batch_size`` bytes or have
   waited ``linger`` seconds (a timer of this machine). Unbatched, each message is its own
   RECORD.
 * *Delivery.* Each RECORD sent is remembered with the opaque tokens of its messages;
@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
-from dafka.client._batch import NO_UUID, encode_batch
 from dafka.node import ProducerConfig, ProducerMachine
 from dafka.node.actions import Action, PeerNotices, Send, Subscribe
 from dafka.protocol import Ack, DataMessage, DirectHead, Fetch, GetHeads, StoreHello
+from dafka.records import NO_UUID, encode_batch
 
 RESUME_ASK_INTERVAL = 0.1
 """Seconds between GET-HEADS while resuming."""

@@ -34,14 +34,14 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
-from dafka.client._batch import encode_batch
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
 from dafka.client._metrics import ProducerMetrics
 from dafka.client._producer import Producer
-from dafka.client._records import Record, RecordMetadata
 from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
-from dafka.client._txn_log import (
+from dafka.errors import ConfigError
+from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
+from dafka.records import (
     TXN_TOPIC,
     CorruptLogError,
     EpochRecord,
@@ -50,17 +50,18 @@ from dafka.client._txn_log import (
     LogRecord,
     Pin,
     ProducerFencedError,
+    Record,
+    RecordMetadata,
     RecoveredRecord,
     TransactionError,
     ack_uuid,
+    encode_batch,
     encode_record,
     instance_state,
     log_owner,
     log_partition,
     obligations,
 )
-from dafka.errors import ConfigError
-from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
 from dafka.transport.sockets import ZmqContext
 
 KILL_AFTER_ACKS_ENV = "DAFKA_TEST_KILL_AFTER_ACKS"

@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
+from dafka.client import ConsumerMetrics, ProducerMetrics
 from dafka.metrics._server import Kind, Sample
+from dafka.node import LatencySnapshot
 
 if TYPE_CHECKING:
     from dafka.server import StoreNode

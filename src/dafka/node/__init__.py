@@ -19,7 +19,7 @@ from dafka.node._discovery import Discovery, DiscoveryStatistics
 from dafka.node._endpoint import endpoint_problem, host_problem, port_problem
 from dafka.node._errors import BackpressureError, NodeArgumentError, check_name
 from dafka.node._heads import HeadsMachine, HeadsStatistics
-from dafka.node._latency import LatencyHistogram, LatencySnapshot
+from dafka.node._latency import LATENCY_BUCKETS, LatencyHistogram, LatencySnapshot
 from dafka.node._producer import ProducerMachine, ProducerStatistics
 from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
 from dafka.node.actions import (
@@ -45,6 +45,7 @@ from dafka.node.actions import (
 )
 
 __all__ = [
+    "LATENCY_BUCKETS",
     "STORE_WRITER_PREFIXES",
     "STORE_WRITER_SENDS",
     "Action",

@@ -35,8 +35,15 @@ from dataclasses import dataclass, field
 
 from dafka.node._errors import check_name
 from dafka.node.actions import Action, Send, Subscribe
-from dafka.protocol import ConsumerHello, DataMessage, DirectHead, GetHeads, Head, StoreHello
-from dafka.protocol._names import name_problem
+from dafka.protocol import (
+    ConsumerHello,
+    DataMessage,
+    DirectHead,
+    GetHeads,
+    Head,
+    StoreHello,
+    name_problem,
+)
 
 Key = tuple[str, str]
 """(topic, partition)"""

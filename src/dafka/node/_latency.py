@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-BUCKETS: tuple[float, ...] = tuple(50e-6 * 2**i for i in range(22))
+LATENCY_BUCKETS: tuple[float, ...] = tuple(50e-6 * 2**i for i in range(22))
 """Upper bounds in seconds of the latency buckets: 50 µs, 100 µs, ... ~105 s (then +inf)."""
 
 
@@ -37,7 +37,7 @@ class LatencyHistogram:
     __slots__ = ("_counts", "count", "max", "sum")
 
     def __init__(self) -> None:
-        self._counts = [0] * (len(BUCKETS) + 1)
+        self._counts = [0] * (len(LATENCY_BUCKETS) + 1)
         self.count = 0
         self.sum = 0.0
         self.max = 0.0
@@ -46,7 +46,7 @@ class LatencyHistogram:
         """Record one latency."""
         if seconds < 0:
             seconds = 0.0
-        self._counts[bisect_left(BUCKETS, seconds)] += 1
+        self._counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self.count += 1
         self.sum += seconds
         self.max = max(self.max, seconds)
@@ -60,7 +60,7 @@ class LatencyHistogram:
             seconds = now - start
             if seconds < 0:
                 seconds = 0.0
-            counts[bisect_left(BUCKETS, seconds)] += n
+            counts[bisect_left(LATENCY_BUCKETS, seconds)] += n
             self.sum += seconds * n
             self.max = max(self.max, seconds)
             count += n
@@ -70,7 +70,7 @@ class LatencyHistogram:
         count = self.count
         cumulative = []
         running = 0
-        for bound, n in zip(BUCKETS, self._counts, strict=False):
+        for bound, n in zip(LATENCY_BUCKETS, self._counts, strict=False):
             running += n
             cumulative.append((bound, running))
 
@@ -95,4 +95,4 @@ class LatencyHistogram:
         )
 
 
-__all__ = ["BUCKETS", "LatencyHistogram", "LatencySnapshot"]
+__all__ = ["LATENCY_BUCKETS", "LatencyHistogram", "LatencySnapshot"]

@@ -27,8 +27,17 @@ from itertools import repeat
 from dafka.node._config import ProducerConfig
 from dafka.node._errors import BackpressureError, check_name, check_sequence
 from dafka.node.actions import Action, Send, SendRecords, Subscribe
-from dafka.protocol import Ack, DataMessage, DirectHead, DirectRecord, Fetch, GetHeads, Head, Record
-from dafka.protocol._construct import constructor
+from dafka.protocol import (
+    Ack,
+    DataMessage,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    Record,
+    constructor,
+)
 
 _COMPACT_AT = 4096
 

@@ -85,8 +85,8 @@ from dafka.protocol import (
     Head,
     Record,
     StoreHello,
+    name_problem,
 )
-from dafka.protocol._names import name_problem
 
 
 class RecordReader(Protocol):

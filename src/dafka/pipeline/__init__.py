@@ -8,6 +8,7 @@ expected output is computed in plain Python (:mod:`._expected`) and the run chec
 against it. Only the job module imports pyspark, and only when the job runs.
 """
 
+from dafka.pipeline._cli import pipeline_command
 from dafka.pipeline._expected import Aggregate, Expected, Heartbeat, expected, parse, window_of
 from dafka.pipeline._workload import (
     Device,
@@ -35,6 +36,7 @@ __all__ = [
     "generate",
     "heartbeat",
     "parse",
+    "pipeline_command",
     "reference_table",
     "window_of",
 ]

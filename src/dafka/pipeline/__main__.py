@@ -1,5 +1,5 @@
 """``python -m dafka.pipeline``: the same as ``dafka pipeline``."""
 
-from dafka.pipeline._cli import pipeline
+from dafka.pipeline import pipeline_command
 
-pipeline(prog_name="python -m dafka.pipeline")
+pipeline_command(prog_name="python -m dafka.pipeline")

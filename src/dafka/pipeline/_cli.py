@@ -80,7 +80,7 @@ def _checked_towers(value: str | None) -> str | None:
     is_flag=True,
     help="Kill the Spark job (restarted from its checkpoints) and a store while it runs.",
 )
-def pipeline(
+def pipeline_command(
     data_dir: Path,
     towers: str | None,
     spark_master: str,
@@ -167,4 +167,4 @@ def pipeline(
         sys.exit(1)
 
 
-__all__ = ["pipeline"]
+__all__ = ["pipeline_command"]

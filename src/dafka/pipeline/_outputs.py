@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from dafka.client import Record
 from dafka.pipeline._expected import Aggregate
+from dafka.records import Record
 
 
 def committed_parquet_files(directory: Path) -> list[Path]:

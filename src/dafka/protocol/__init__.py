@@ -15,6 +15,7 @@ Byte-exact with the C reference implementation as described in ``../shared/PROTO
   :func:`producer_subscriptions`..., :func:`parse_subscription_notice`.
 """
 
+from dafka.protocol._construct import constructor
 from dafka.protocol._decode import decode, decode_data
 from dafka.protocol._discovery import decode_discovery
 from dafka.protocol._encode import encode
@@ -35,7 +36,8 @@ from dafka.protocol._ids import (
     VERSION,
     WELCOME_ID,
 )
-from dafka.protocol._names import MAX_NAME
+from dafka.protocol._layouts import LAYOUTS, Layout
+from dafka.protocol._names import MAX_NAME, name_problem
 from dafka.protocol._node_ids import new_node_id
 from dafka.protocol._subscriptions import (
     consumer_subscriptions,
@@ -78,6 +80,7 @@ __all__ = [
     "FETCH_ID",
     "GET_HEADS_ID",
     "HEAD_ID",
+    "LAYOUTS",
     "MAX_NAME",
     "RECORD_ID",
     "STORE_HELLO_ID",
@@ -95,17 +98,20 @@ __all__ = [
     "Fetch",
     "GetHeads",
     "Head",
+    "Layout",
     "Message",
     "PeerEndpoint",
     "Record",
     "StoreHello",
     "Welcome",
+    "constructor",
     "consumer_subscriptions",
     "consumer_topic_subscriptions",
     "decode",
     "decode_data",
     "decode_discovery",
     "encode",
+    "name_problem",
     "new_node_id",
     "parse_prefix",
     "parse_subscription_notice",

@@ -52,12 +52,9 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-from dafka.client._batch import decode_batch, is_batch
-from dafka.client._consumer import Consumer
-from dafka.client._errors import CorruptBatchError
-from dafka.client._read_committed import CommittedFilter, ReadCommittedConsumer
-from dafka.client._records import Record
+from dafka.client import Consumer, ReadCommittedConsumer
 from dafka.errors import ConfigError, DafkaError
+from dafka.records import CommittedFilter, CorruptBatchError, Record, decode_batch, is_batch
 from dafka.spark._fetch import read_range
 from dafka.spark._options import Offsets
 from dafka.transport.config import TransportConfig

@@ -1,10 +1,10 @@
 """RECORD contents -> Arrow RecordBatches of the source schema (executor side).
 
-A RECORD is either a batch (``dafka.client._batch``: many messages, recognised by its magic)
+A RECORD is either a batch (``dafka.records``: many messages, recognised by its magic)
 or a plain record (one message whose value is the whole content). Rows are built column by
 column and in bulk, never one Python object per message on the common path:
 
-* a batched RECORD becomes Arrow arrays over its own bytes (``dafka.client._arrow``, which
+* a batched RECORD becomes Arrow arrays over its own bytes (``dafka.records.arrow``, which
   the consumer's ``RecordColumns.to_arrow`` shares: the value column is the RECORD's data
   with offsets computed by Arrow); a batch with headers goes through the reference decoder;
 * a run of plain RECORDs becomes one binary array from the list of contents;
@@ -23,10 +23,8 @@ from itertools import repeat
 
 import pyarrow as pa
 
-from dafka.client._arrow import Chunk, batch_chunk, plain_chunk, python_chunk, record_batch
-from dafka.client._batch import MAGIC
-from dafka.client._errors import CorruptBatchError
-from dafka.client._records import Record
+from dafka.records import MAGIC, CorruptBatchError, Record
+from dafka.records.arrow import Chunk, batch_chunk, plain_chunk, python_chunk, record_batch
 
 ROWS_PER_BATCH = 65_536
 """Rows per Arrow batch handed to Spark (about: a batch ends at a RECORD boundary)."""

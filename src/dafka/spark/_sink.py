@@ -35,11 +35,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from dafka.client import Producer, encode_batch
-from dafka.client._heads import HeadWatcher
-from dafka.client._txn_log import ack_uuid
+from dafka.client import HeadWatcher, Producer
 from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID
+from dafka.records import ack_uuid, encode_batch
 from dafka.spark._fetch import read_range
 from dafka.spark._options import SinkOptions, towers_transport
 from dafka.spark._txn import (

@@ -22,7 +22,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from dafka.client._heads import HeadWatcher
+from dafka.client import HeadWatcher
 from dafka.spark import _plan
 from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end, read_committed_range
 from dafka.spark._fetch import read_range

@@ -9,13 +9,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from dafka.node.actions import Deliver
-from dafka.protocol import DataMessage
-from dafka.protocol._layouts import LAYOUTS
+from dafka.protocol import LAYOUTS, DataMessage
 
 
 def prefix_of(message: DataMessage) -> bytes:
     """Command ID + the prefix field, as a SUB socket sees the start of frame 0 (both from
-    the codec's :data:`~dafka.protocol._layouts.LAYOUTS`)."""
+    the codec's :data:`~dafka.protocol.LAYOUTS`)."""
     layout = LAYOUTS[type(message)]
     field: str = getattr(message, layout.prefix)
     return layout.command_id + field.encode("utf-8", "surrogateescape") + b"\x00"

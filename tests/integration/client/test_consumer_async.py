@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from dafka import AsyncConsumer
-from dafka.client import Record, encode_batch
+from dafka.records import Record, encode_batch
 from dafka.server import LocalCluster
 from tests.integration.client.test_consumer_cluster import DEADLINE, client, raw_producer
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from dafka.client import Consumer, Record, encode_batch
+from dafka.client import Consumer
 from dafka.node import FetchPolicy, ProducerMachine
 from dafka.protocol import new_node_id
+from dafka.records import Record, encode_batch
 from dafka.server import LocalCluster
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner

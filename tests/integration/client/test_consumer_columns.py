@@ -18,9 +18,8 @@ import pyarrow as pa
 import pytest
 
 from dafka import AsyncConsumer, Consumer, Producer, Record, RecordColumns
-from dafka.client import encode_batch
-from dafka.client._read_committed import ReadCommittedConsumer
-from dafka.client._transactions import TransactionalProducer
+from dafka.client import ReadCommittedConsumer, TransactionalProducer
+from dafka.records import encode_batch
 from dafka.server import LocalCluster
 from tests.integration.client.test_consumer_cluster import (
     DEADLINE,

@@ -10,15 +10,10 @@ from typing import Any
 
 import pytest
 
-from dafka.client import (
-    Consumer,
-    DeliveryError,
-    Producer,
-    Record,
-    RecordMetadata,
-)
+from dafka.client import Consumer, DeliveryError, Producer
 from dafka.errors import ConfigError, NodeFailedError
 from dafka.node import BackpressureError
+from dafka.records import Record, RecordMetadata
 from dafka.server import InProcessCluster, free_port_pair
 
 BEACON = 0.2

@@ -15,8 +15,7 @@ import sys
 import time
 from typing import Any
 
-from dafka.client._read_committed import ReadCommittedConsumer
-from dafka.client._transactions import TransactionalProducer
+from dafka.client import ReadCommittedConsumer, TransactionalProducer
 
 CHECKPOINT_HEADER = "checkpoint"
 

@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
-from dafka.client import Consumer, Producer
-from dafka.client._read_committed import ReadCommittedConsumer
-from dafka.client._records import Record
+from dafka.client import Consumer, Producer, ReadCommittedConsumer
 from dafka.client._transactions import KILL_AFTER_ACKS_ENV, TransactionalProducer
-from dafka.client._txn_log import ProducerFencedError
+from dafka.records import ProducerFencedError, Record
 from dafka.server import LocalCluster
 from tests.integration.cluster.cluster_procs import Proc, Processes
 

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from dafka.client._read_committed import ReadCommittedConsumer
-from dafka.client._transactions import TransactionalProducer
+from dafka.client import ReadCommittedConsumer, TransactionalProducer
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreMachine
 from dafka.server import LocalCluster, StorePersistence
 from dafka.storage import Storage

@@ -12,9 +12,9 @@ from __future__ import annotations
 import zmq
 
 from dafka.client import Consumer
-from dafka.client import Record as ClientRecord
 from dafka.node import ConsumerConfig
 from dafka.protocol import Head, Record, encode
+from dafka.records import Record as ClientRecord
 from dafka.transport.tower import Tower
 from tests.integration.transport.transport_helpers import loopback, wait_for
 

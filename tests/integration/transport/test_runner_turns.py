@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from dafka.client import Consumer, PartitionProducer, Record
+from dafka.client import Consumer, PartitionProducer
 from dafka.node import ConsumerConfig
+from dafka.records import Record
 from dafka.transport.config import TransportConfig
 from dafka.transport.tower import Tower
 from tests.integration.transport.transport_helpers import loopback, wait_for

@@ -10,8 +10,8 @@ import pytest
 
 from dafka.cli._output import json_line, offsets, raw, template
 from dafka.cli._produce import split, with_keys
-from dafka.client import Record
 from dafka.errors import ConfigError
+from dafka.records import Record
 
 REC = Record("t", "p1", 7, 2, b"k", b"v\xff", (("h", b"x"), ("b", b"\xfe")), 1700000000000)
 

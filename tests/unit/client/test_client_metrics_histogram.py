@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.client._metrics import BUCKETS, LatencyHistogram
+from dafka.node import LATENCY_BUCKETS, LatencyHistogram
 
 
 def test_percentiles_are_bucket_bounds_capped_at_the_max() -> None:
@@ -23,5 +23,5 @@ def test_percentiles_are_bucket_bounds_capped_at_the_max() -> None:
     assert snap.p99 == pytest.approx(0.0032)
     assert snap.max == 0.5
     assert abs(snap.mean - (90 * 0.0001 + 9 * 0.003 + 0.5) / 101) < 1e-9
-    assert snap.buckets[-1] == (BUCKETS[-1], 101)
+    assert snap.buckets[-1] == (LATENCY_BUCKETS[-1], 101)
     assert [n for _, n in snap.buckets] == sorted(n for _, n in snap.buckets)  # cumulative

@@ -13,13 +13,11 @@ from dafka.client import (
     ConsumerSettings,
     Producer,
     ProducerSettings,
-    Record,
-    RecordMetadata,
 )
-from dafka.client._records import plain_record
 from dafka.client._settings import resolve_settings
 from dafka.errors import ConfigError
 from dafka.node import NodeArgumentError
+from dafka.records import Record, RecordMetadata, plain_record
 
 
 def test_clients_take_towers_in_the_one_grammar() -> None:

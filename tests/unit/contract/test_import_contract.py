@@ -8,7 +8,11 @@ under ``TYPE_CHECKING`` count too) and its imports are held to three rules:
 * only the Spark connector (``dafka.spark``) and the Spark job built on it
   (``dafka.pipeline``) import pyspark, so that the core installs and imports without it;
 * packages are layered: a package imports only packages of lower layers (``server`` does
-  not import ``client``, the pure layers nothing that does I/O).
+  not import ``client``, the pure layers nothing that does I/O);
+* a package uses another only through its public face: no module imports another package's
+  private (``_``-prefixed) module or name (``dafka.client._heads``), so a package's inside
+  can change without reaching into its users. What another package needs is exported by the
+  owner's ``__init__`` (or a public module such as ``dafka.records.arrow``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ LAYERS: dict[str, int] = {
     "storage": 1,
     "node": 2,
     "config": 2,
+    "records": 2,
     "transport": 3,
     "testing": 3,
     "client": 4,
@@ -73,6 +78,15 @@ def imported(module: str, path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def private_part(name: str) -> str | None:
+    """The first ``_``-prefixed part of ``name`` below its package (``dafka.client._heads.X``
+    -> ``_heads``), None if every part is public (dunders such as ``__version__`` are)."""
+    for part in name.split(".")[2:]:
+        if part.startswith("_") and not part.startswith("__"):
+            return part
+    return None
+
+
 def package_of(module: str) -> str | None:
     """``dafka.client._ids`` -> ``client``; None for the root modules (``dafka.errors`` is
     the package ``errors``)."""
@@ -102,6 +116,11 @@ def test_imports_follow_the_contract(module: str, path: Path) -> None:
         if allowed is not None and own not in allowed:
             problems.append(f"line {line}: imports {name} (only {sorted(allowed)} may)")
         target = package_of(name)
+        if top == "dafka" and target is not None and target != own and private_part(name):
+            problems.append(
+                f"line {line}: imports {name}, private to {target} "
+                f"(use its public face: dafka.{target}.__all__)"
+            )
         if top != "dafka" or target is None or own is None or own not in LAYERS:
             continue
         if target == own or target not in LAYERS:
@@ -125,3 +144,29 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     assert "pyspark.sql" in names
     with pytest.raises(AssertionError, match="zmq"):
         test_imports_follow_the_contract("dafka.server._bad", bad)
+
+
+def test_the_checker_sees_a_private_import(tmp_path: Path) -> None:
+    """A layer-respecting import of another package's private module (or name) is caught,
+    in every spelling; the same package's private modules and public faces are not."""
+    bad = tmp_path / "dafka" / "spark" / "_bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(
+        "from dafka.client._heads import HeadWatcher\n"
+        "import dafka.records._batch\n"
+        "from dafka.protocol import _names\n"
+    )
+    with pytest.raises(AssertionError) as caught:
+        test_imports_follow_the_contract("dafka.spark._bad", bad)
+    message = str(caught.value)
+    assert "line 1: imports dafka.client._heads, private to client" in message
+    assert "line 2: imports dafka.records._batch, private to records" in message
+    assert "line 3: imports dafka.protocol._names, private to protocol" in message
+    good = tmp_path / "dafka" / "spark" / "_good.py"
+    good.write_text(
+        "from dafka.client import HeadWatcher\n"
+        "from dafka.records.arrow import SCHEMA\n"
+        "from dafka.spark._plan import plan\n"
+        "from dafka import __version__\n"
+    )
+    test_imports_follow_the_contract("dafka.spark._good", good)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.client._records import Record
 from dafka.errors import ConfigError
 from dafka.message import Flags, build_uuid
+from dafka.records import Record
 from dafka.spark._committed import (
     CommittedOffsets,
     Cut,

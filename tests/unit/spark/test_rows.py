@@ -1,14 +1,14 @@
-"""The executor's row building (on the shared Arrow builders of dafka.client._arrow)."""
+"""The executor's row building (on the shared Arrow builders of dafka.records.arrow)."""
 
 from __future__ import annotations
 
 import random
 
-from dafka.client._arrow import SCHEMA
-from dafka.client._batch import decode_batch
+from dafka.records import decode_batch
+from dafka.records.arrow import SCHEMA
 from dafka.spark._rows import RowBuilder
 from dafka.spark._schema import SOURCE_ARROW_SCHEMA
-from tests.unit.client.test_client_arrow import random_batch as _random_batch
+from tests.unit.records.test_records_arrow import random_batch as _random_batch
 
 
 def test_the_shared_arrow_schema_is_the_spark_sources() -> None:

@@ -9,8 +9,14 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dafka.client import CorruptBatchError, decode_batch, encode_batch, is_batch
-from dafka.client._batch import HEADER_SIZE, MAGIC
+from dafka.records import (
+    HEADER_SIZE,
+    MAGIC,
+    CorruptBatchError,
+    decode_batch,
+    encode_batch,
+    is_batch,
+)
 
 header = st.tuples(st.text(max_size=8), st.binary(max_size=8))
 

@@ -8,12 +8,12 @@ row builder (``dafka.spark._rows``) both build their arrays here. pyarrow is opt
 the core install: this module is imported only when Arrow is asked for (``dafka[arrow]``).
 
 A batched RECORD becomes Arrow arrays straight from its layout. The batch format
-(``dafka.client._batch``) is columnar: fixed-width length, timestamp and UUID columns, then
+(``dafka.records._batch``) is columnar: fixed-width length, timestamp and UUID columns, then
 the payloads concatenated in message order. Arrow's binary arrays are exactly "offsets + one
 data buffer", so the ``value`` (and ``key``) columns are built over the RECORD's own bytes -
 the offsets are a running sum of the length column, computed by Arrow - and no Python object
-is made per message. :func:`dafka.client._batch.decode_batch` stays the reference decoder,
-and ``tests/unit/client/test_client_arrow.py`` holds the two equal.
+is made per message. :func:`dafka.records._batch.decode_batch` stays the reference decoder,
+and ``tests/unit/records/test_records_arrow.py`` holds the two equal.
 
 A batch with headers (rare, and costly to lay out as Arrow lists) is decoded by
 ``decode_batch`` instead (:func:`batch_arrays` returns None). The checks are the reference
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dafka.client._batch import (
+from dafka.records._batch import (
     FLAG_HEADERS,
     FLAG_KEYS,
     FLAG_TIMESTAMPS,
@@ -40,8 +40,8 @@ from dafka.client._batch import (
     check_header,
     decode_batch,
 )
-from dafka.client._errors import CorruptBatchError
-from dafka.client._records import Record
+from dafka.records._errors import CorruptBatchError
+from dafka.records._record import Record
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])

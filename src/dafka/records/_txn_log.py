@@ -26,29 +26,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dafka.client._errors import DeliveryError
 from dafka.errors import DafkaError
 from dafka.message import Flags, ProducerID, build_uuid
+from dafka.records._errors import CorruptLogError
 
 TXN_TOPIC = "__dafka_txn"
 """The topic that holds every transaction log."""
 
 _SEPARATOR = "~"
-
-
-class TransactionError(DafkaError):
-    """A transaction could not be begun, committed or aborted (the message says why)."""
-
-
-class ProducerFencedError(TransactionError):
-    """Another instance with the same ``transactional_id`` took over: this one must stop.
-
-    Raised by every call of a fenced producer; nothing it had not committed becomes visible.
-    """
-
-
-class CorruptLogError(TransactionError):
-    """A transaction-log record that does not decode (never written by dafka)."""
 
 
 def log_partition(transactional_id: str, nonce: str) -> str:
@@ -224,7 +209,7 @@ def obligations(
     for pin in predecessor.unresolved_pins:
         contents = pinned_logs.get(pin.log)
         if contents is None:
-            raise DeliveryError(f"transaction log {pin.log} could not be read")
+            raise CorruptLogError(f"transaction log {pin.log} could not be read")
         state = instance_state(pin.log, contents if pin.head < 0 else contents[: pin.head + 1])
         if state is not None:
             out.extend(obligations(state, pinned_logs))
@@ -234,15 +219,12 @@ def obligations(
 
 __all__ = [
     "TXN_TOPIC",
-    "CorruptLogError",
     "EpochRecord",
     "InstanceState",
     "IntentRecord",
     "LogRecord",
     "Pin",
-    "ProducerFencedError",
     "RecoveredRecord",
-    "TransactionError",
     "ack_uuid",
     "decode_record",
     "encode_record",

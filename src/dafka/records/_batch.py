@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from dafka.client._errors import CorruptBatchError
+from dafka.records._errors import CorruptBatchError
 
 VERSION = 1
 MAGIC = b"\x89DFKB\r\n" + bytes([VERSION])

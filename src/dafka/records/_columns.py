@@ -10,7 +10,7 @@ read: ``values`` of a plain run is the contents list itself, a batched RECORD's 
 its decoded columns, and no per-message tuple is made. Columns are built once and cached
 (the same list is returned each time: copy it before changing it).
 
-``to_arrow()`` builds a ``pyarrow.Table`` of :data:`dafka.client._arrow.SCHEMA` (the Spark
+``to_arrow()`` builds a ``pyarrow.Table`` of :data:`dafka.records.arrow.SCHEMA` (the Spark
 source's columns) with the Spark source's builders: a batched RECORD's ``key`` and
 ``value`` arrays are laid over the RECORD's own bytes. pyarrow is optional: without it
 ``to_arrow`` raises ``ImportError`` naming the extra (``pip install 'dafka[arrow]'``).
@@ -23,13 +23,13 @@ from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dafka.client._batch import BatchColumns, BatchLayout, decode_checked
-from dafka.client._records import Record
+from dafka.records._batch import BatchColumns, BatchLayout, decode_checked
+from dafka.records._record import Record
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from dafka.client._arrow import Chunk
+    from dafka.records.arrow import Chunk
 
 _new_record = tuple.__new__
 """``tuple.__new__(Record, fields)``: what ``Record._make`` does, without its Python frame."""
@@ -138,7 +138,7 @@ class PlainRun:
         return self.topic, self.partition
 
     def chunk(self) -> Chunk:
-        from dafka.client._arrow import plain_chunk
+        from dafka.records.arrow import plain_chunk
 
         return plain_chunk(self.first, self.contents)
 
@@ -188,7 +188,7 @@ class BatchSlice:
         return self.batch.topic, self.batch.partition
 
     def chunk(self) -> Chunk:
-        from dafka.client._arrow import batch_chunk
+        from dafka.records.arrow import batch_chunk
 
         batch = self.batch
         return batch_chunk(batch.offset, batch.content, self.start, self.stop)
@@ -216,14 +216,14 @@ class RecordRun:
         return None
 
     def chunk(self) -> Chunk:
-        from dafka.client._arrow import python_chunk
+        from dafka.records.arrow import python_chunk
 
         return python_chunk(*(self.column(f) for f in range(OFFSET, UUID + 1)))
 
 
 def _arrow() -> Any:
     try:  # by name: the package attribute of an earlier import must not hide a failing one
-        return importlib.import_module("dafka.client._arrow")
+        return importlib.import_module("dafka.records.arrow")
     except ImportError as exc:
         raise ImportError(
             f"RecordColumns.to_arrow() needs pyarrow, which is not installed: {ARROW_EXTRA}"
@@ -323,7 +323,7 @@ class RecordColumns:
         return self._column(UUID)
 
     def to_arrow(self) -> pa.Table:
-        """A ``pyarrow.Table`` of :data:`dafka.client._arrow.SCHEMA`: ``topic``,
+        """A ``pyarrow.Table`` of :data:`dafka.records.arrow.SCHEMA`: ``topic``,
         ``partition`` (string), ``offset`` (int64), ``index`` (int32), ``key``, ``value``
         (binary), ``headers`` (list of struct key: string, value: binary), ``timestamp``
         (timestamp[us, UTC]), ``uuid`` (binary) - the Spark source's columns. One chunk per

@@ -1,4 +1,4 @@
-"""Arrow columns of messages (dafka.client._arrow): the direct batch decoder equals the
+"""Arrow columns of messages (dafka.records.arrow): the direct batch decoder equals the
 reference decoder, the consumer's check (check_batch) rejects exactly what decode_batch
 rejects, and RecordColumns builds the same messages as Records, lists and Arrow."""
 
@@ -12,11 +12,19 @@ import pyarrow as pa
 import pytest
 from crc32c import crc32c
 
-from dafka.client import Record, RecordColumns
-from dafka.client._arrow import SCHEMA, TIMESTAMP, batch_arrays
-from dafka.client._batch import check_batch, decode_batch, encode_batch
-from dafka.client._columns import BatchSlice, CheckedBatch, Part, PlainRun
-from dafka.client._errors import CorruptBatchError
+from dafka.records import (
+    BatchSlice,
+    CheckedBatch,
+    CorruptBatchError,
+    Part,
+    PlainRun,
+    Record,
+    RecordColumns,
+    check_batch,
+    decode_batch,
+    encode_batch,
+)
+from dafka.records.arrow import SCHEMA, TIMESTAMP, batch_arrays
 
 
 def random_batch(rng: random.Random, headers: bool = False) -> bytes:
@@ -249,6 +257,6 @@ def test_to_arrow_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatc
     columns = RecordColumns([PlainRun("t", "p", 0, [b"a"])])
     assert columns.values == [b"a"]  # the lists never need pyarrow
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now fails
-    monkeypatch.delitem(sys.modules, "dafka.client._arrow")
+    monkeypatch.delitem(sys.modules, "dafka.records.arrow")
     with pytest.raises(ImportError, match=r"dafka\[arrow\]"):
         columns.to_arrow()

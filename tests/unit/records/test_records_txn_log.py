@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from dafka.client._txn_log import (
+from dafka.message import Flags, ProducerID, get_clock, get_flags
+from dafka.records import (
     CorruptLogError,
     EpochRecord,
     IntentRecord,
@@ -21,7 +22,6 @@ from dafka.client._txn_log import (
     log_partition,
     obligations,
 )
-from dafka.message import Flags, ProducerID, get_clock, get_flags
 
 pytestmark = pytest.mark.unit
 

@@ -7,10 +7,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from dafka.client._read_committed import CommittedFilter
-from dafka.client._records import Record
 from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID, build_uuid
+from dafka.records import CommittedFilter, Record
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,108 @@
+"""dafka.records: what the bytes of a RECORD mean, and how committed records are read.
+
+Pure, like ``protocol`` and ``message``: no sockets, no files, no threads. Everything here
+imports only :mod:`dafka.errors`, :mod:`dafka.message` and itself, so the clients, the Spark
+connector and the tools share one definition of each format:
+
+* the batch format (many messages in one RECORD; layout at the top of ``_batch.py``) and the
+  column views a consumer hands out (:class:`RecordColumns`);
+* :class:`Record` / :class:`RecordMetadata`, what consumers deliver and producers resolve;
+* the transaction log's records (``_txn_log.py``): EPOCH, INTENT, RECOVERED, and the fold a
+  successor uses to resolve what its predecessors left;
+* :class:`CommittedFilter`, the read-committed filter over a stream of records (the message
+  layer's sequencer);
+* their errors (:class:`CorruptBatchError`, :class:`TransactionError`...).
+
+The Arrow form of the records is the public submodule :mod:`dafka.records.arrow`, imported
+only by who asks for Arrow: pyarrow is an optional dependency (``dafka[arrow]``).
+"""
+
+from dafka.records._batch import (
+    HEADER_SIZE,
+    MAGIC,
+    NO_UUID,
+    UUID_SIZE,
+    BatchColumns,
+    BatchLayout,
+    check_batch,
+    decode_batch,
+    encode_batch,
+    is_batch,
+)
+from dafka.records._columns import (
+    ARROW_EXTRA,
+    BatchSlice,
+    CheckedBatch,
+    Part,
+    PlainRun,
+    RecordColumns,
+    RecordRun,
+)
+from dafka.records._committed import CHECKPOINT_VERSION, CommittedFilter, ReplayFunc
+from dafka.records._errors import (
+    CorruptBatchError,
+    CorruptLogError,
+    ProducerFencedError,
+    TransactionError,
+)
+from dafka.records._record import Record, RecordMetadata, plain_record
+from dafka.records._txn_log import (
+    TXN_TOPIC,
+    EpochRecord,
+    InstanceState,
+    IntentRecord,
+    LogRecord,
+    Pin,
+    RecoveredRecord,
+    ack_uuid,
+    decode_record,
+    encode_record,
+    instance_state,
+    log_owner,
+    log_partition,
+    obligations,
+)
+
+__all__ = [
+    "ARROW_EXTRA",
+    "CHECKPOINT_VERSION",
+    "HEADER_SIZE",
+    "MAGIC",
+    "NO_UUID",
+    "TXN_TOPIC",
+    "UUID_SIZE",
+    "BatchColumns",
+    "BatchLayout",
+    "BatchSlice",
+    "CheckedBatch",
+    "CommittedFilter",
+    "CorruptBatchError",
+    "CorruptLogError",
+    "EpochRecord",
+    "InstanceState",
+    "IntentRecord",
+    "LogRecord",
+    "Part",
+    "Pin",
+    "PlainRun",
+    "ProducerFencedError",
+    "Record",
+    "RecordColumns",
+    "RecordMetadata",
+    "RecordRun",
+    "RecoveredRecord",
+    "ReplayFunc",
+    "TransactionError",
+    "ack_uuid",
+    "check_batch",
+    "decode_batch",
+    "decode_record",
+    "encode_batch",
+    "encode_record",
+    "instance_state",
+    "is_batch",
+    "log_owner",
+    "log_partition",
+    "obligations",
+    "plain_record",
+]

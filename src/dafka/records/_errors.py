@@ -1,0 +1,35 @@
+"""Errors of the record formats (all :class:`dafka.errors.DafkaError`).
+
+A corrupt batch is the consumer's to count and report; the transaction errors are what a
+transactional producer raises (the log's records say when another instance took over).
+"""
+
+from __future__ import annotations
+
+from dafka.errors import DafkaError
+
+
+class CorruptBatchError(DafkaError):
+    """A RECORD starts with the batch magic but fails the batch's CRC or structure checks.
+
+    A consumer counts and reports it; it never delivers its bytes as messages.
+    """
+
+
+class TransactionError(DafkaError):
+    """A transaction could not be begun, committed or aborted (the message says why)."""
+
+
+class ProducerFencedError(TransactionError):
+    """Another instance with the same ``transactional_id`` took over: this one must stop.
+
+    Raised by every call of a fenced producer; nothing it had not committed becomes visible.
+    """
+
+
+class CorruptLogError(TransactionError):
+    """A transaction-log record that does not decode (never written by dafka), or a log the
+    caller could not supply."""
+
+
+__all__ = ["CorruptBatchError", "CorruptLogError", "ProducerFencedError", "TransactionError"]
