@@ -223,6 +223,14 @@ class FetchScheduler:
         ):
             self._pipeline(cursor, out)
 
+    def restart(self, cursor: Cursor, now: float, out: list[Action]) -> None:
+        """Ask again now, with the first wait (a peer that may hold the gap came)."""
+        if cursor.last >= cursor.known_head:
+            return
+        cursor.delay = self._policy.retry_initial
+        cursor.attempt = 0
+        self._send(cursor, now, out)
+
     def forget(self, cursor: Cursor) -> None:
         """Stop fetching for ``cursor`` (its partition is dropped or repositioned)."""
         cursor.fetching = False

@@ -140,6 +140,14 @@ class StoreConfig:
     * ``append_retry_initial`` / ``append_retry_max`` - after a failed append (a full disk)
       the partition takes nothing for this long, doubling per failure in a row up to the
       max, then fetches what it dropped and tries again.
+    * ``skip_unavailable_after`` - FETCH retries in a row answered only from beyond the gap
+      (by the producer and every other store) after which the writer records the missing
+      sequences as a hole of its log and goes on from the first one still available
+      (``holes_recorded``); it keeps trying to fill the hole. None: wait forever (the log
+      then holds nothing past the gap).
+    * ``hole_retry_max`` - holes of the log (damage found by a read or the scrub, records
+      recorded as gone) are fetched from the peers like any gap, but their retries back off
+      up to this (a hole no peer can fill costs one small FETCH per this period).
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -149,9 +157,18 @@ class StoreConfig:
     fetch_reply_wait: float = 1.0
     append_retry_initial: float = 0.25
     append_retry_max: float = 5.0
+    skip_unavailable_after: int | None = 10
+    hole_retry_max: float = 30.0
 
     def __post_init__(self) -> None:
         _positive("store append_retry_initial", self.append_retry_initial)
+        if self.skip_unavailable_after is not None:
+            _positive("store skip_unavailable_after", self.skip_unavailable_after)
+        if self.hole_retry_max < self.fetch.retry_initial:
+            raise ConfigError(
+                f"store hole_retry_max ({self.hole_retry_max}) must be >= the fetch "
+                f"retry_initial ({self.fetch.retry_initial})"
+            )
         if self.append_retry_max < self.append_retry_initial:
             raise ConfigError(
                 f"store append_retry_max ({self.append_retry_max}) must be >= "

@@ -47,9 +47,20 @@ Storage faults heal without a restart. The driver reports what really happened o
   still holds every unACKed record, or from the other stores - and persists it: the next
   append is the retry. ACKs only ever carry the durable head, so nothing unpersisted is
   ACKed meanwhile.
-* :meth:`StoreMachine.on_truncated` - the log was cut (a read met a corrupt record): the
-  partition goes back to the new head at once (GET-HEADS answers tell the truth) and fetches
-  the lost range from the other stores and the producer.
+* :meth:`StoreMachine.on_truncated` - the log was cut back (its last records were damaged,
+  or an append did not continue it): the partition goes back to the new head at once
+  (GET-HEADS answers tell the truth) and fetches the lost range from the other stores and
+  the producer.
+* :meth:`StoreMachine.on_holes` - the log has holes (records lost to damage found by a read
+  or the scrub, with intact records after them; or records recorded as gone): each hole is
+  fetched from the peers like a gap (its own cursor, retries backing off up to
+  ``hole_retry_max``), and what arrives is written into it (``Persist(placement="fill")``).
+  A FETCH reply steps over a hole: it never claims a record the store does not hold.
+
+A gap that no peer can fill - every retry answered only from beyond it, by the producer and
+the other stores (``skip_unavailable_after``) - is recorded as a hole: the writer goes on
+from the first record still available (``Persist(placement="after_gap")``) instead of
+holding nothing past the gap forever, and keeps trying to fill it.
 """
 
 from __future__ import annotations
@@ -60,15 +71,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dafka.node._catchup import Cursor, FetchScheduler
-from dafka.node._config import StoreConfig
+from dafka.node._config import FetchPolicy, StoreConfig
 from dafka.node._errors import check_name
 from dafka.node._reader import PartitionReader, ReaderRuns
 from dafka.node._stores import addressed_to
 from dafka.node.actions import (
     Action,
     DurableNotices,
+    HoleNotices,
     PeerNotices,
     Persist,
+    Placement,
     Send,
     SendDirectRecords,
     Subscribe,
@@ -108,6 +121,10 @@ class RecordReader(Protocol):
         """Every topic with stored records."""
         ...
 
+    def holes(self, topic: str, partition: str, /) -> Sequence[tuple[int, int]]:
+        """The ``[first, end)`` ranges below the partition's head that are not held."""
+        ...
+
 
 MAX_LEARNED_TOPICS = 10_000
 """Topics a store learns from GET-HEADS without holding a partition of them (_learn_topic)."""
@@ -141,6 +158,16 @@ class StoreStatistics:
     """Partitions waiting out an append backoff now."""
     topics_not_learned: int = 0
     """GET-HEADS for an unknown topic past ``MAX_LEARNED_TOPICS`` (not asked about)."""
+    holes: int = 0
+    """Holes in the logs now (each fetched from the peers until filled)."""
+    hole_records: int = 0
+    """Sequences missing in those holes."""
+    records_filled: int = 0
+    """Records written into holes (fetched from a peer)."""
+    holes_recorded: int = 0
+    """Gaps no peer could fill, recorded as holes (``skip_unavailable_after``)."""
+    records_gone: int = 0
+    """Sequences in those gaps."""
 
 
 class _Reply:
@@ -157,7 +184,7 @@ class _Reply:
         """When the reply last made progress (a reply waiting for durability expires)."""
 
 
-class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices):
+class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, SubscriptionNotices):
     """Pure state machine of a store (writer + reader); see the module docstring."""
 
     def __init__(
@@ -178,8 +205,26 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         self._cursors: dict[tuple[str, str], Cursor] = {}
         self._by_topic: dict[str, dict[str, Cursor]] = {}
         self._ack_due: dict[Cursor, None] = {}
-        self._fetcher = FetchScheduler(writer_id, self.config.fetch)
+        config = self.config
+        self._fetcher = FetchScheduler(writer_id, config.fetch, config.skip_unavailable_after)
         self._in_order = PartitionReader(self._fetcher)
+        hole_policy = FetchPolicy(
+            window=config.fetch.window,
+            retry_initial=config.fetch.retry_initial,
+            retry_max=config.hole_retry_max,
+            pipeline=False,
+        )
+        self._hole_fetcher = FetchScheduler(writer_id, hole_policy)
+        self._hole_reader = PartitionReader(self._hole_fetcher)
+        self._holes: dict[Cursor, list[Cursor]] = {}
+        """Partition -> a cursor per hole of its log (``last``: what was taken into it,
+        ``limit``: its last sequence), in order."""
+        self._after_gap: set[Cursor] = set()
+        """Partitions whose next Persist continues after a gap recorded as gone."""
+        self._filled = 0
+        self._holes_recorded = 0
+        self._gone = 0
+        self._holes_unstarted = False
         self._stored = 0
         self._acks = 0
         self._fetches_answered = 0
@@ -204,6 +249,10 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             for producer, last in reader.heads(topic).items():
                 cursor = self._cursor(topic, producer)
                 cursor.last = cursor.known_head = cursor.durable = last
+                holes = reader.holes(topic, producer)
+                if holes:  # fetched at the first timer tick (``now`` is known then)
+                    self._holes[cursor] = [_hole_cursor(cursor, *hole) for hole in holes]
+                    self._holes_unstarted = True
         self._refresh_due: float | None = None
         self._out += [
             Subscribe(b"D" + wid),
@@ -267,6 +316,37 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         if cursor not in self._blocked and cursor.known_head > cursor.last:
             self._fetcher.gap(cursor, cursor.known_head, now, self._out)
 
+    def on_holes(
+        self, topic: str, producer: str, holes: Sequence[tuple[int, int]], now: float
+    ) -> None:
+        """The partition's log does not hold ``holes`` (``[first, end)`` ranges below its
+        head): fetch each from the peers and fill it (see the module docstring). The
+        storage is the truth: a hole that is not in ``holes`` any more was filled, one that
+        is new is fetched at once, one whose fill failed is fetched again."""
+        cursor = self._cursors.get((topic, producer))
+        if cursor is None:
+            return
+        old = {hole.limit: hole for hole in self._holes.get(cursor, ())}
+        kept: list[Cursor] = []
+        for first, end in holes:
+            if end <= first:
+                continue
+            hole = old.pop(end - 1, None)
+            if hole is None or hole.last != first - 1 or hole.pending:
+                if hole is not None:
+                    hole.pending = []
+                    self._hole_fetcher.forget(hole)
+                hole = _hole_cursor(cursor, first, end)
+                self._hole_fetcher.gap(hole, hole.limit, now, self._out)
+            kept.append(hole)
+        for gone in old.values():
+            gone.pending = []
+            self._hole_fetcher.forget(gone)
+        if kept:
+            self._holes[cursor] = kept
+        else:
+            self._holes.pop(cursor, None)
+
     def _rewind(self, cursor: Cursor, stored: int) -> None:
         """Make ``cursor`` hold exactly what the log holds (``stored``), dropping the rest."""
         taken = cursor.last
@@ -277,6 +357,7 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         cursor.last = stored
         cursor.durable = min(cursor.durable, stored)
         self._fetcher.forget(cursor)
+        self._after_gap.discard(cursor)
 
     def on_peer(self, node_id: str, now: float) -> None:
         """The driver connected to a new peer: ask for heads now, and keep asking.
@@ -290,6 +371,13 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         del node_id
         self._ask_heads()
         self._arm_refresh(now)
+        self._holes_unstarted = False
+        self._restart_holes(now)  # a new peer may hold what the holes miss
+
+    def _restart_holes(self, now: float) -> None:
+        for holes in self._holes.values():
+            for hole in holes:
+                self._hole_fetcher.restart(hole, now, self._out)
 
     def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
         """An XPUB notice on the reader's socket; ``prefix`` without the 0x01/0x00 byte."""
@@ -322,6 +410,13 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                 self._foreign += 1
                 return
             cursor = self._cursors.get((message.topic, message.producer))
+            if cursor is not None and self._holes and message.sequence <= cursor.last:
+                hole = self._hole_at(cursor, message.sequence)
+                if hole is not None:  # an answer to a hole's FETCH
+                    self._hole_reader.offer(
+                        hole, message.sequence, message.content, True, now, self._out
+                    )
+                    return
             self._on_record(cursor, message, now)
         elif type(message) is Head:
             self._on_head(message, now)
@@ -345,12 +440,18 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             self._unexpected += 1
 
     def on_timer(self, now: float) -> None:
+        if self._holes_unstarted:
+            self._holes_unstarted = False
+            self._restart_holes(now)
         due = self._reply_due
         if due is not None and due <= now:
             self._serve(now)
         if self._blocked:
             self._unblock(now)
-        self._fetcher.on_timer(now, self._out)
+        for cursor, first in self._fetcher.on_timer(now, self._out):
+            self._record_gone(cursor, first, now)
+        if self._holes:
+            self._hole_fetcher.on_timer(now, self._out)
         due = self._refresh_due
         if due is not None and due <= now:
             self._ask_heads()
@@ -358,7 +459,12 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
         self._arm_refresh(now)
 
     def next_deadline(self) -> float | None:
+        if self._holes_unstarted:
+            return 0.0  # due at once: start fetching the holes found at open
         fetch = self._fetcher.next_deadline()
+        hole = self._hole_fetcher.next_deadline()
+        if hole is not None and (fetch is None or hole < fetch):
+            fetch = hole
         refresh = self._refresh_due
         if refresh is None or (fetch is not None and fetch < refresh):
             refresh = fetch
@@ -388,15 +494,37 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                     self._rewind(cursor, cursor.pending_first - 1 if contents else cursor.last)
                     continue
                 if contents:
-                    self._stored += len(contents)
+                    self._persist(cursor, out)
+        if self._hole_reader.dirty:
+            for hole in self._hole_reader.take_dirty():
+                if hole.pending:
+                    self._filled += len(hole.pending)
                     out.append(
                         Persist(
-                            cursor.topic, cursor.producer, cursor.pending_first, tuple(contents)
+                            hole.topic,
+                            hole.producer,
+                            hole.pending_first,
+                            tuple(hole.pending),
+                            "fill",
                         )
                     )
-                    cursor.pending = []
+                    hole.pending = []
         self._out = []
         return out
+
+    def _persist(self, cursor: Cursor, out: list[Action]) -> None:
+        """The partition's pending run becomes a Persist (after a gap recorded as gone, the
+        first one says so)."""
+        contents = cursor.pending
+        self._stored += len(contents)
+        placement: Placement = "append"
+        if self._after_gap and cursor in self._after_gap:
+            self._after_gap.discard(cursor)
+            placement = "after_gap"
+        out.append(
+            Persist(cursor.topic, cursor.producer, cursor.pending_first, tuple(contents), placement)
+        )
+        cursor.pending = []
 
     def statistics(self) -> StoreStatistics:
         return StoreStatistics(
@@ -421,6 +549,11 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             dropped_unpersisted=self._unpersisted,
             partitions_blocked=len(self._blocked),
             topics_not_learned=self._not_learned,
+            holes=sum(map(len, self._holes.values())),
+            hole_records=sum(h.limit - h.last for hs in self._holes.values() for h in hs),
+            records_filled=self._filled,
+            holes_recorded=self._holes_recorded,
+            records_gone=self._gone,
         )
 
     # -- writer ----------------------------------------------------------------------------
@@ -442,6 +575,24 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             return
         direct = type(record) is DirectRecord
         self._in_order.offer(cursor, sequence, record.content, direct, now, self._out)
+
+    def _hole_at(self, cursor: Cursor, sequence: int) -> Cursor | None:
+        """The hole cursor of the partition that ``sequence`` belongs in, if any."""
+        for hole in self._holes.get(cursor, ()):
+            if hole.last < sequence <= hole.limit:
+                return hole
+        return None
+
+    def _record_gone(self, cursor: Cursor, first: int, now: float) -> None:
+        """Every retry was answered only from ``first`` on: the sequences before it are gone.
+        Go on from ``first``; the next Persist records the gap as a hole of the log (the
+        storage then reports it through :meth:`on_holes`, and it is fetched from then on)."""
+        if cursor.pending:
+            self._persist(cursor, self._out)  # what was taken before the gap goes first
+        self._holes_recorded += 1
+        self._gone += first - (cursor.last + 1)
+        self._fetcher.skip(cursor, first, now, self._out)
+        self._after_gap.add(cursor)
 
     def _unblock(self, now: float) -> None:
         """Partitions whose append backoff is over fetch what they dropped: the retry."""
@@ -532,6 +683,8 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             reply = replies.popleft()
             cursor = reply.cursor
             first = reply.next
+            if self._holes and cursor in self._holes:
+                first = reply.next = self._past_hole(cursor, first)
             upto = min(reply.stop, cursor.durable + 1)
             if budget > 0 and first < upto:
                 count = min(upto - first, budget)
@@ -563,6 +716,13 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
             replies.append(reply)
         self._reply_due = now if ready else oldest_wait
 
+    def _past_hole(self, cursor: Cursor, sequence: int) -> int:
+        """``sequence``, or the end of the hole it falls in (a reply steps over holes)."""
+        for hole in self._holes[cursor]:
+            if hole.last < sequence <= hole.limit:
+                return hole.limit + 1
+        return sequence
+
     def _send_heads(self, recipient: str, topics: Sequence[str]) -> None:
         out = self._out
         for topic in topics:
@@ -570,6 +730,13 @@ class StoreMachine(ReaderRuns, DurableNotices, PeerNotices, SubscriptionNotices)
                 if cursor.durable >= 0:
                     self._heads_answered += 1
                     out.append(Send(DirectHead(recipient, topic, producer, cursor.durable)))
+
+
+def _hole_cursor(partition: Cursor, first: int, end: int) -> Cursor:
+    """A cursor that reads ``[first, end)`` of ``partition`` (a hole of its log)."""
+    hole = Cursor(partition.topic, partition.producer, first - 1)
+    hole.limit = hole.known_head = end - 1
+    return hole
 
 
 __all__ = ["RecordReader", "StoreMachine", "StoreStatistics"]

@@ -28,8 +28,9 @@ The driver (:mod:`dafka.transport`) executes the actions in order:
 * :class:`Deliver` - hand a *run* of consecutive records of one partition to the application
   (consumers). It is a batch, like :class:`Persist`, so that the consumer's hot path does not
   build one action object per record;
-* :class:`Persist` - append to the store's log; the driver later reports what became durable
-  through the store machine's ``on_durable`` so that ACKs cover only durable records;
+* :class:`Persist` - write to the store's log (at its end, into a hole, or after records
+  that are gone: ``placement``); the driver later reports what became durable through the
+  store machine's ``on_durable`` so that ACKs cover only durable records;
 * :class:`Connect` / :class:`Disconnect` / :class:`SendBeacon` - discovery
   (:class:`dafka.node.Discovery`): connect the data SUB to a peer's endpoint, drop it, and
   publish our own beacon now.
@@ -39,7 +40,8 @@ Besides :class:`NodeMachine`, a machine may offer driver events of its own. Each
 driver tests with ``isinstance`` (never ``getattr``): :class:`RecordRuns` (runs of RECORDs,
 store and consumer), :class:`DirectRecordRuns` (runs of DIRECT-RECORDs, consumer),
 :class:`SubscriptionNotices` (XPUB notices, store), :class:`DurableNotices` (what the driver
-made durable, store) and :class:`PeerNotices` (a new peer is connected). ``on_ack`` with the
+made durable, store), :class:`HoleNotices` (the holes of a partition's log, store) and
+:class:`PeerNotices` (a new peer is connected). ``on_ack`` with the
 ACK's sender is not probed: the driver is given it (``NodeRunner(on_ack=...)``).
 """
 
@@ -47,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch, GetHeads, Record
 
@@ -133,14 +135,22 @@ class Deliver:
     contents: tuple[bytes, ...]
 
 
+Placement = Literal["append", "fill", "after_gap"]
+"""Where a :class:`Persist` goes: ``"append"`` continues the log at its end; ``"fill"`` goes
+into the hole of the log that starts at ``first_sequence`` (records a peer still held);
+``"after_gap"`` continues the log at ``first_sequence`` although the sequences between its end
+and there are missing: no peer holds them, the log keeps them as a hole (``dafka.storage``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Persist:
-    """Append ``contents`` at sequences ``first_sequence, first_sequence + 1, ...``."""
+    """Write ``contents`` at sequences ``first_sequence, first_sequence + 1, ...``."""
 
     topic: str
     producer: str
     first_sequence: int
     contents: tuple[bytes, ...]
+    placement: Placement = "append"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +256,17 @@ class DurableNotices(Protocol):
 
 
 @runtime_checkable
+class HoleNotices(Protocol):
+    """Is told the holes of a partition's log whenever they may have changed (damage found,
+    a hole filled, records recorded as gone): the driver's storage is the truth."""
+
+    def on_holes(
+        self, topic: str, producer: str, holes: Sequence[tuple[int, int]], now: float
+    ) -> None:
+        """``holes``: every ``[first, end)`` range below the head the log does not hold."""
+
+
+@runtime_checkable
 class PeerNotices(Protocol):
     """Is told when the driver connected to a new peer."""
 
@@ -262,9 +283,11 @@ __all__ = [
     "DirectRecordRuns",
     "Disconnect",
     "DurableNotices",
+    "HoleNotices",
     "NodeMachine",
     "PeerNotices",
     "Persist",
+    "Placement",
     "RecordRuns",
     "Send",
     "SendBeacon",

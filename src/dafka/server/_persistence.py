@@ -12,12 +12,17 @@ Storage faults heal here, without a restart (``dafka.node._store`` has the machi
   ACKs nothing new, and retries by re-fetching after a backoff. The first failure is logged
   at ERROR with the data directory and its free space, later ones only counted, and the
   first append that works again is logged with the count of failures.
-* A log cut by a read that met a corrupt record (``Storage.take_truncations``, logged at
-  WARNING by the storage) is reported to the machine (``on_truncated``), which goes back to
-  the true head and fetches the lost range from the other stores and the producer.
+* Damage found by a read (or the scrub: ``Storage.take_truncations``, logged at WARNING by
+  the storage) costs exactly the damaged records: they become a hole of the log, reported
+  to the machine (``on_holes``), which fetches it from the other stores and the producer
+  and fills it (``Persist(placement="fill")`` -> ``Storage.fill``). When the damage was at
+  the end of the log, the log ends before it: the machine goes back to the true head
+  (``on_truncated``) and fetches the rest as any gap.
 * A ``Persist`` taken before a cut of its partition was reported is dropped (the machine
   fetches those records again); an append that does not continue the log for any other
-  reason is reported like a cut: the machine goes back to the log's head.
+  reason is reported like a cut: the machine goes back to the log's head. A fill that does
+  not fit a hole any more (another fill or a cut came first) is dropped: the machine is told
+  the holes as they are.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from dataclasses import dataclass, field
 from dafka.errors import DafkaError
 from dafka.node import LatencyHistogram, LatencySnapshot, StoreMachine
 from dafka.node.actions import Persist
-from dafka.storage import NonContiguousAppendError, Storage, StorageIOError
+from dafka.storage import NonContiguousAppendError, Storage, StorageIOError, Truncation
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +50,12 @@ class PersistenceStats:
     persist_errors: int = 0
     """Appends that failed (disk errors and appends that did not continue the log)."""
     truncations: int = 0
-    """Logs cut by reads that met corruption (each refetched)."""
+    """Damage found by reads and the scrub (each lost range refetched)."""
+    records_lost: int = 0
+    """Records that damage cost (the holes and cut tails above; refetched when a peer has
+    them)."""
+    fills: int = 0
+    """Writes into holes (records a peer still held)."""
 
 
 @dataclass
@@ -83,14 +93,23 @@ class StorePersistence:
     def persist(self, action: Persist) -> None:
         now = self._clock()
         topic, producer = action.topic, action.producer
-        if (topic, producer) in self._take_truncations(now):
+        if (topic, producer) in self._take_truncations(now)[0] and action.placement != "fill":
             # Taken before the cut was known: the machine went back to the log's head and
             # fetches everything after it, these records included.
             self._stats.persist_errors += 1
             return
+        if action.placement == "fill":
+            self._fill(action, now)
+            return
         started = time.monotonic()
         try:
-            self._storage.append(topic, producer, action.first_sequence, action.contents)
+            self._storage.append(
+                topic,
+                producer,
+                action.first_sequence,
+                action.contents,
+                after_gap=action.placement == "after_gap",
+            )
         except NonContiguousAppendError as exc:
             self._stats.persist_errors += 1
             log.info("%s: %s; going back to the log's head", self._name, exc)
@@ -117,6 +136,43 @@ class StorePersistence:
         self._stats.persisted_records += len(action.contents)
         self._latencies.append_seconds.observe(time.monotonic() - started)
         self._waiting.setdefault((action.topic, action.producer), started)
+        if action.placement == "after_gap":
+            holes = self._storage.holes(topic, producer)
+            gap = f"{holes[-1][0]}..{holes[-1][1] - 1}" if holes else "before it"
+            log.warning(
+                "%s: %s/%s: records %s are gone (no peer holds them): kept as a hole, "
+                "the log goes on from %d",
+                self._name,
+                topic,
+                producer,
+                gap,
+                action.first_sequence,
+            )
+            self._machine.on_holes(topic, producer, holes, now)
+
+    def _fill(self, action: Persist, now: float) -> None:
+        """Write records a peer still held into a hole; tell the machine the holes left."""
+        topic, producer = action.topic, action.producer
+        try:
+            self._storage.fill(topic, producer, action.first_sequence, action.contents)
+        except StorageIOError as exc:
+            self._stats.persist_errors += 1
+            self._disk_failed(exc)
+        except DafkaError as exc:  # the hole changed meanwhile: the machine is told below
+            self._stats.persist_errors += 1
+            log.info("%s: fill dropped: %s", self._name, exc)
+        else:
+            self._stats.fills += 1
+            self._stats.persisted_records += len(action.contents)
+            log.info(
+                "%s: %s/%s: records %d..%d filled from a peer",
+                self._name,
+                topic,
+                producer,
+                action.first_sequence,
+                action.first_sequence + len(action.contents) - 1,
+            )
+        self._machine.on_holes(topic, producer, self._storage.holes(topic, producer), now)
 
     def _stored(self, topic: str, producer: str) -> int:
         head = self._storage.head(topic, producer)
@@ -143,18 +199,30 @@ class StorePersistence:
             exc,
         )
 
-    def _take_truncations(self, now: float) -> set[tuple[str, str]]:
-        """Tell the machine of every log cut since the last call; the partitions cut."""
+    def _take_truncations(self, now: float) -> tuple[set[tuple[str, str]], bool]:
+        """Tell the machine of every damage found since the last call (each was logged at
+        WARNING by the storage); the partitions whose log now ends earlier, and whether
+        there was any damage (the machine then has FETCHes to send)."""
         cut: set[tuple[str, str]] = set()
-        for truncation in self._storage.take_truncations():  # each logged at WARNING
-            self._stats.truncations += 1
+        changed: set[tuple[str, str]] = set()
+        for truncation in self._storage.take_truncations():
+            self.note_damage(truncation)
             key = (truncation.topic, truncation.partition)
-            cut.add(key)
-            self._machine.on_truncated(*key, self._stored(*key), now)
-        return cut
+            changed.add(key)
+            if truncation.resumed is None:  # the log now ends before it
+                cut.add(key)
+                self._machine.on_truncated(*key, self._stored(*key), now)
+        for key in changed:
+            self._machine.on_holes(*key, self._storage.holes(*key), now)
+        return cut, bool(changed)
+
+    def note_damage(self, truncation: Truncation) -> None:
+        """Count one damage report (found by a read, a verify or the scrub)."""
+        self._stats.truncations += 1
+        self._stats.records_lost += truncation.lost or 0
 
     def report_durable(self, now: float) -> bool:
-        cut = self._take_truncations(now)  # the machine then has FETCHes to send
+        _, damaged = self._take_truncations(now)  # the machine then has FETCHes to send
         storage = self._storage
         durable = storage.take_durable_advances()
         due = storage.next_sync_deadline()
@@ -174,7 +242,7 @@ class StorePersistence:
                     observe(done - since)
         for (topic, partition), sequence in durable.items():
             on_durable(topic, partition, sequence, now)
-        return bool(durable) or bool(cut)
+        return bool(durable) or damaged
 
     def next_deadline(self) -> float | None:
         return self._storage.next_sync_deadline()

@@ -18,21 +18,25 @@ How the store node uses it::
     storage.read(topic, partition, from_offset, count)  # [(offset, payload), ...]
     storage.head(topic, partition); storage.topics(); storage.next_offset(topic, partition)
     storage.apply_retention(time.time())  # whole old segments, never the active one
-    storage.take_truncations()            # logs cut by reads that met corruption
+    storage.take_truncations()            # damage found by reads (the store refetches it)
+    storage.holes(topic, partition)       # [(first, end), ...] below the head, not held
+    storage.fill(topic, partition, first, payloads)   # into the hole starting at first
     storage.flush(); storage.close()      # fsync all (advances left for sync_due); or `with`
 
 Decisions (details in docs/storage.md):
 
-* A log always holds one contiguous range ``[start_offset, next_offset)``. Appends must
-  start at ``next_offset``: a later start raises :class:`GapAppendError`, an earlier one
-  (duplicates) :class:`OverlapAppendError`; both are :class:`NonContiguousAppendError` with
+* Each segment holds one contiguous range of intact records; between segments a log may
+  have *holes* (offsets lost to damage, or recorded as gone), listed by ``holes()`` and
+  filled by ``fill()``. Appends must start at ``next_offset``: a later start raises
+  :class:`GapAppendError` (unless ``after_gap``), an earlier one (duplicates)
+  :class:`OverlapAppendError`; both are :class:`NonContiguousAppendError` with
   ``expected`` and write nothing, so the store trims overlaps or fetches what is missing.
 * A new partition must start at ``StorageConfig.first_offset`` (0, where Dafka stores fetch
   from); ``first_offset=None`` lets it start anywhere, for a store joining mid-stream.
-* A torn or corrupt record cuts the log there: earlier records stay readable, it and all
-  later ones are dropped (never served past a gap) and the store refetches them. Every cut
-  is logged at WARNING; what a repair cannot read is moved or copied to
-  ``<root>/.quarantine/``, never deleted (a torn tail is only cut).
+* A corrupt record costs exactly itself: the intact records after it are kept (records
+  carry their own offsets and CRCs, so the next intact one is found), the damaged bytes are
+  copied to ``<root>/.quarantine/`` and the offsets become a hole the store refetches. A
+  torn tail is only cut. Every loss is logged at WARNING; nothing is deleted.
 * A failed append (a full disk) leaves the log as it was; ``next_offset`` says what it
   holds, and the same append works once there is room.
 * Durable means fsynced, except under the "os" policy, where it means written (survives a

@@ -1,16 +1,21 @@
-"""The log of one (topic, partition): a run of segments holding one contiguous offset range.
+"""The log of one (topic, partition): a run of segments, each a contiguous run of intact records.
 
-Invariant: the records held are exactly ``[start_offset, next_offset)``, each intact. Every
-repair keeps it: a torn or corrupt record cuts the log there (it and every later offset go,
-later segments included; only bytes trailing the last record of a segment that the next
-segment continues exactly are trimmed alone), retention removes whole segments from the
-front only, and appends must continue at ``next_offset``. So a read never has to skip
-anything and can never serve a record past a gap.
+Invariant: every segment holds exactly ``[base, next_offset)``, each record intact, and the
+segments are in offset order without overlap. Between two segments there may be a *hole*:
+offsets that no segment holds (:meth:`PartitionLog.holes`). Holes come from damage: a
+corrupt record costs exactly itself (``_segment.salvage`` keeps the intact records after it
+as a segment of their own, the damaged bytes go to the quarantine), and a segment file that
+is missing leaves its range out. A store fills a hole with what its peers still hold
+(:meth:`PartitionLog.fill`) or records one that no peer can fill (:meth:`PartitionLog.append`
+with ``after_gap``). Appends continue at ``next_offset``; retention removes whole segments
+from the front. A read returns what is held (contiguous runs, never a record that is not
+there) and reports every damage it meets.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -36,27 +41,31 @@ from dafka.storage._format import (
     RECORD_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
     Payload,
+    Problem,
+    all_zero,
+    encode_record,
     encode_run,
     parse_segment_stem,
     scan,
 )
 from dafka.storage._index import SparseIndex
 from dafka.storage._naming import NAME_FILE, is_long_form, write_name_file
-from dafka.storage._quarantine import copy_to_quarantine, move_to_quarantine
+from dafka.storage._quarantine import move_to_quarantine
 from dafka.storage._report import RecoveryReport, Truncation
-from dafka.storage._segment import Segment, recover_segment, write_all
+from dafka.storage._segment import (
+    SALVAGE_SUFFIX,
+    Loss,
+    Segment,
+    SegmentRecovery,
+    fsync_directory,
+    holds_records,
+    recover_segment,
+    salvage,
+    write_all,
+)
 
 _READ_CHUNK_MIN = 64 * 1024
 _READ_CHUNK_MAX = 4 * 1024 * 1024
-
-
-def fsync_directory(path: Path) -> None:
-    """Make a directory's entries (new or removed files) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class PartitionLog:
@@ -133,11 +142,26 @@ class PartitionLog:
         config: StorageConfig,
         report: RecoveryReport,
     ) -> PartitionLog | None:
-        """Recover an existing partition directory; None if it holds no segment at all."""
+        """Recover an existing partition directory; None if it holds no segment at all.
+
+        Each segment is recovered (``_segment.recover_segment``: tails only, unless
+        ``verify_on_open``); the intact records found after damage become segments of
+        their own. A segment that starts after the previous one ends leaves a hole (kept,
+        reported as ``"gap"``) if it holds records; an empty one there, or one that
+        overlaps the previous segment, is moved to the quarantine (``"gap"``). An overlap is
+        what a crash in the middle of a salvage leaves: the previous segment is then checked
+        whole first, which finishes the salvage.
+        """
         bases: list[int] = []
         index_bases: set[int] = set()
+        log = cls(directory, topic, partition, config)
         for entry in directory.iterdir():
             name = entry.name
+            if name.endswith(LOG_SUFFIX + SALVAGE_SUFFIX):
+                entry.unlink()  # a salvage interrupted before its rename: redone below
+                report.removed.append(entry)
+                log.dir_dirty = True
+                continue
             if name.startswith(".") and not name.startswith(".name"):
                 report.skipped.append(entry)
                 continue
@@ -151,7 +175,6 @@ class PartitionLog:
             else:
                 report.skipped.append(entry)
         bases.sort()
-        log = cls(directory, topic, partition, config)
         for base in index_bases.difference(bases):
             orphan = directory / (f"{base:020d}" + INDEX_SUFFIX)
             orphan.unlink()
@@ -161,46 +184,119 @@ class PartitionLog:
             return None
         full = config.verify_on_open
         interval = config.index_interval_bytes
-        for i, base in enumerate(bases):
+        max_length = config.max_record_bytes
+        rechecked: set[int] = set()
+        tail_lost = False  # the last segment recovered lost its tail (reported as such)
+        for base in bases:
+            if base in log.bases:
+                continue  # written again by a salvage finished above
+            if log.segments and base < log.next_offset and log.active.base not in rechecked:
+                prev = log._remove_last()  # an interrupted salvage: check it whole
+                rechecked.add(prev.base)
+                report.segments -= 1
+                report.records -= prev.records
+                tail_lost = log._recover(prev, full=True, report=report)
+                if base in log.bases:
+                    continue
+            if log.segments and base < log.next_offset:
+                ends = log.next_offset
+                detail = f"segment starts at {base}, inside the previous one (ends {ends})"
+                log._drop_segment(base, report, detail)
+                continue
+            held = log.next_offset if log.segments else base
             seg = Segment(directory, base, interval)
-            if log.segments and base != log.next_offset:
-                detail = f"segment starts at {base}, previous ends before {log.next_offset}"
-                log._drop_from(i, bases, report, detail)
-                break
-            rec = recover_segment(seg, max_length=config.max_record_bytes, full=full)
-            log._add_segment(seg)
-            report.segments += 1
-            report.records += seg.records
-            report.bytes_scanned += rec.scanned
-            report.quarantined += rec.quarantined
-            if rec.index_rebuilt:
-                report.indexes_rebuilt.append(seg.index_path)
-            elif rec.index_repaired:
-                report.indexes_repaired.append(seg.index_path)
-            if rec.problem is not None:
-                # Later segments survive only if they still continue this one exactly (the
-                # cut removed trailing garbage); otherwise the next turn drops them as a gap.
+            if base > held and not holds_records(seg.path, base, max_length):
+                detail = f"segment starts at {base}, after a gap from {held}, and holds nothing"
+                log._drop_segment(base, report, detail)
+                continue
+            rec = recover_segment(seg, max_length=max_length, full=full)
+            if base > held and not tail_lost:
                 report.truncations.append(
                     Truncation(
                         topic,
                         partition,
                         seg.path,
-                        rec.problem.position,
-                        rec.problem.next_offset,
-                        rec.problem.problem or "corrupt",
-                        rec.problem.detail,
-                        rec.dropped,
-                        quarantined=tuple(rec.quarantined),
+                        0,
+                        held,
+                        "gap",
+                        f"no segment holds offsets {held}..{base - 1} (a hole; the "
+                        "records after it are kept)",
+                        0,
+                        base,
+                        (),
+                        base,
                     )
                 )
+            tail_lost = log._adopt(seg, rec, report)
         log.active.open_files()
         return log
 
-    def _drop_from(self, i: int, bases: list[int], report: RecoveryReport, detail: str) -> None:
-        """Segments ``bases[i:]`` do not continue the log: move them to the quarantine."""
-        seg_path = self.directory / (f"{bases[i]:020d}" + LOG_SUFFIX)
-        dropped = sum(_file_size(self.directory, b) for b in bases[i:])
-        moved = self._quarantine_files(bases[i:])
+    def _recover(self, seg: Segment, *, full: bool, report: RecoveryReport) -> bool:
+        rec = recover_segment(seg, max_length=self.config.max_record_bytes, full=full)
+        return self._adopt(seg, rec, report)
+
+    def _adopt(self, seg: Segment, rec: SegmentRecovery, report: RecoveryReport) -> bool:
+        """Add a recovered segment (and what its salvage made) and report what happened;
+        whether it lost its tail (records up to an end nothing intact tells)."""
+        self._add_segment(seg)
+        for made in rec.salvaged:
+            self._add_segment(made)
+        for added in (seg, *rec.salvaged):
+            report.segments += 1
+            report.records += added.records
+        report.bytes_scanned += rec.scanned
+        report.quarantined += rec.quarantined
+        if rec.index_rebuilt:
+            report.indexes_rebuilt.append(seg.index_path)
+        elif rec.index_repaired:
+            report.indexes_repaired.append(seg.index_path)
+        if rec.header_replaced is not None:
+            report.truncations.append(
+                Truncation(
+                    self.topic,
+                    self.partition,
+                    seg.path,
+                    0,
+                    seg.base,
+                    "corrupt",
+                    "bad segment header (set aside and rewritten; every record checked)",
+                    SEGMENT_HEADER_SIZE,
+                    seg.base,
+                    (rec.header_replaced,),
+                    seg.base,
+                )
+            )
+        for loss in rec.losses:
+            report.truncations.append(self._truncation(seg, loss, loss.end_offset))
+        return bool(rec.losses) and rec.losses[-1].end_offset is None
+
+    def _truncation(self, seg: Segment, loss: Loss, end_offset: int | None) -> Truncation:
+        """The report of ``loss`` in ``seg``; ``end_offset``: where the records lost end, if
+        known (intact records resume there when the loss has an ``end_offset`` of its own)."""
+        return Truncation(
+            self.topic,
+            self.partition,
+            seg.path,
+            loss.position,
+            loss.offset,
+            loss.reason,
+            loss.detail,
+            loss.end_position - loss.position,
+            end_offset,
+            (loss.quarantined,) if loss.quarantined is not None else (),
+            loss.end_offset,
+        )
+
+    def _remove_last(self) -> Segment:
+        seg = self.segments.pop()
+        self.bases.pop()
+        return seg
+
+    def _drop_segment(self, base: int, report: RecoveryReport, detail: str) -> None:
+        """The segment file ``base`` cannot be part of the log: move it to the quarantine."""
+        seg_path = self.directory / (f"{base:020d}" + LOG_SUFFIX)
+        dropped = _file_size(self.directory, base)
+        moved = self._quarantine_files([base])
         report.quarantined += moved
         report.truncations.append(
             Truncation(
@@ -208,9 +304,9 @@ class PartitionLog:
                 self.partition,
                 seg_path,
                 0,
-                self.next_offset,
+                base,
                 "gap",
-                f"{detail}; {len(bases) - i} segment(s) dropped",
+                f"{detail}; the segment was set aside",
                 dropped,
                 quarantined=tuple(moved),
             )
@@ -234,20 +330,27 @@ class PartitionLog:
 
     # ---------------------------------------------------------------- append
 
-    def append(self, first_offset: int, payloads: Sequence[Payload]) -> int:
+    def append(
+        self, first_offset: int, payloads: Sequence[Payload], *, after_gap: bool = False
+    ) -> int:
         """Write ``payloads`` at ``first_offset, first_offset + 1, ...``; one write per segment.
 
         Refuses (writing nothing) a batch that does not start at :attr:`next_offset`, except
-        that an empty log accepts any start when ``config.first_offset`` is None. Payloads
-        are ``bytes``-like; anything else raises :class:`InvalidArgumentError` (a batch that
+        that an empty log accepts any start when ``config.first_offset`` is None, and that
+        ``after_gap`` accepts a later start: the offsets in between are gone (no peer holds
+        them) and become a hole (the log continues in a new segment). Payloads are
+        ``bytes``-like; anything else raises :class:`InvalidArgumentError` (a batch that
         crossed a segment boundary before the bad payload keeps the part already written).
         """
         count = len(payloads)
         expected = self.next_offset
         rebase = False
+        skip = False
         if first_offset != expected:
             if self.head is None and self.config.first_offset is None and first_offset >= 0:
                 rebase = True
+            elif first_offset > expected and after_gap and count:
+                skip = True
             elif first_offset > expected:
                 raise GapAppendError(self.topic, self.partition, expected, first_offset)
             else:
@@ -268,6 +371,8 @@ class PartitionLog:
             )
         if rebase:
             self._rebase(first_offset)
+        elif skip:
+            self._skip_to(first_offset)
 
         limit = self.config.segment_bytes
         seg = self.segments[-1]
@@ -355,8 +460,9 @@ class PartitionLog:
         except OSError as exc:  # the index is only an accelerator: rebuilt at next open
             raise StorageIOError(f"index write to {seg.index_path} failed: {exc}") from exc
 
-    def _roll(self) -> Segment:
-        """Close the active segment (synced, unless the policy is "os") and start the next."""
+    def _roll(self, base: int | None = None) -> Segment:
+        """Close the active segment (synced, unless the policy is "os") and start the next
+        (at ``base``: after a hole; default: where the active one ends)."""
         old = self.segments[-1]
         try:
             if not self.config.fsync.is_os and self.needs_fsync:
@@ -369,7 +475,8 @@ class PartitionLog:
                 self.unsynced_closed.append(old.path)
             # Create the next segment before closing this one: if the disk is full, the log
             # stays as it was (this segment active, nothing half made) and can roll later.
-            seg = Segment.create(self.directory, old.next_offset, self.config.index_interval_bytes)
+            start = old.next_offset if base is None else base
+            seg = Segment.create(self.directory, start, self.config.index_interval_bytes)
             with contextlib.suppress(OSError):  # a short index is repaired at the next open
                 old.close_files()
         except OSError as exc:
@@ -377,6 +484,25 @@ class PartitionLog:
         self._add_segment(seg)
         self.dir_dirty = True
         return seg
+
+    def _skip_to(self, offset: int) -> None:
+        """Continue the log at ``offset``: ``[next_offset, offset)`` becomes a hole."""
+        active = self.segments[-1]
+        if active.records or len(self.segments) == 1:
+            if not active.records:
+                self._rebase(offset)  # nothing held: the log simply starts there
+                return
+            self._roll(offset)
+            return
+        # an empty active segment after others: replace it by one at ``offset``
+        try:
+            seg = Segment.create(self.directory, offset, self.config.index_interval_bytes)
+            active.delete()
+        except OSError as exc:
+            raise StorageIOError(f"continuing {self.directory} at {offset} failed: {exc}") from exc
+        self._remove_last()
+        self._add_segment(seg)
+        self.dir_dirty = True
 
     def _rebase(self, base: int) -> None:
         """Replace the empty log by one empty segment at ``base`` (mid-stream start)."""
@@ -435,16 +561,123 @@ class PartitionLog:
         self.unsynced = 0
         self.durable = self.head
 
+    # ---------------------------------------------------------------- holes
+
+    def holes(self) -> list[tuple[int, int]]:
+        """Offsets below the head that no segment holds, as ``[first, end)`` ranges."""
+        segs = self.segments
+        return [
+            (segs[i].next_offset, segs[i + 1].base)
+            for i in range(len(segs) - 1)
+            if segs[i].next_offset < segs[i + 1].base
+        ]
+
+    def fill(self, first_offset: int, payloads: Sequence[Payload]) -> int:
+        """Write ``payloads`` into the hole that starts at ``first_offset``; the last offset.
+
+        They must start exactly at the hole and not run past it (else
+        :class:`InvalidArgumentError`, nothing written). They go at the end of the segment
+        before the hole while it has room (``segment_bytes``), then into new segments; each
+        segment written is fsynced (unless the policy is "os") before this returns: fills
+        are rare, and a filled record is served at once.
+        """
+        count = len(payloads)
+        segs = self.segments
+        i = bisect_right(self.bases, first_offset) - 1
+        if i < 0 or i + 1 >= len(segs) or segs[i].next_offset != first_offset:
+            raise InvalidArgumentError(
+                f"{self.topic!r}/{self.partition!r}: no hole starts at offset {first_offset} "
+                f"(holes: {self.holes()})"
+            )
+        end = segs[i + 1].base
+        if first_offset + count > end:
+            raise InvalidArgumentError(
+                f"{self.topic!r}/{self.partition!r}: {count} records at {first_offset} run "
+                f"past the hole, which ends at {end}"
+            )
+        try:
+            lengths = list(map(len, payloads))
+        except TypeError:
+            raise InvalidArgumentError("payloads must be bytes-like objects") from None
+        if count and max(lengths) > self.config.max_record_bytes:
+            raise InvalidArgumentError(
+                f"payload of {max(lengths)} bytes over max_record_bytes "
+                f"{self.config.max_record_bytes}"
+            )
+        if not all(isinstance(p, bytes | bytearray | memoryview) for p in payloads):
+            raise InvalidArgumentError("payloads must be bytes-like objects")
+        offset = first_offset
+        done = 0
+        limit = self.config.segment_bytes
+        sync = not self.config.fsync.is_os
+        try:
+            while done < count:
+                seg = segs[i]
+                take = 1
+                size = RECORD_HEADER_SIZE + lengths[done]
+                while done + take < count:
+                    more = RECORD_HEADER_SIZE + lengths[done + take]
+                    if seg.size + size + more > limit:
+                        break
+                    size += more
+                    take += 1
+                if seg.size + size > limit and seg.size > SEGMENT_HEADER_SIZE:
+                    seg = Segment.create(self.directory, offset, self.config.index_interval_bytes)
+                    segs.insert(i + 1, seg)
+                    self.bases.insert(i + 1, offset)
+                    self.dir_dirty = True
+                    i += 1
+                    continue  # measured again against the new segment
+                self._fill_segment(seg, offset, payloads[done : done + take], sync)
+                offset += take
+                done += take
+            if sync:
+                self._sync_directories()
+        except OSError as exc:
+            raise StorageIOError(f"filling {self.directory} at {offset} failed: {exc}") from exc
+        return offset - 1
+
+    def _fill_segment(
+        self, seg: Segment, first_offset: int, payloads: Sequence[Payload], sync: bool
+    ) -> None:
+        """Append ``payloads`` to ``seg``, a closed segment before a hole (it stays closed)."""
+        seg.open_files()
+        try:
+            parts = []
+            pos = seg.size
+            for k, payload in enumerate(payloads):
+                seg.index.offer(first_offset + k, pos)
+                record = encode_record(first_offset + k, payload)
+                parts.append(record)
+                pos += len(record)
+            try:
+                write_all(seg.fd, b"".join(parts), seg.size)
+                if sync:
+                    os.fdatasync(seg.fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(seg.fd, seg.size)
+                seg.index.truncate_at(seg.size)
+                raise
+            seg.size = pos
+            seg.next_offset = first_offset + len(payloads)
+        finally:
+            if seg is not self.segments[-1]:
+                with contextlib.suppress(OSError):  # a short index is repaired at open
+                    seg.close_files()
+
     # ---------------------------------------------------------------- read
 
     def read(self, from_offset: int, count: int) -> list[tuple[int, bytes]]:
-        """The records held in ``[from_offset, from_offset + count)``, in order, contiguous."""
+        """The records held in ``[from_offset, from_offset + count)``, in order (holes are
+        left out: the offsets say where they are)."""
         out: list[tuple[int, bytes]] = []
         self._read(from_offset, count, out, None)
         return out
 
     def read_contents(self, from_offset: int, count: int) -> tuple[int, list[bytes]]:
-        """As :meth:`read`: the offset of the first record held there and the payloads."""
+        """The first contiguous run of records held in ``[from_offset, from_offset + count)``:
+        its first offset and the payloads (it ends at the first hole after it)."""
         contents: list[bytes] = []
         first = self._read(from_offset, count, None, contents)
         return first, contents
@@ -457,16 +690,29 @@ class PartitionLog:
         contents: list[bytes] | None,
     ) -> int:
         """Scan ``[from_offset, from_offset + count)`` into ``out`` / ``contents``; returns
-        the offset of the first record held there (what was appended starts there)."""
-        start = first = max(from_offset, self.segments[0].base)
+        the offset of the first record read (``from_offset`` if none). ``contents`` stops
+        at a hole once it holds something (a run is contiguous); ``out`` steps over holes.
+        Damage met on the way is salvaged (:meth:`_repair`) and the read goes on."""
+        start = max(from_offset, self.segments[0].base)
         stop = min(from_offset + count, self.next_offset)
-        i = bisect_right(self.bases, start) - 1
+        first = -1
+        sink: list[bytes] | list[tuple[int, bytes]] = contents if contents is not None else []
+        if out is not None:
+            sink = out
         max_len = self.config.max_record_bytes
-        while start < stop and i < len(self.segments):
+        while start < stop:
+            i = bisect_right(self.bases, start) - 1
             seg = self.segments[i]
+            if start >= seg.next_offset:  # in the hole after ``seg``
+                if first >= 0 and contents is not None:
+                    break
+                start = self.segments[i + 1].base
+                continue
+            seg_stop = min(stop, seg.next_offset)
             off, pos = seg.index.floor(start)
-            wanted = (min(stop, seg.next_offset) - off) * seg.average_record()
+            wanted = (seg_stop - off) * seg.average_record()
             chunk = int(min(_READ_CHUNK_MAX, max(_READ_CHUNK_MIN, wanted * 1.1 + 64)))
+            held = len(sink)
             try:
                 fd, close = seg.read_fd()
                 try:
@@ -476,7 +722,7 @@ class PartitionLog:
                         seg.size,
                         off,
                         max_length=max_len,
-                        stop_offset=stop,
+                        stop_offset=seg_stop,
                         want_from=start,
                         out=out,
                         contents=contents,
@@ -494,7 +740,7 @@ class PartitionLog:
                             seg.size,
                             seg.base,
                             max_length=max_len,
-                            stop_offset=stop,
+                            stop_offset=seg_stop,
                             want_from=start,
                             out=out,
                             contents=contents,
@@ -507,14 +753,15 @@ class PartitionLog:
                         os.close(fd)
             except OSError as exc:
                 raise StorageIOError(f"read of {seg.path} failed: {exc}") from exc
+            if first < 0 and len(sink) > held:
+                first = start
             if res.problem is not None:
-                self.truncations.append(
-                    self._cut(i, res.position, res.next_offset, res.problem, res.detail)
+                self.truncations += self._repair(
+                    i, res.position, res.next_offset, res.problem, res.detail
                 )
-                break
+                stop = min(stop, self.next_offset)
             start = res.next_offset
-            i += 1
-        return first
+        return first if first >= 0 else from_offset
 
     def _reindex(self, seg: Segment, fd: int) -> None:
         index = SparseIndex(seg.base, seg.index.interval)
@@ -529,10 +776,14 @@ class PartitionLog:
         seg.index = index  # entries stop at a bad record, if any: the caller cuts there
         seg.rewrite_index()
 
-    def verify(self) -> Truncation | None:
-        """CRC-check every record; cut the log at the first bad one (returned)."""
+    def verify(self, segment_from: int = 0) -> list[Truncation]:
+        """CRC-check every record (of the segments from base ``segment_from`` on); damage is
+        salvaged as a read would (the list says what was lost)."""
         max_len = self.config.max_record_bytes
-        for i, seg in enumerate(self.segments):
+        found: list[Truncation] = []
+        i = max(0, bisect_right(self.bases, segment_from) - 1)
+        while i < len(self.segments):
+            seg = self.segments[i]
             try:
                 fd, close = seg.read_fd()
                 try:
@@ -543,50 +794,76 @@ class PartitionLog:
             except OSError as exc:
                 raise StorageIOError(f"verify of {seg.path} failed: {exc}") from exc
             if res.problem is not None:
-                return self._cut(i, res.position, res.next_offset, res.problem, res.detail)
-        return None
+                before = len(self.segments)
+                found += self._repair(i, res.position, res.next_offset, res.problem, res.detail)
+                i += 1 + len(self.segments) - before  # the runs it made were checked whole
+                continue
+            i += 1
+        return found
 
-    def _cut(self, i: int, position: int, next_offset: int, reason: str, detail: str) -> Truncation:
-        """Keep only what precedes ``position`` of segment ``i``: never serve past a gap.
+    def _repair(
+        self, i: int, position: int, offset: int, problem: Problem, detail: str
+    ) -> list[Truncation]:
+        """Segment ``i`` is damaged from ``position`` (which should hold ``offset``): keep
+        what precedes it and every intact record after it (``_segment.salvage``); the
+        damaged bytes go to the quarantine (fsynced) before anything is cut.
 
-        What is cut goes to the quarantine first: the later segments are moved there, the
-        segment's tail from ``position`` is copied there (fsynced) before the truncation.
+        The lost offsets become a hole, except a lost tail of the last segment: the log
+        then ends before it (its head goes back, nothing beyond it is claimed).
         """
         seg = self.segments[i]
-        dropped = seg.size - position + sum(s.size for s in self.segments[i + 1 :])
-        end_offset = self.next_offset
-        moved: list[Path] = []
+        end_offset = seg.next_offset
+        last = i == len(self.segments) - 1
         try:
-            seg.open_files()
-            if seg.size > position:
-                moved.append(copy_to_quarantine(seg.path, seg.fd, position, seg.size))
-            later = self.segments[i + 1 :]
-            for other in later:
-                other.close_files()
-            moved += self._quarantine_files([s.base for s in later])
-            del self.segments[i + 1 :]
-            del self.bases[i + 1 :]
-            seg.truncate(position, next_offset)
-            if not self.config.fsync.is_os:
-                os.fdatasync(seg.fd)
-                fsync_directory(self.directory)
+            fd = os.open(seg.path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                if all_zero(fd, position, seg.size):
+                    detail = "zero-filled tail"
+                    losses = [Loss(position, offset, seg.size, None, "torn", detail, None)]
+                    made: list[Segment] = []
+                    os.ftruncate(fd, position)
+                    if not self.config.fsync.is_os:
+                        os.fdatasync(fd)
+                else:
+                    losses, made = salvage(
+                        seg,
+                        fd,
+                        position,
+                        offset,
+                        problem,
+                        detail,
+                        seg.size,
+                        max_length=self.config.max_record_bytes,
+                    )
+            finally:
+                os.close(fd)
+            seg.size = position
+            seg.next_offset = offset
+            seg.index.truncate_at(position)
+            seg.rewrite_index()
+            if last and made:
+                seg.close_files()
+                made[-1].open_files()
         except OSError as exc:
-            raise StorageIOError(f"cutting {seg.path} at {position} failed: {exc}") from exc
+            raise StorageIOError(f"repairing {seg.path} at {position} failed: {exc}") from exc
+        for k, added in enumerate(made):
+            self.segments.insert(i + 1 + k, added)
+            self.bases.insert(i + 1 + k, added.base)
+        if made and not self.config.fsync.is_os:
+            self.dir_dirty = True
         head = self.head
         if self.durable is not None and (head is None or self.durable > head):
             self.durable = head
-        return Truncation(
-            self.topic,
-            self.partition,
-            seg.path,
-            position,
-            next_offset,
-            "corrupt" if reason == "corrupt" else "torn",
-            detail,
-            dropped,
-            end_offset,
-            tuple(moved),
-        )
+        after = i + 1 + len(made)
+        follows = self.segments[after].base if after < len(self.segments) else None
+        cuts: list[Truncation] = []
+        for loss in losses:
+            if loss.end_offset is not None:
+                cuts.append(self._truncation(seg, loss, loss.end_offset))
+            else:  # the rest of the segment's range: the next segment (if any) follows it
+                cut = self._truncation(seg, loss, end_offset)
+                cuts.append(dataclasses.replace(cut, resumed=follows))
+        return cuts
 
     # ---------------------------------------------------------------- retention
 

@@ -11,25 +11,26 @@ TruncationReason = Literal["torn", "corrupt", "gap"]
 
 @dataclass(frozen=True, slots=True)
 class Truncation:
-    """A partition log was cut at ``position`` of ``segment``: ``offset`` and later are gone.
+    """Damage in a partition log, at ``position`` of ``segment``, from ``offset`` on.
 
-    * ``"torn"`` - the tail was an interrupted write (a record cut short, or zeros left by a
-      power cut): expected after a crash, nothing that was durable is lost;
+    * ``"torn"`` - an interrupted write (a record cut short, or zeros left by a power cut):
+      expected after a crash, nothing that was durable is lost; the tail is cut;
     * ``"corrupt"`` - a complete record failed its CRC-32C, its offset or its length bound
-      at ``position``; the records before it are kept, it and every later record are
-      dropped (never served past a gap), and the store refetches them from ``offset``;
-    * ``"gap"`` - the next segment does not start where the previous ends, so it and all
-      later segments are dropped (``position`` is 0 of the first dropped segment).
+      at ``position``. The damaged bytes are copied to the quarantine and cut out; the
+      intact records after them are **kept** (``_segment.salvage``: they carry their own
+      offsets and CRCs), so exactly the damaged records are lost: ``[offset, end_offset)``,
+      a *hole* that the store fills from its peers when one still holds them. A bad segment
+      header is reported this way too, losing no record (``end_offset == offset``);
+    * ``"gap"`` - no segment holds ``[offset, end_offset)`` (a segment file went missing):
+      a hole, the later segments are kept; or a segment file that cannot belong to the log
+      (empty after a gap, or inside the previous segment) was set aside (``position`` 0).
 
-    A cut in the middle of a segment is followed by a ``"gap"`` truncation of the later
-    segments (at open) or includes them (``bytes_dropped``, when a read finds it).
-    A damaged length field that points past the end of the file cannot be told from an
-    interrupted write and is reported as ``"torn"``; either way the cut is the same.
-    ``bytes_dropped`` counts the bytes removed from the log; ``end_offset`` is the offset
-    after the last record dropped when it is known (a cut found by a read knows the head it
-    had; recovery does not read what it drops), and ``quarantined`` lists where the dropped
-    bytes went (``dafka.storage._quarantine``: moved or copied, never deleted; a torn tail,
-    expected after a crash, is only cut).
+    ``resumed`` is the offset where intact records follow the loss (None: nothing follows,
+    the log now ends at ``offset``: its head went back). ``end_offset`` is the offset after
+    the last record lost when it is known (reads and verifies know the range they had;
+    recovery knows it when intact records follow). ``bytes_dropped`` counts the bytes
+    removed from the log; ``quarantined`` lists where they went (moved or copied, never
+    deleted; a torn tail, expected after a crash, is only cut).
     """
 
     topic: str
@@ -42,9 +43,15 @@ class Truncation:
     bytes_dropped: int
     end_offset: int | None = None
     quarantined: tuple[Path, ...] = ()
+    resumed: int | None = None
+
+    @property
+    def lost(self) -> int | None:
+        """How many records were lost (None: unknown, the end was not known)."""
+        return None if self.end_offset is None else max(0, self.end_offset - self.offset)
 
     def describe(self) -> str:
-        """One log line: partition, lost range, cause, and where the bytes went."""
+        """One log line: partition, lost range, cause, what was kept, where the bytes went."""
         if self.end_offset is None:
             lost = f"offsets {self.offset} and later"
         elif self.end_offset > self.offset:
@@ -52,12 +59,13 @@ class Truncation:
             lost = f"offsets {self.offset}..{self.end_offset - 1} ({count} records)"
         else:
             lost = "no records"
+        kept = "" if self.resumed is None else f", intact records from {self.resumed} on kept"
         moved = self.quarantined
         where = f"; {len(moved)} file(s) quarantined in {moved[0].parent}" if moved else ""
         return (
-            f"partition {self.topic!r}/{self.partition!r} cut ({self.reason}: {self.detail}) "
-            f"at {self.segment.name} position {self.position}: {lost} dropped, "
-            f"{self.bytes_dropped} bytes{where}"
+            f"partition {self.topic!r}/{self.partition!r} damaged ({self.reason}: "
+            f"{self.detail}) at {self.segment.name} position {self.position}: {lost} "
+            f"dropped{kept}, {self.bytes_dropped} bytes{where}"
         )
 
 

@@ -164,7 +164,13 @@ class Storage:
     # ---------------------------------------------------------------- append
 
     def append(
-        self, topic: str, partition: str, first_offset: int, payloads: Sequence[Payload]
+        self,
+        topic: str,
+        partition: str,
+        first_offset: int,
+        payloads: Sequence[Payload],
+        *,
+        after_gap: bool = False,
     ) -> int:
         """Append ``payloads`` at ``first_offset, first_offset + 1, ...``; the last offset.
 
@@ -174,6 +180,11 @@ class Storage:
         :class:`NonContiguousAppendError`, with ``expected``) unless ``first_offset`` is
         :meth:`next_offset`; nothing is written then. A new partition starts at
         ``config.first_offset`` (anywhere if that is None). An empty batch is a no-op.
+
+        ``after_gap``: the caller knows that the records from :meth:`next_offset` to
+        ``first_offset`` are gone (no peer holds them): a later start is accepted and the
+        offsets in between become a hole (:meth:`holes`; a new partition simply starts at
+        ``first_offset``).
         """
         self._check_open()
         if type(first_offset) is not int or not 0 <= first_offset <= MAX_OFFSET:
@@ -182,7 +193,11 @@ class Storage:
         log = self._logs.get(key)
         if log is None:
             start = self.config.first_offset
-            if start is not None and first_offset != start:
+            if (
+                start is not None
+                and first_offset != start
+                and not (after_gap and first_offset > start)
+            ):
                 error = GapAppendError if first_offset > start else OverlapAppendError
                 raise error(topic, partition, start, first_offset)
             if not payloads:
@@ -190,10 +205,29 @@ class Storage:
             log = self._create(topic, partition, first_offset)
         before = log.durable
         try:
-            last = log.append(first_offset, payloads)
+            last = log.append(first_offset, payloads, after_gap=after_gap)
         finally:
             self._after_write(key, log, before)
         return last
+
+    def fill(
+        self, topic: str, partition: str, first_offset: int, payloads: Sequence[Payload]
+    ) -> int:
+        """Write ``payloads`` into the hole of the partition that starts at ``first_offset``
+        (see :meth:`holes`); the last offset written. Durable when it returns (fsynced
+        unless the policy is "os"). :class:`InvalidArgumentError` (nothing written) unless
+        they start exactly at a hole and stay inside it."""
+        self._check_open()
+        log = self._logs.get((topic, partition))
+        if log is None:
+            raise InvalidArgumentError(f"{topic!r}/{partition!r} holds nothing, so no hole")
+        return log.fill(first_offset, payloads)
+
+    def holes(self, topic: str, partition: str) -> list[tuple[int, int]]:
+        """The offsets below the head that the partition does not hold (damaged records, a
+        lost segment file, records no peer had), as ``[first, end)`` ranges in order."""
+        log = self._logs.get((topic, partition))
+        return [] if log is None else log.holes()
 
     def _create(self, topic: str, partition: str, base: int) -> PartitionLog:
         directory = (
@@ -293,8 +327,9 @@ class Storage:
         """The records held in ``[from_offset, from_offset + count)`` as (offset, payload).
 
         Fewer at the ends (below the start after retention, above the head), none for an
-        unknown partition, and always contiguous. A record that fails its CRC ends the
-        result: the log is cut there (see :meth:`take_truncations`) and the store refetches.
+        unknown partition, none in a hole (:meth:`holes`). A record that fails its CRC is
+        salvaged on the way: it becomes a hole, the intact records after it are kept and
+        returned (see :meth:`take_truncations`), and the store refetches the hole.
         """
         self._check_open()
         if type(from_offset) is not int or from_offset < 0 or type(count) is not int:
@@ -311,7 +346,8 @@ class Storage:
         self, topic: str, partition: str, from_offset: int, count: int
     ) -> tuple[int, list[bytes]]:
         """:meth:`read` without a tuple per record: the offset of the first record held in
-        the range and the payloads from there on, contiguous (what a FETCH reply sends)."""
+        the range and the payloads from there on, contiguous: the run ends at the first hole
+        after it (what a FETCH reply sends; the next call goes on after the hole)."""
         self._check_open()
         if type(from_offset) is not int or from_offset < 0 or type(count) is not int:
             raise InvalidArgumentError(f"bad read range {from_offset!r}, {count!r}")
@@ -328,26 +364,24 @@ class Storage:
             _warn(self.root, plog.truncations, "read")
             self._truncations.extend(plog.truncations)
             plog.truncations.clear()
-            self._dirty.pop((plog.topic, plog.partition), None)
 
     def take_truncations(self) -> list[Truncation]:
-        """Logs cut since open because a read or :meth:`verify` met a corrupt record.
+        """Damage found since open by a read or :meth:`verify` (recovery's is in the report).
 
-        After one, the partition's head (and maybe its durable offset) went back: the store
-        must announce the new head and fetch the rest again (the store node does, see
-        ``dafka.server``). Each cut was already logged at WARNING when it happened.
+        After one, the partition has a new hole, or its head (and maybe its durable offset)
+        went back: the store fetches what it lost again (the store node does, see
+        ``dafka.server``). Each was already logged at WARNING when it happened.
         """
         truncations, self._truncations = self._truncations, []
         return truncations
 
     def verify(self) -> list[Truncation]:
-        """CRC-check every record of every partition, cutting at corruption (slow)."""
+        """CRC-check every record of every partition, salvaging damage (slow; the store's
+        background scrub does it at a bounded rate instead)."""
         self._check_open()
         found: list[Truncation] = []
         for plog in self._logs.values():
-            cut = plog.verify()
-            if cut is not None:
-                found.append(cut)
+            found += plog.verify()
         _warn(self.root, found, "verify")
         return found
 

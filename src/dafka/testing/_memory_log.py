@@ -5,81 +5,172 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dafka.errors import DafkaError
+from dafka.node.actions import DurableNotices, HoleNotices, NodeMachine, Persist
 
 
 class LogContractError(DafkaError):
-    """An append that would leave a hole or rewrite history: a store machine bug."""
+    """A write that would leave an unannounced hole or rewrite history: a store machine bug."""
+
+
+class _Partition:
+    """``records`` by sequence; ``base`` is the first sequence of the log, ``next`` the one
+    after its head; the sequences in between that are not in ``records`` are holes."""
+
+    __slots__ = ("base", "next", "records")
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.next = base
+        self.records: dict[int, bytes] = {}
 
 
 class MemoryLog:
-    """Partitions as lists in memory; the subset of ``dafka.storage.Storage`` stores use.
+    """Partitions in memory; the subset of ``dafka.storage.Storage`` stores use.
 
-    Implements :class:`dafka.node.RecordReader` (``read_contents``, ``heads``, ``topics``) plus
-    ``append``, ``head`` and ``durable_offset``. Everything appended is durable at once.
-    Appends must continue a partition exactly (a partition may start at any sequence), so a
-    machine that asks to persist out of order fails the test loudly.
+    Implements :class:`dafka.node.RecordReader` (``read_contents``, ``heads``, ``topics``,
+    ``holes``) plus ``append`` (with ``after_gap``), ``fill``, ``head`` and
+    ``durable_offset``. Everything written is durable at once. Appends must continue a
+    partition exactly (a partition may start at any sequence) and fills must start at a
+    hole, so that a machine that asks to persist out of order fails the test loudly.
+    :meth:`punch` makes a hole, as damage found by a read does in the engine, and
+    :meth:`execute` runs a store machine's :class:`Persist` as its driver would.
     """
 
     def __init__(self) -> None:
-        self._parts: dict[tuple[str, str], tuple[int, list[bytes]]] = {}
+        self._parts: dict[tuple[str, str], _Partition] = {}
         self.appends = 0
 
-    def append(self, topic: str, partition: str, first: int, payloads: Sequence[bytes]) -> int:
-        """Append ``payloads`` at ``first, first + 1, ...``; returns the last sequence."""
+    def append(
+        self,
+        topic: str,
+        partition: str,
+        first: int,
+        payloads: Sequence[bytes],
+        *,
+        after_gap: bool = False,
+    ) -> int:
+        """Append ``payloads`` at ``first, first + 1, ...``; returns the last sequence.
+
+        ``after_gap``: ``first`` may lie beyond the end, the sequences between are a hole."""
         key = (topic, partition)
-        entry = self._parts.get(key)
-        if entry is None:
-            entry = (first, [])
-            self._parts[key] = entry
-        base, records = entry
-        if first != base + len(records):
+        part = self._parts.get(key)
+        if part is None:
+            part = self._parts[key] = _Partition(first)
+        if first != part.next and not (after_gap and first > part.next):
             raise LogContractError(
-                f"append to {topic}/{partition} at {first}, expected {base + len(records)}"
+                f"append to {topic}/{partition} at {first}, expected {part.next}"
             )
-        records.extend(payloads)
+        if not part.records:
+            part.base = first
+        part.records.update(zip(range(first, first + len(payloads)), payloads, strict=True))
+        part.next = max(part.next, first + len(payloads))
         self.appends += 1
-        return base + len(records) - 1
+        return part.next - 1
+
+    def fill(self, topic: str, partition: str, first: int, payloads: Sequence[bytes]) -> int:
+        """Write ``payloads`` into the hole that starts at ``first``; the last sequence."""
+        part = self._parts.get((topic, partition))
+        hole = next((h for h in self.holes(topic, partition) if h[0] == first), None)
+        if part is None or hole is None or first + len(payloads) > hole[1]:
+            raise LogContractError(
+                f"fill of {topic}/{partition} at {first} (+{len(payloads)}): "
+                f"holes are {self.holes(topic, partition)}"
+            )
+        part.records.update(zip(range(first, first + len(payloads)), payloads, strict=True))
+        return first + len(payloads) - 1
+
+    def punch(self, topic: str, partition: str, first: int, end: int) -> None:
+        """Lose ``[first, end)`` (damage): a hole, or a shorter log when nothing follows it."""
+        part = self._parts[topic, partition]
+        for sequence in range(first, end):
+            part.records.pop(sequence, None)
+        if not any(s >= end for s in part.records):
+            part.next = max((s for s in part.records), default=part.base - 1) + 1
+
+    def holes(self, topic: str, partition: str, /) -> list[tuple[int, int]]:
+        part = self._parts.get((topic, partition))
+        if part is None or not part.records:
+            return []
+        out: list[tuple[int, int]] = []
+        expected = part.base
+        for sequence in sorted(part.records):
+            if sequence > expected:
+                out.append((expected, sequence))
+            expected = sequence + 1
+        return out
+
+    def execute(self, action: Persist, machine: NodeMachine, now: float) -> int:
+        """Run a store machine's ``action`` as its driver does (``StorePersistence``): write
+        it where its ``placement`` says, report what became durable, and the partition's
+        holes when they may have changed. Returns the last sequence written."""
+        topic, producer = action.topic, action.producer
+        if action.placement == "fill":
+            last = self.fill(topic, producer, action.first_sequence, action.contents)
+        else:
+            after_gap = action.placement == "after_gap"
+            last = self.append(
+                topic, producer, action.first_sequence, action.contents, after_gap=after_gap
+            )
+            if isinstance(machine, DurableNotices):
+                machine.on_durable(topic, producer, last, now)
+        if action.placement != "append" and isinstance(machine, HoleNotices):
+            machine.on_holes(topic, producer, self.holes(topic, producer), now)
+        return last
 
     def read(
         self, topic: str, partition: str, first: int, count: int, /
     ) -> list[tuple[int, bytes]]:
-        entry = self._parts.get((topic, partition))
-        if entry is None or count <= 0:
+        """The records held in ``[first, first + count)`` (holes left out)."""
+        part = self._parts.get((topic, partition))
+        if part is None or count <= 0:
             return []
-        base, records = entry
-        start = max(first, base)
-        stop = min(first + count, base + len(records))
-        return [(s, records[s - base]) for s in range(start, stop)]
+        records = part.records
+        start = max(first, part.base)
+        stop = min(first + count, part.next)
+        return [(s, records[s]) for s in range(start, stop) if s in records]
 
     def read_contents(
         self, topic: str, partition: str, first: int, count: int, /
     ) -> tuple[int, list[bytes]]:
+        """The first contiguous run held in ``[first, first + count)`` (it ends at a hole)."""
         records = self.read(topic, partition, first, count)
-        return (records[0][0] if records else first), [content for _, content in records]
+        if not records:
+            return first, []
+        start = records[0][0]
+        run: list[bytes] = []
+        for sequence, content in records:
+            if sequence != start + len(run):
+                break
+            run.append(content)
+        return start, run
 
     def head(self, topic: str, partition: str) -> int | None:
-        entry = self._parts.get((topic, partition))
-        if entry is None or not entry[1]:
+        part = self._parts.get((topic, partition))
+        if part is None or not part.records:
             return None
-        return entry[0] + len(entry[1]) - 1
+        return part.next - 1
 
     def durable_offset(self, topic: str, partition: str) -> int | None:
         return self.head(topic, partition)
 
     def heads(self, topic: str, /) -> dict[str, int]:
         return {
-            partition: base + len(records) - 1
-            for (t, partition), (base, records) in self._parts.items()
-            if t == topic and records
+            partition: part.next - 1
+            for (t, partition), part in self._parts.items()
+            if t == topic and part.records
         }
 
     def topics(self) -> list[str]:
         return sorted({topic for topic, _ in self._parts})
 
     def contents(self, topic: str, partition: str) -> list[bytes]:
-        """Every record of a partition (from its first sequence)."""
-        entry = self._parts.get((topic, partition))
-        return list(entry[1]) if entry else []
+        """Every record held of a partition, in order (holes left out)."""
+        part = self._parts.get((topic, partition))
+        return [part.records[s] for s in sorted(part.records)] if part else []
+
+    def clear(self) -> None:
+        """Lose everything (a store whose data directory was wiped)."""
+        self._parts.clear()
 
 
 __all__ = ["LogContractError", "MemoryLog"]

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from dafka.node.actions import (
     Deliver,
-    DurableNotices,
     NodeMachine,
     Persist,
     Send,
@@ -232,11 +231,7 @@ class MemoryNetwork:
     def _persist(self, node: _Node, persist: Persist, now: float) -> None:
         if node.log is None:
             raise ValueError(f"{node.name} persists but was added without a log")
-        last = node.log.append(
-            persist.topic, persist.producer, persist.first_sequence, persist.contents
-        )
-        if isinstance(node.machine, DurableNotices):
-            node.machine.on_durable(persist.topic, persist.producer, last, now)
+        node.log.execute(persist, node.machine, now)
 
     def _subscription(self, node: _Node, prefix: bytes, subscribed: bool, now: float) -> None:
         if subscribed:

@@ -14,7 +14,6 @@ from typing import TypeVar
 from dafka.node.actions import (
     Action,
     Deliver,
-    DurableNotices,
     NodeMachine,
     Persist,
     Send,
@@ -113,11 +112,7 @@ class ScriptedPeer:
         elif isinstance(action, Persist):
             self.persisted.append(action)
             if self.log is not None:
-                last = self.log.append(
-                    action.topic, action.producer, action.first_sequence, action.contents
-                )
-                if isinstance(self.machine, DurableNotices):
-                    self.machine.on_durable(action.topic, action.producer, last, self.clock.now)
+                self.log.execute(action, self.machine, self.clock.now)
         elif isinstance(action, Subscribe):
             self.subscriptions.add(action.prefix)
         elif isinstance(action, Unsubscribe):

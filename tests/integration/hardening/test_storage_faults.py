@@ -4,8 +4,8 @@
   write, and - once space is freed - writes and ACKs everything by itself: the producer
   held every unACKed record meanwhile, the log ends complete.
 * A store whose segment has a 3-byte flip in the middle finds it at read time: it logs the
-  cut at WARNING, announces its true head, and re-fetches the lost range from a healthy
-  peer store; the consumer gets every record.
+  damage at WARNING, keeps the records after the damaged one (a hole of exactly one record),
+  and fills the hole from a healthy peer store; the consumer gets every record.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from tests.integration.storage.tmpfs import TmpfsUnavailableError, fill, small_t
 
 _DISK_FULL = re.compile(r"disk full \(ENOSPC\) in (\S+) \((\d+) bytes free\)")
 _RESUMED = re.compile(r"writes to (\S+) resume after (\d+) failed append")
-_READ_CUT = re.compile(
-    r"read: partition '(\S+)'/'(\S+)' cut \(corrupt: [^)]*\) .*offsets (\d+)\.\."
+_READ_DAMAGE = re.compile(
+    r"read: partition '(\S+)'/'(\S+)' damaged \(corrupt: [^)]*\) .*offsets (\d+)\.\.(\d+) "
 )
+_FILLED = re.compile(r"records (\d+)\.\.(\d+) filled from a peer")
 
 
 @pytest.fixture
@@ -129,23 +130,27 @@ def test_corruption_found_at_read_time_is_refetched_from_a_peer_store(
         consumer = procs.client(
             "consumer", "consume", [tower], "flip", "--expect", str(records), "--timeout", "150"
         )
-        cut = damaged.proc.wait_log(_READ_CUT, timeout=90)
-        assert (cut.group(2), int(cut.group(3))) == (partition, victim)
-        # the true head is announced (no one else has the rest yet)
-        heads = probe.heads(damaged.reader_port, "flip", {partition: victim - 1}, 30)
-        assert heads == {partition: victim - 1}
+        found = damaged.proc.wait_log(_READ_DAMAGE, timeout=90)
+        assert (found.group(2), int(found.group(3)), int(found.group(4))) == (
+            partition,
+            victim,
+            victim,
+        )
+        # it still holds (and announces) everything after the damaged record
+        heads = probe.heads(damaged.reader_port, "flip", {partition: records - 1}, 30)
+        assert heads == {partition: records - 1}
         healthy = procs.store(stores[1].data_dir, [tower], fsync="ms:5")
+        filled = damaged.proc.wait_log(_FILLED, timeout=90)  # from the peer, no restart
+        assert (int(filled.group(1)), int(filled.group(2))) == (victim, victim)
         finished = consumer.wait_event("done", timeout=150)
         assert (finished["received"], finished["error_list"]) == (records, [])
         assert consumer.wait_exit() == 0
-        heads = probe.heads(damaged.reader_port, "flip", {partition: records - 1}, 90)
-        assert heads == {partition: records - 1}  # repaired from the peer, no restart
     finally:
         probe.close()
     assert damaged.proc.stop() == 0
     assert healthy.proc.stop() == 0
     quarantine = list((stores[0].data_dir / "log" / ".quarantine").glob("*/*/*"))
     assert len(quarantine) == 1
-    assert quarantine[0].stat().st_size == (records - victim) * 116
+    assert quarantine[0].stat().st_size == 116  # exactly the damaged record
     (held,) = read_log(stores[0].data_dir).values()
     check_partition(held, records)

@@ -1,5 +1,5 @@
 """The store's persistence between a real Storage and a real StoreMachine (no sockets):
-a read that cuts the log, and a full disk, reach the machine in the same turn."""
+damage met by a read, and a full disk, reach the machine in the same turn."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class Turns:
         return self.execute()
 
 
-def test_a_read_that_cuts_the_log_is_refetched_in_the_same_turn(tmp_path: Path) -> None:
+def test_a_damaged_record_met_by_a_read_is_refetched_in_the_same_turn(tmp_path: Path) -> None:
     turns = Turns(tmp_path)
     assert turns.records(0, 100) == [Ack("P", "t", 99)]
     plog = turns.storage.log("t", "P")
@@ -63,21 +63,22 @@ def test_a_read_that_cuts_the_log_is_refetched_in_the_same_turn(tmp_path: Path) 
     turns.machine.on_message(Fetch("P", "C", "t", 0, 200), 0.0)  # the read meets record 50
     sent = turns.execute()
     replies = [m for m in sent if isinstance(m, DirectRecord)]
-    assert [m.sequence for m in replies] == list(range(50))
+    assert [m.sequence for m in replies] == list(range(50))  # the run ends at the hole
     (fetch,) = [m for m in sent if isinstance(m, Fetch)]
-    assert (fetch.requester, fetch.sequence, fetch.count) == (W, 50, 60)  # the lost range
-    assert turns.storage.head("t", "P") == 49
+    assert (fetch.requester, fetch.sequence, fetch.count) == (W, 50, 1)  # exactly the hole
+    assert turns.storage.head("t", "P") == 109  # nothing after it was given up
+    assert turns.storage.holes("t", "P") == [(50, 51)]
     stats = turns.machine.statistics()
-    assert stats.partitions_blocked == 0  # a cut is no disk fault: no backoff
+    assert (stats.partitions_blocked, stats.holes, stats.hole_records) == (0, 1, 1)
     assert turns.persistence.statistics().truncations == 1
-    turns.machine.on_message(Fetch("P", "C2", "t", 0, 200), 0.0)
-    turns.machine.on_timer(0.0)  # the reply queued behind the first one is served
-    again = [m.sequence for m in turns.execute() if isinstance(m, DirectRecord)]
-    assert again == list(range(50))  # only what the log holds now
-    refetched = [DirectRecord(W, "t", "P", s, b"%06d" % s) for s in range(50, 110)]
-    for message in refetched:
-        turns.machine.on_message(message, 0.0)
-    assert turns.execute() == [Ack("P", "t", 109)]
+    assert turns.persistence.statistics().records_lost == 1
+    turns.machine.on_timer(0.0)  # the reply goes on after the hole
+    rest = [m.sequence for m in turns.execute() if isinstance(m, DirectRecord)]
+    assert rest == list(range(51, 110))  # never a record the store does not hold
+    turns.machine.on_message(DirectRecord(W, "t", "P", 50, b"%06d" % 50), 0.0)  # a peer's
+    assert turns.execute() == []
+    assert turns.storage.holes("t", "P") == []
+    assert turns.machine.statistics().holes == 0
     assert turns.storage.read("t", "P", 0, 200) == [(s, b"%06d" % s) for s in range(110)]
 
 

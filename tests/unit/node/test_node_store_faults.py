@@ -22,15 +22,24 @@ class FlakyLog(MemoryLog):
     full = False
     failed = 0
 
-    def append(self, topic: str, partition: str, first: int, payloads: Sequence[bytes]) -> int:
+    def append(
+        self,
+        topic: str,
+        partition: str,
+        first: int,
+        payloads: Sequence[bytes],
+        *,
+        after_gap: bool = False,
+    ) -> int:
         if self.full:
             self.failed += 1
             raise StorageIOError("No space left on device")
-        return super().append(topic, partition, first, payloads)
+        return super().append(topic, partition, first, payloads, after_gap=after_gap)
 
     def cut(self, topic: str, partition: str, head: int) -> None:
-        base, records = self._parts[topic, partition]
-        del records[head + 1 - base :]
+        end = self.head(topic, partition)
+        assert end is not None
+        self.punch(topic, partition, head + 1, end + 1)
 
 
 def setup() -> tuple[StoreMachine, ScriptedPeer, FlakyLog]:
@@ -163,7 +172,7 @@ def test_a_cut_to_empty_refetches_from_zero() -> None:
     store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=None))
     peer = ScriptedPeer(store)
     peer.recv_all()
-    log._parts.clear()
+    log.clear()
     store.on_truncated("t", P, -1, peer.clock.now)
     peer.drain()
     fetch = peer.expect(Fetch)

@@ -1,4 +1,4 @@
-"""What recovery and reads cannot read goes to the quarantine, and every cut is a WARNING."""
+"""What recovery and reads cannot read goes to the quarantine, and every loss is a WARNING."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.unit.storage.test_storage_recovery import (
     CONFIG,
     SIZE,
     all_records,
+    assert_all_but,
     assert_prefix,
     build,
     record_position,
@@ -29,33 +30,25 @@ def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
-def test_a_bad_segment_magic_moves_the_whole_segment_to_quarantine(
+def test_a_bad_segment_magic_is_set_aside_and_its_records_kept(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     build(tmp_path)
-    segs = segments(tmp_path)
-    first = segs[0]
+    first = segments(tmp_path)[0]
     damaged = b"XAFKALOG" + first.read_bytes()[8:]
     first.write_bytes(damaged)
-    later = {p.name: p.read_bytes() for p in segs[1:]}
     with caplog.at_level(logging.WARNING), Storage.open(tmp_path, CONFIG) as storage:
-        assert storage.head("t", "p") is None
-        assert first.read_bytes() == encode_segment_header(0)  # a fresh, empty segment
+        assert storage.head("t", "p") == 499
+        assert_prefix(all_records(storage), 500)
+        assert first.read_bytes() == encode_segment_header(0) + damaged[24:]
         moved = storage.recovery_report.quarantined
-    held = {
-        p.name.split(".")[0] + ".log": p.read_bytes()
-        for p in quarantine(tmp_path)
-        if ".log." in p.name
-    }
-    assert held[first.name] == damaged  # never deleted: moved whole
-    for name, data in later.items():
-        assert held[name] == data
-    assert set(moved) == set(quarantine(tmp_path))
+    (header,) = quarantine(tmp_path)
+    assert header.read_bytes() == damaged[:24]  # never deleted: the bad bytes are kept aside
+    assert moved == [header]
     logged = warnings(caplog)
     assert any(
-        "'t'/'p'" in m and "bad segment header" in m and "offsets 0 and later" in m for m in logged
+        "'t'/'p'" in m and "bad segment header" in m and "no records dropped" in m for m in logged
     ), logged
-    assert any("segment(s) dropped" in m and "file(s) quarantined" in m for m in logged)
 
 
 def test_an_unknown_log_file_is_quarantined_not_deleted(
@@ -67,16 +60,17 @@ def test_an_unknown_log_file_is_quarantined_not_deleted(
     original = stray.read_bytes()
     with caplog.at_level(logging.WARNING), Storage.open(tmp_path, CONFIG) as storage:
         assert_prefix(all_records(storage), 500)
+        assert storage.head("t", "p") == 499  # a file after a gap holding nothing is no hole
         (gap,) = storage.recovery_report.truncations
         assert gap.reason == "gap"
     assert not stray.exists()
     (kept,) = quarantine(tmp_path)
     assert kept.read_bytes() == original
     assert kept.name.startswith(stray.name + ".")
-    assert any(stray.name in m and "1 segment(s) dropped" in m for m in warnings(caplog))
+    assert any(stray.name in m and "set aside" in m for m in warnings(caplog))
 
 
-def test_a_read_that_meets_corruption_quarantines_the_cut_and_warns(
+def test_a_read_that_meets_corruption_quarantines_the_bad_record_and_warns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     build(tmp_path)
@@ -89,18 +83,22 @@ def test_a_read_that_meets_corruption_quarantines_the_cut_and_warns(
     later = {p.name: p.read_bytes() for p in segs[1:]}
     with caplog.at_level(logging.WARNING), Storage.open(tmp_path, CONFIG) as storage:
         assert storage.recovery_report.clean
-        assert_prefix(all_records(storage), victim)
+        assert_all_but(all_records(storage), {victim})
         (cut,) = storage.take_truncations()
-        assert (cut.offset, cut.end_offset) == (victim, 500)
-    kept = {p.name: p for p in quarantine(tmp_path)}
-    (tail,) = [p for name, p in kept.items() if ".from-" in name]
-    assert tail.read_bytes() == bytes(data[record_position(victim) :])
-    for name, content in later.items():
-        (moved,) = [p for n, p in kept.items() if n.startswith(name + ".")]
-        assert moved.read_bytes() == content
+        assert (cut.offset, cut.end_offset, cut.resumed) == (victim, victim + 1, victim + 1)
+    (bad,) = quarantine(tmp_path)
+    assert bad.name.startswith(f"{first.name}.from-{record_position(victim)}.")
+    assert bad.read_bytes() == bytes(data[record_position(victim) : record_position(victim + 1)])
+    for name, content in later.items():  # later segments untouched
+        assert (first.parent / name).read_bytes() == content
+    # the records after it, in the same file, moved to a segment of their own, byte for byte
+    rest = first.parent / f"{victim + 1:020d}.log"
+    assert rest.read_bytes()[24:] == bytes(data[record_position(victim + 1) :])
+    assert first.read_bytes() == bytes(data[: record_position(victim)])
     (line,) = [m for m in warnings(caplog) if "read:" in m]
     assert "'t'/'p'" in line
-    assert f"offsets {victim}..499 ({500 - victim} records)" in line
+    assert f"offsets {victim}..{victim} (1 records) dropped" in line
+    assert f"intact records from {victim + 1} on kept" in line
 
 
 def test_a_torn_tail_is_cut_and_warned_but_not_quarantined(

@@ -1,4 +1,5 @@
-"""Recovery at open, and corruption met by reads: cut at the first bad record, report it."""
+"""Recovery at open, and corruption met by reads: exactly the bad records are lost (a hole),
+the intact records after them are kept, and all of it is reported."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ def all_records(storage: Storage) -> list[tuple[int, bytes]]:
 
 def assert_prefix(records: list[tuple[int, bytes]], count: int) -> None:
     assert records == [(o, payload("p", o, SIZE)) for o in range(count)]
+
+
+def assert_all_but(records: list[tuple[int, bytes]], lost: set[int], count: int = 500) -> None:
+    """Every record of ``range(count)`` except the ``lost`` ones, intact and in order."""
+    assert records == [(o, payload("p", o, SIZE)) for o in range(count) if o not in lost]
 
 
 def test_clean_open_scans_only_tails(tmp_path: Path) -> None:
@@ -84,7 +90,7 @@ def test_zero_filled_tail_counts_as_torn(tmp_path: Path) -> None:
         assert_prefix(all_records(storage), 500)
 
 
-def test_corrupt_tail_record_is_reported_with_its_position(tmp_path: Path) -> None:
+def test_a_corrupt_record_near_the_tail_costs_only_itself(tmp_path: Path) -> None:
     build(tmp_path)
     last = segments(tmp_path)[-1]
     base = int(last.stem)
@@ -97,13 +103,35 @@ def test_corrupt_tail_record_is_reported_with_its_position(tmp_path: Path) -> No
         f.write(bytes([byte[0] ^ 0x10]))
     with Storage.open(tmp_path, CONFIG) as storage:
         (cut,) = storage.recovery_report.truncations
-        assert (cut.reason, cut.offset) == ("corrupt", victim)
+        assert (cut.reason, cut.offset, cut.end_offset, cut.resumed) == (
+            "corrupt",
+            victim,
+            victim + 1,
+            victim + 1,
+        )
         assert cut.position == record_position(victim - base)
         assert cut.detail == "CRC-32C mismatch"
-        assert_prefix(all_records(storage), victim)
+        assert cut.bytes_dropped == RECORD_HEADER_SIZE + SIZE
+        assert storage.head("t", "p") == 499
+        assert storage.holes("t", "p") == [(victim, victim + 1)]
+        assert_all_but(all_records(storage), {victim})
 
 
-def test_mid_log_corruption_is_found_by_a_read(tmp_path: Path) -> None:
+def test_a_corrupt_last_record_takes_the_head_back(tmp_path: Path) -> None:
+    build(tmp_path)
+    last = segments(tmp_path)[-1]
+    with last.open("r+b") as f:
+        f.seek(-5, os.SEEK_END)
+        f.write(b"\xee")
+    with Storage.open(tmp_path, CONFIG) as storage:
+        (cut,) = storage.recovery_report.truncations
+        assert (cut.reason, cut.offset, cut.end_offset, cut.resumed) == ("corrupt", 499, None, None)
+        assert storage.head("t", "p") == 498
+        assert storage.holes("t", "p") == []
+        assert_prefix(all_records(storage), 499)
+
+
+def test_mid_log_corruption_found_by_a_read_leaves_a_hole_of_one_record(tmp_path: Path) -> None:
     build(tmp_path)
     first = segments(tmp_path)[0]
     victim = 10
@@ -114,27 +142,40 @@ def test_mid_log_corruption_is_found_by_a_read(tmp_path: Path) -> None:
         assert storage.recovery_report.clean  # only tails are checked at open
         assert storage.head("t", "p") == 499
         assert storage.read("t", "p", 0, 5) == [(o, payload("p", o, SIZE)) for o in range(5)]
-        assert_prefix(all_records(storage), victim)
+        assert_all_but(all_records(storage), {victim})
         (cut,) = storage.take_truncations()
-        assert (cut.reason, cut.offset, cut.position) == (
+        assert (cut.reason, cut.offset, cut.position, cut.end_offset, cut.resumed) == (
             "corrupt",
             victim,
             record_position(victim),
+            victim + 1,
+            victim + 1,
         )
         assert cut.segment == first
-        assert storage.head("t", "p") == victim - 1
-        assert storage.durable_offset("t", "p") == victim - 1
-        assert storage.read("t", "p", victim, 100) == []  # never past the gap
-        assert len(segments(tmp_path)) == 1
-        storage.append("t", "p", victim, [payload("p", o, SIZE) for o in range(victim, 500)])
+        assert storage.head("t", "p") == 499  # nothing after the hole was given up
+        assert storage.durable_offset("t", "p") == 499
+        assert storage.holes("t", "p") == [(victim, victim + 1)]
+        # a FETCH reply's read stops at the hole, the next one starts after it
+        assert storage.read_contents("t", "p", 5, 10) == (
+            5,
+            [payload("p", o, SIZE) for o in range(5, victim)],
+        )
+        assert storage.read_contents("t", "p", victim, 3) == (
+            victim + 1,
+            [payload("p", o, SIZE) for o in range(victim + 1, victim + 3)],
+        )
+        assert storage.read("t", "p", victim, 1) == []  # never a record that is not there
+        storage.fill("t", "p", victim, [payload("p", victim, SIZE)])
+        assert storage.holes("t", "p") == []
+        assert_prefix(all_records(storage), 500)
     with Storage.open(tmp_path, CONFIG) as storage:
         assert storage.recovery_report.clean
         assert_prefix(all_records(storage), 500)
 
 
-def test_verify_on_open_finds_mid_log_corruption(tmp_path: Path) -> None:
+def test_verify_on_open_finds_a_damaged_length_and_keeps_what_follows(tmp_path: Path) -> None:
     build(tmp_path)
-    second, third = segments(tmp_path)[1:3]
+    second = segments(tmp_path)[1]
     base = int(second.stem)
     with second.open("r+b") as f:
         f.seek(record_position(3) + 9)  # inside the length field
@@ -147,18 +188,22 @@ def test_verify_on_open_finds_mid_log_corruption(tmp_path: Path) -> None:
         max_record_bytes=1024,  # so the damaged length is recognisably corrupt
     )
     with Storage.open(tmp_path, config) as storage:
-        cut, gap = storage.recovery_report.truncations
-        assert (cut.reason, cut.offset, cut.segment) == ("corrupt", base + 3, second)
-        assert (gap.reason, gap.offset, gap.position) == ("gap", base + 3, 0)
-        assert gap.segment == third
-        quarantined = storage.recovery_report.quarantined
-        assert len(quarantined) >= 3  # the cut tail, later segments and their indexes
-        assert all(p.exists() and ".quarantine" in p.parts for p in quarantined)
-        assert storage.head("t", "p") == base + 2
-        assert_prefix(all_records(storage), base + 3)
+        (cut,) = storage.recovery_report.truncations
+        assert (cut.reason, cut.offset, cut.segment, cut.end_offset) == (
+            "corrupt",
+            base + 3,
+            second,
+            base + 4,
+        )
+        (copy,) = storage.recovery_report.quarantined
+        assert copy.exists()
+        assert ".quarantine" in copy.parts
+        assert copy.stat().st_size == RECORD_HEADER_SIZE + SIZE
+        assert storage.head("t", "p") == 499
+        assert_all_but(all_records(storage), {base + 3})
 
 
-def test_explicit_verify_cuts_like_a_read(tmp_path: Path) -> None:
+def test_explicit_verify_salvages_like_a_read(tmp_path: Path) -> None:
     build(tmp_path)
     first = segments(tmp_path)[0]
     with first.open("r+b") as f:
@@ -166,9 +211,11 @@ def test_explicit_verify_cuts_like_a_read(tmp_path: Path) -> None:
         f.write(b"\x00\x01")
     with Storage.open(tmp_path, CONFIG) as storage:
         (cut,) = storage.verify()
-        assert cut.offset == 20
-        assert storage.head("t", "p") == 19
+        assert (cut.offset, cut.end_offset) == (20, 21)
+        assert storage.head("t", "p") == 499
+        assert storage.holes("t", "p") == [(20, 21)]
         assert storage.verify() == []
+        assert_all_but(all_records(storage), {20})
 
 
 def test_missing_indexes_are_rebuilt_identically(tmp_path: Path) -> None:
@@ -213,16 +260,20 @@ def test_an_index_pointing_at_the_wrong_record_does_not_lose_data(tmp_path: Path
         assert storage.take_truncations() == []
 
 
-def test_a_segment_after_a_gap_is_dropped(tmp_path: Path) -> None:
+def test_a_missing_segment_file_leaves_a_hole_and_the_later_ones_are_kept(
+    tmp_path: Path,
+) -> None:
     build(tmp_path)
     segs = segments(tmp_path)
     segs[1].unlink()
+    lost = set(range(int(segs[1].stem), int(segs[2].stem)))
     with Storage.open(tmp_path, CONFIG) as storage:
-        (cut,) = storage.recovery_report.truncations
-        assert cut.reason == "gap"
-        assert cut.offset == int(segs[1].stem)
-        assert segments(tmp_path) == [segs[0]]
-        assert_prefix(all_records(storage), int(segs[1].stem))
+        (gap,) = storage.recovery_report.truncations
+        assert (gap.reason, gap.offset, gap.end_offset) == ("gap", min(lost), max(lost) + 1)
+        assert segments(tmp_path) == [segs[0], *segs[2:]]
+        assert storage.holes("t", "p") == [(min(lost), max(lost) + 1)]
+        assert storage.head("t", "p") == 499
+        assert_all_but(all_records(storage), lost)
 
 
 def test_torn_segment_header_and_orphan_index(tmp_path: Path) -> None:
@@ -245,20 +296,34 @@ def test_torn_segment_header_and_orphan_index(tmp_path: Path) -> None:
         assert last.stat().st_size == SEGMENT_HEADER_SIZE
 
 
-def test_bad_segment_header_is_corruption(tmp_path: Path) -> None:
+def test_a_bad_segment_header_is_rewritten_and_costs_no_record(tmp_path: Path) -> None:
     build(tmp_path)
     first = segments(tmp_path)[0]
     with first.open("r+b") as f:
         f.write(b"XAFKALOG")
     with Storage.open(tmp_path, CONFIG) as storage:
-        cut, gap = storage.recovery_report.truncations
-        assert (cut.reason, cut.position, cut.offset) == ("corrupt", 0, 0)
-        assert (gap.reason, gap.offset) == ("gap", 0)
-        assert storage.head("t", "p") is None
-        assert storage.heads("t") == {}
-        assert storage.read("t", "p", 0, 10) == []
-        storage.append("t", "p", 0, [b"again"])
-        assert storage.read("t", "p", 0, 10) == [(0, b"again")]
+        (cut,) = storage.recovery_report.truncations
+        assert (cut.reason, cut.position, cut.offset, cut.end_offset) == ("corrupt", 0, 0, 0)
+        assert "bad segment header" in cut.detail
+        assert storage.head("t", "p") == 499
+        assert_prefix(all_records(storage), 500)
+    with Storage.open(tmp_path, CONFIG) as storage:
+        assert storage.recovery_report.clean
+
+
+def test_a_segment_whose_records_are_all_damaged_is_emptied_not_dropped(tmp_path: Path) -> None:
+    build(tmp_path)
+    first = segments(tmp_path)[0]
+    size = first.stat().st_size
+    with first.open("r+b") as f:  # garbage over every record of the first segment
+        f.seek(SEGMENT_HEADER_SIZE)
+        f.write(bytes((i * 7 + 1) % 251 for i in range(size - SEGMENT_HEADER_SIZE)))
+    with Storage.open(tmp_path, CONFIG) as storage:
+        lost = set(range(int(segments(tmp_path)[1].stem)))
+        assert storage.holes("t", "p") == [(0, max(lost) + 1)]
+        assert_all_but(all_records(storage), lost)
+        (cut,) = storage.recovery_report.truncations
+        assert (cut.offset, cut.end_offset, cut.resumed) == (0, None, None)
 
 
 def test_heads_come_from_tails_only(tmp_path: Path) -> None:
