@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+import click
+
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
 from dafka.cli._output import Formatter
 
@@ -39,6 +41,7 @@ def consume(
     seen = 0
     settle = max(2.0, 3 * float(joining["beacon_interval"]))
     started = time.monotonic()
+    lookout = _Lookout(topics, dict(start_positions or {}), exit_at_end, joining)
     with Consumer(
         topics,
         offset_reset=offset_reset,
@@ -61,7 +64,10 @@ def consume(
                         break
                 if batch:
                     out.flush()
-                elif exit_at_end and _at_end(consumer, started, settle):
+                if not lookout.done and time.monotonic() - started >= settle:
+                    lookout.check(consumer.heads())
+                    lookout.close()
+                if not batch and exit_at_end and _at_end(consumer, started, settle):
                     break
         except KeyboardInterrupt:
             pass
@@ -69,6 +75,7 @@ def consume(
             _quiet_stdout()
             return seen
         finally:
+            lookout.close()
             if metrics is not None:
                 metrics.stop()
         try:
@@ -76,6 +83,81 @@ def consume(
         except BrokenPipeError:
             _quiet_stdout()
     return seen
+
+
+class _Lookout:
+    """What the cluster said about the topics and the ``--offset`` partitions, checked once,
+    after the consumer had ``settle`` seconds to hear every store's heads.
+
+    A consumer waits for records that may come later (a producer that has not started yet,
+    a partition that grows), so waiting is right; waiting without a word is not. So: a
+    topic nobody knows is a notice on stderr (still waiting, or with ``-e`` nothing to
+    read); a start offset past the partition's head is a notice saying where the head is
+    (offsets count RECORDs, and a batched ``produce`` stores many messages in one); an
+    ``--offset`` partition the stores and producers do not know while they know others of
+    its topic is an error naming the ones they know (a typo, or a name from elsewhere).
+
+    The heads of ``--offset`` partitions come from a :class:`~dafka.client.HeadWatcher`
+    (what the stores and producers announce, closed after the check): the consumer's own
+    ``heads()`` counts a start past the head as read up to it.
+    """
+
+    def __init__(
+        self,
+        topics: tuple[str, ...],
+        starts: dict[tuple[str, str], int],
+        exit_at_end: bool,
+        joining: Mapping[str, Any],
+    ) -> None:
+        from dafka.client import ConsumerSettings, HeadWatcher
+
+        self._topics = topics
+        self._starts = starts
+        self._exit_at_end = exit_at_end
+        self._watcher: HeadWatcher | None = None
+        if starts:
+            transport = ConsumerSettings(**joining).transport()
+            self._watcher = HeadWatcher(sorted({t for t, _ in starts}), transport)
+        self.done = False
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+
+    def check(self, heads: Mapping[tuple[str, str], int]) -> None:
+        self.done = True
+        announced = self._watcher.heads() if self._watcher is not None else {}
+        # the consumer's heads of --offset partitions count its start as read: not those
+        existing = {k: h for k, h in heads.items() if k not in self._starts}
+        known: dict[str, set[str]] = {}
+        for (topic, partition), head in [*existing.items(), *announced.items()]:
+            if head >= 0:
+                known.setdefault(topic, set()).add(partition)
+        then = "nothing to read" if self._exit_at_end else "waiting for it (Ctrl-C to stop)"
+        for topic in self._topics:
+            if topic not in known:
+                _notice(f"{topic}: no store or producer knows this topic (yet); {then}")
+        for (topic, partition), start in sorted(self._starts.items()):
+            if topic not in known:
+                continue
+            head = announced.get((topic, partition), -1)
+            if head < 0:
+                raise click.ClickException(
+                    f"--offset names partition {partition!r} of {topic!r}, which no store or "
+                    f"producer knows; its partitions: {', '.join(sorted(known[topic]))}"
+                )
+            if start > head + 1:
+                wait = "nothing to read" if self._exit_at_end else f"waiting for offset {start}"
+                _notice(
+                    f"{topic}/{partition}: --offset {start} is past the head: the last RECORD "
+                    f"is offset {head} (offsets count RECORDs; a batched produce stores many "
+                    f"messages in one, see docs/cli.md); {wait}"
+                )
+
+
+def _notice(line: str) -> None:
+    click.echo(f"dafka consume: {line}", err=True)
 
 
 class _EndAware(Protocol):

@@ -56,13 +56,17 @@ def report(snapshot: ClusterSnapshot, towers: list[str], only: tuple[str, ...] =
                     "lag": max(lag.values(), default=0),
                 }
             )
-        topics[topic] = {
+        entry = {
             "partitions": partitions,
             "records": sum(p["head"] + 1 for p in partitions),
             "producers": sorted(p for p, t in view.producers.items() if t == topic),
             "consumers": sorted(c for c, ts in view.consumers.items() if topic in ts),
             "consumed": topic in view.consumed_topics,
         }
+        if only or partitions or entry["producers"] or entry["consumed"]:
+            topics[topic] = entry
+        # else: a name only heard in a GET-HEADS (someone once tried to consume it, and the
+        # stores keep asking for its heads): no partition, no producer, no live consumer
     stores = []
     for store in view.stores:
         mine = {k: h for k, h in store.heads.items() if k[0] in topics}
