@@ -17,15 +17,15 @@ import statistics
 import time
 from typing import Any
 
-from dafka import Consumer, LocalCluster, Producer
-from dafka.client import ReadCommittedConsumer, TransactionalProducer
+from dafka import Consumer, LocalCluster, ReadCommittedConsumer, TransactionalProducer
 
 
 def _read(
     common: dict[str, Any], topic: str, level: str, expect: int
 ) -> tuple[int, float, float, str]:
     """Messages with a value read from ``topic``: count, wall seconds, CPU seconds, notes."""
-    with Consumer([topic], offset_reset="earliest", isolation_level=level, **common) as c:
+    kind = ReadCommittedConsumer if level == "read_committed" else Consumer
+    with kind([topic], offset_reset="earliest", **common) as c:
         start = time.perf_counter()
         cpu = time.process_time()
         got = 0
@@ -58,14 +58,13 @@ def main() -> None:
             "beacon_timeout": 0.8,
             "ready_timeout": 30.0,
         }
-        producer: object = Producer(
+        producer = TransactionalProducer(
             "bench-eos",
             transactional_id="bench",
             partitions=args.partitions,
             txn_lease=1.0,
             **common,
         )
-        assert isinstance(producer, TransactionalProducer)
         commits: list[float] = []
         start = time.perf_counter()
         sent = 0

@@ -31,7 +31,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from pyspark.sql import SparkSession
 
-from dafka.client import Consumer, Producer
+from dafka.client import Consumer, Producer, ReadCommittedConsumer
 from dafka.server import InProcessCluster, free_port_pair
 
 ROUNDS = 3
@@ -50,9 +50,8 @@ def raw_producer(towers: str, topic: str, n: int, size: int) -> float:
 
 
 def raw_consumer(towers: str, topic: str, n: int, isolation: str = "read_uncommitted") -> float:
-    with Consumer(
-        [topic], towers=towers, offset_reset="earliest", isolation_level=isolation
-    ) as consumer:
+    kind = ReadCommittedConsumer if isolation == "read_committed" else Consumer
+    with kind([topic], towers=towers, offset_reset="earliest") as consumer:
         got = 0
         start = time.perf_counter()
         deadline = start + 120

@@ -17,6 +17,8 @@ from dafka.client import (
     DeliveryError,
     Producer,
     ProducerSettings,
+    ReadCommittedConsumer,
+    TransactionalProducer,
 )
 from dafka.errors import ConfigError, DafkaError, DataLossError, NodeFailedError
 from dafka.node import BackpressureError
@@ -46,10 +48,12 @@ __all__ = [
     "Producer",
     "ProducerFencedError",
     "ProducerSettings",
+    "ReadCommittedConsumer",
     "Record",
     "RecordColumns",
     "RecordMetadata",
     "TransactionError",
+    "TransactionalProducer",
     "__version__",
 ]
 __version__ = "0.1.0"

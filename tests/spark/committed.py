@@ -1,6 +1,6 @@
 """What a read-committed reader of a topic sees: the oracle of the exactly-once sink tests.
 
-The real client, ``Consumer(..., isolation_level="read_committed")`` (Gazette's rules,
+The real client, ``ReadCommittedConsumer`` (Gazette's rules,
 ``dafka.records.CommittedFilter``), reads the topic from the beginning until every partition
 it knows is handed out up to its head.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from dafka.client import Consumer
+from dafka import ReadCommittedConsumer
 from tests.spark.conftest import Cluster
 
 
@@ -17,9 +17,7 @@ def committed_values(cluster: Cluster, topic: str, timeout: float = 60.0) -> lis
     """Every committed message value of ``topic``, each as often as a reader delivers it."""
     out: list[bytes] = []
     deadline = time.monotonic() + timeout
-    with Consumer(
-        [topic], isolation_level="read_committed", offset_reset="earliest", towers=cluster.towers
-    ) as consumer:
+    with ReadCommittedConsumer([topic], offset_reset="earliest", towers=cluster.towers) as consumer:
         while True:
             out += [r.value for r in consumer.poll(0.2)]
             heads = {k: h for k, h in consumer.heads().items() if h >= 0}

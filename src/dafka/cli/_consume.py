@@ -35,14 +35,15 @@ def consume(
     """Write records until ``count``, the end (``exit_at_end``), Ctrl-C or a closed stdout;
     returns how many were written. ``joining``: the consumer's settings fields that join the
     cluster (``cli._options.client_fields``)."""
-    from dafka.client import Consumer
+    from dafka.client import Consumer, ReadCommittedConsumer
 
+    kind = ReadCommittedConsumer if isolation_level == "read_committed" else Consumer
     out = sys.stdout.buffer
     seen = 0
     settle = max(2.0, 3 * float(joining["beacon_interval"]))
     started = time.monotonic()
     lookout = _Lookout(topics, dict(start_positions or {}), exit_at_end, joining)
-    with Consumer(
+    with kind(
         topics,
         offset_reset=offset_reset,
         start_positions=start_positions,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
@@ -24,6 +25,8 @@ from typing import Any, TypeVar
 
 from dafka.client._consumer import Consumer, Key, PollStatistics, checked_reads
 from dafka.client._metrics import ConsumerMetrics
+from dafka.client._read_committed import ReadCommittedConsumer
+from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import ConsumerStatistics
 from dafka.records import Record, RecordColumns
@@ -32,7 +35,13 @@ _Taken = TypeVar("_Taken", list[Record], RecordColumns)
 
 
 class AsyncConsumer:
-    """asyncio flavour of :class:`Consumer`; takes the same arguments."""
+    """asyncio flavour of :class:`Consumer`; takes the same arguments.
+
+    It wraps a blocking consumer, chosen by the settings: a :class:`ReadCommittedConsumer`
+    when ``isolation_level="read_committed"`` (its arguments, such as ``checkpoint=``, are
+    then accepted too), a :class:`Consumer` otherwise. :attr:`consumer` is typed
+    :class:`Consumer`, which both are.
+    """
 
     def __init__(
         self,
@@ -43,8 +52,14 @@ class AsyncConsumer:
         **kwargs: Any,
     ) -> None:
         checked_reads(topics, assign, end_offsets)  # fail when built, as Consumer does
+        known = {f.name for f in dataclasses.fields(ConsumerSettings)} | {"config_file"}
+        fields = {k: kwargs.pop(k) for k in list(kwargs) if k in known}
+        settings = resolve_settings(ConsumerSettings, kwargs.pop("settings", None), fields)
+        kind: type[Consumer] = Consumer
+        if settings.isolation_level == "read_committed":
+            kind = ReadCommittedConsumer
         self._make = functools.partial(
-            Consumer, topics, assign=assign, end_offsets=end_offsets, **kwargs
+            kind, topics, settings=settings, assign=assign, end_offsets=end_offsets, **kwargs
         )
         self._consumer: Consumer | None = None
         self._event = asyncio.Event()

@@ -88,6 +88,14 @@ _startswith = bytes.startswith
 
 Key = tuple[str, str]
 
+READ_COMMITTED_IS_A_CLASS = (
+    "a consumer with isolation_level='read_committed' is a ReadCommittedConsumer: "
+    "ReadCommittedConsumer(topics, ...) (from dafka import ReadCommittedConsumer), whose "
+    "checkpoint() a plain Consumer does not have"
+)
+"""A :class:`Consumer` reads every message: read committed is its own class (with its own
+calls), not a setting that would change what the constructor returns."""
+
 
 @dataclass(frozen=True, slots=True)
 class PollStatistics:
@@ -147,22 +155,6 @@ class Consumer:
     for the CLI and tests.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Consumer:
-        """``isolation_level="read_committed"`` builds a ``ReadCommittedConsumer`` (issue 10:
-        dafka.client._read_committed), a subclass that delivers committed messages only."""
-        if cls is Consumer:
-            settings = kwargs.get("settings")
-            if settings is None and kwargs.get("config_file") is not None:  # it may say it
-                settings = ConsumerSettings.from_config(kwargs["config_file"])
-            level = kwargs.get(
-                "isolation_level", getattr(settings, "isolation_level", "read_uncommitted")
-            )
-            if level == "read_committed":
-                from dafka.client._read_committed import ReadCommittedConsumer
-
-                return super().__new__(ReadCommittedConsumer)
-        return super().__new__(cls)
-
     def __init__(
         self,
         topics: Iterable[str] | str | None = None,
@@ -179,6 +171,8 @@ class Consumer:
         **fields: Any,
     ) -> None:
         self.settings = resolve_settings(ConsumerSettings, settings, fields)
+        if self.settings.isolation_level == "read_committed":
+            raise ConfigError(READ_COMMITTED_IS_A_CLASS)
         topic_list, assigned, ends = checked_reads(topics, assign, end_offsets)
         self.consumer_id = consumer_id or new_node_id()
         self._machine = ConsumerMachine(

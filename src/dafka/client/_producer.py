@@ -51,7 +51,7 @@ from dafka.client._future import DeliveryFuture
 from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_metrics
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
-from dafka.errors import DafkaError, NodeFailedError
+from dafka.errors import ConfigError, DafkaError, NodeFailedError
 from dafka.message import fnv1a32, rendezvous_mapping
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
 from dafka.protocol import DataMessage, GetHeads, new_node_id
@@ -86,17 +86,6 @@ class Producer:
     Every :class:`ProducerSettings` field is also a keyword argument.
     """
 
-    def __new__(
-        cls, topic: str, *args: Any, transactional_id: str | None = None, **kwargs: Any
-    ) -> Producer:
-        """``transactional_id=`` builds a ``TransactionalProducer`` (issue 10:
-        dafka.client._transactions; docs/exactly-once.md)."""
-        if transactional_id is not None and cls is Producer:
-            from dafka.client._transactions import TransactionalProducer
-
-            return TransactionalProducer(topic, transactional_id, *args, **kwargs)  # type: ignore[return-value]
-        return super().__new__(cls)
-
     def __init__(
         self,
         topic: str,
@@ -104,10 +93,8 @@ class Producer:
         settings: ProducerSettings | None = None,
         on_delivery: OnDelivery | None = None,
         context: ZmqContext | None = None,
-        transactional_id: str | None = None,  # not None: __new__ built a TransactionalProducer
         **fields: Any,
     ) -> None:
-        del transactional_id
         s = checked_settings(topic, settings, fields)
         self.settings = s
         self.topic = topic
@@ -718,7 +705,14 @@ def checked_settings(
     """A producer's constructor arguments checked, before any thread starts: its settings,
     the topic and the partitions' names (by the machine's own rules, here rather than in the
     runner). ``Producer`` and ``AsyncProducer`` (which must fail when built, not when
-    started) both call this."""
+    started) both call this. ``transactional_id=`` is not a setting: a transactional producer
+    is its own class, whose calls differ (``begin_transaction``...), so the error names it."""
+    if "transactional_id" in fields:
+        raise ConfigError(
+            "a producer with a transactional_id is a TransactionalProducer: "
+            "TransactionalProducer(topic, transactional_id=..., ...) "
+            "(from dafka import TransactionalProducer), not Producer(..., transactional_id=...)"
+        )
     s = resolve_settings(ProducerSettings, settings, fields)
     if not isinstance(topic, str):
         raise TypeError(f"topic must be a str, got {type(topic).__name__}")

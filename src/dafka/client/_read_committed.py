@@ -15,6 +15,7 @@ from typing import Any
 
 from dafka.client._consumer import Consumer
 from dafka.client._settings import ConsumerSettings, resolve_settings
+from dafka.errors import ConfigError
 from dafka.records import CommittedFilter, Record, RecordColumns
 from dafka.transport.runner import DropInbound
 
@@ -24,11 +25,13 @@ Key = tuple[str, str]
 class ReadCommittedConsumer(Consumer):
     """A :class:`Consumer` that delivers only committed messages, each once.
 
-    ``Consumer(..., isolation_level="read_committed")`` builds one. Same arguments as
-    :class:`Consumer`, plus ``checkpoint=`` (from :meth:`checkpoint`) to resume, ``buffer``
-    (the sequencer's ring) and ``replay_timeout``. A span that left the ring is replayed by
-    a bounded read of the stores. ``position()`` / ``positions()`` are those of the records
-    read (committed or not); resume with :meth:`checkpoint`, which is exact.
+    ``from dafka import ReadCommittedConsumer``. Same arguments as :class:`Consumer`, plus
+    ``checkpoint=`` (from :meth:`checkpoint`) to resume, ``buffer`` (the sequencer's ring)
+    and ``replay_timeout``. A span that left the ring is replayed by a bounded read of the
+    stores. ``position()`` / ``positions()`` are those of the records read (committed or
+    not); resume with :meth:`checkpoint`, which is exact. Its ``settings.isolation_level``
+    is ``"read_committed"`` (whatever a shared ``settings=`` said; an explicit
+    ``isolation_level="read_uncommitted"`` is a :class:`ConfigError`).
     """
 
     def __init__(
@@ -45,7 +48,13 @@ class ReadCommittedConsumer(Consumer):
         drop_inbound: DropInbound | None = None,
         **fields: Any,
     ) -> None:
+        if fields.get("isolation_level", "read_committed") != "read_committed":
+            raise ConfigError(
+                f"ReadCommittedConsumer reads committed messages only, not "
+                f"isolation_level={fields['isolation_level']!r}: use Consumer for every message"
+            )
         wanted = resolve_settings(ConsumerSettings, settings, fields)
+        wanted = dataclasses.replace(wanted, isolation_level="read_committed")
         self._filter = CommittedFilter(checkpoint, replay=self._replay, buffer=buffer)
         self._replay_timeout = replay_timeout
         self._inner_settings = dataclasses.replace(wanted, isolation_level="read_uncommitted")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 READ_COMMITTED = True
 """The checks read the topics as a downstream application would: with the read-committed
-consumer (``Consumer(isolation_level="read_committed")``), which delivers each committed
+consumer (``ReadCommittedConsumer``), which delivers each committed
 transaction's messages once and hides rolled-back attempts and ACKs."""
 
 

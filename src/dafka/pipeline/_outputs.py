@@ -77,17 +77,17 @@ def read_topic(
     The consumer learns the partitions from the stores' beacons; it is "at the end" when it
     has read up to every head it knows and no new message came for ``idle`` seconds.
     """
-    from dafka import Consumer, ConsumerSettings
+    from dafka import Consumer, ConsumerSettings, ReadCommittedConsumer
 
     settings = ConsumerSettings(
         towers=towers,
         offset_reset="earliest",
-        isolation_level="read_committed" if read_committed else "read_uncommitted",
         skip_unavailable_after=None,  # a check must never skip what it cannot fetch
     )
+    kind = ReadCommittedConsumer if read_committed else Consumer
     values: list[Record] = []
     deadline = time.monotonic() + timeout
-    with Consumer([topic], settings=settings) as consumer:
+    with kind([topic], settings=settings) as consumer:
         quiet_since = time.monotonic()
         while time.monotonic() < deadline:
             records = consumer.poll(timeout=0.2)

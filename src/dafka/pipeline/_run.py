@@ -130,13 +130,11 @@ class _Watcher:
         self._thread.start()
 
     def _run(self) -> None:
-        from dafka import Consumer, ConsumerSettings
+        from dafka import ConsumerSettings, ReadCommittedConsumer
 
-        settings = ConsumerSettings(
-            towers=self._towers, offset_reset="earliest", isolation_level="read_committed"
-        )
+        settings = ConsumerSettings(towers=self._towers, offset_reset="earliest")
         try:
-            with Consumer([self._topic], settings=settings) as consumer:
+            with ReadCommittedConsumer([self._topic], settings=settings) as consumer:
                 while not self._stop.is_set():
                     records = consumer.poll(timeout=0.2)
                     now = time.time()

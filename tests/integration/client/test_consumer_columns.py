@@ -17,8 +17,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dafka import AsyncConsumer, Consumer, Producer, Record, RecordColumns
-from dafka.client import ReadCommittedConsumer, TransactionalProducer
+from dafka import (
+    AsyncConsumer,
+    Consumer,
+    Producer,
+    ReadCommittedConsumer,
+    Record,
+    RecordColumns,
+    TransactionalProducer,
+)
 from dafka.records import encode_batch
 from dafka.server import LocalCluster
 from tests.integration.client.test_consumer_cluster import (
@@ -248,8 +255,7 @@ def test_read_committed_poll_columns_delivers_committed_messages_only(
         with p.transaction():
             p.send(b"ok-last", key=b"9")
     settings = client(cluster, offset_reset="earliest", isolation_level="read_committed")
-    with Consumer(topic, **settings) as consumer:
-        assert isinstance(consumer, ReadCommittedConsumer)
+    with ReadCommittedConsumer(topic, **settings) as consumer:
         got = committed_values(consumer, 6)
     assert sorted(got) == sorted([b"ok%d" % i for i in range(5)] + [b"ok-last"])
 

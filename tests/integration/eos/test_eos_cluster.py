@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import dafka
 from dafka.client import Consumer, Producer, ReadCommittedConsumer
 from dafka.client._transactions import KILL_AFTER_ACKS_ENV, TransactionalProducer
 from dafka.records import ProducerFencedError, Record
@@ -61,11 +62,8 @@ def app(
 
 def read_all(cluster: LocalCluster, topic: str, *, committed: bool, expect: int) -> list[Record]:
     """Everything readable of ``topic``: at least ``expect`` messages, then quiet and at end."""
-    level = "read_committed" if committed else "read_uncommitted"
-    with Consumer(
-        [topic], offset_reset="earliest", isolation_level=level, **common(cluster)
-    ) as consumer:
-        assert isinstance(consumer, ReadCommittedConsumer) == committed
+    kind = ReadCommittedConsumer if committed else Consumer
+    with kind([topic], offset_reset="earliest", **common(cluster)) as consumer:
         got: list[Record] = []
         quiet = time.monotonic()
         deadline = time.monotonic() + DEADLINE
@@ -139,9 +137,7 @@ def test_a_producer_killed_mid_commit_is_finished_by_its_successor(
 
 def test_a_zombie_is_fenced_and_cannot_commit(cluster: LocalCluster) -> None:
     settings = {"partitions": 2, "txn_lease": 2.0, **common(cluster)}
-    front: object = Producer("t3", transactional_id="w3", **settings)  # the front door
-    assert isinstance(front, TransactionalProducer)
-    zombie = front
+    zombie = dafka.TransactionalProducer("t3", transactional_id="w3", **settings)  # front door
     try:
         with zombie.transaction():
             zombie.send(b"Z-ok", key=b"1")
