@@ -19,15 +19,35 @@ from dafka.transport.config import TransportConfig
 Report = dict[str, Any]
 
 
+def default_wait(beacon_interval: float) -> float:
+    """``--wait``'s default: 6 beacon intervals, at least 6 s (a bound: the wait ends once
+    the view is complete and quiet, 3-4 s with 1 s beacons)."""
+    return max(6.0, 6 * beacon_interval)
+
+
+def refresh_of(beacon_interval: float) -> float:
+    """How often the watcher asks the heads again."""
+    return min(0.5, beacon_interval)
+
+
+def settle(watcher: ClusterWatcher, beacon_interval: float, wait: float) -> ClusterSnapshot:
+    """The first view worth reporting (``status``, ``topics`` and ``top``'s first frame):
+    every live store asked twice (a first answer may be lost), nothing new heard for two
+    refresh rounds, at least the answers to our first beacon and a HEAD (producers send one
+    a second) in; at most ``wait`` seconds."""
+    at_least = max(1.5, watcher.listen_first + 0.5, 3 * beacon_interval)
+    return watcher.wait_settled(
+        quiet=max(0.5, 2 * refresh_of(beacon_interval)),
+        timeout=wait,
+        at_least=min(wait, at_least),
+    )
+
+
 def watch(topics: tuple[str, ...], transport: TransportConfig, wait: float) -> ClusterSnapshot:
-    """Listen to the cluster for up to ``wait`` seconds (less once nothing changes)."""
+    """Listen to the cluster for up to ``wait`` seconds (less once the view settled)."""
     interval = transport.beacon_interval
-    with ClusterWatcher(transport, topics, refresh=min(0.5, interval)) as watcher:
-        # at least: the answers to our first beacon, and a HEAD (producers send one a second)
-        at_least = max(1.5, watcher.listen_first + 0.5, 3 * interval)
-        return watcher.wait_settled(
-            quiet=max(0.5, 2 * min(0.5, interval)), timeout=wait, at_least=min(wait, at_least)
-        )
+    with ClusterWatcher(transport, topics, refresh=refresh_of(interval)) as watcher:
+        return settle(watcher, interval, wait)
 
 
 def _lag(head: int, held: int | None) -> int:
@@ -172,4 +192,14 @@ def towers_of(transport: TransportConfig) -> list[str]:
     return transport.towers.split(",")
 
 
-__all__ = ["report", "status_lines", "topics_lines", "topics_rows", "towers_of", "watch"]
+__all__ = [
+    "default_wait",
+    "refresh_of",
+    "report",
+    "settle",
+    "status_lines",
+    "topics_lines",
+    "topics_rows",
+    "towers_of",
+    "watch",
+]

@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from dafka.cli._status import Report, report, towers_of
+from dafka.cli._status import Report, default_wait, refresh_of, report, settle, towers_of
 from dafka.client import ClusterWatcher
 from dafka.transport.config import TransportConfig
 
@@ -111,18 +111,14 @@ def top(
     towers = towers_of(transport)
     rates = _Rates()
     stop = threading.Event()
-    with ClusterWatcher(transport, topics, refresh=min(0.5, interval)) as watcher:
-        snapshot = watcher.wait_settled(
-            quiet=0.5,
-            timeout=max(3.0, 3 * transport.beacon_interval),
-            at_least=watcher.listen_first + 0.5,
-        )
+    beacon = transport.beacon_interval
+    with ClusterWatcher(transport, topics, refresh=refresh_of(min(interval, beacon))) as watcher:
+        settle(watcher, beacon, default_wait(beacon))  # the first frame is a complete view
 
         def render() -> Any:
             found = report(watcher.snapshot(), towers, topics)
             return frame(found, rates.update(found, time.monotonic()))
 
-        del snapshot
         shown = 0
         if console.is_terminal:
             with Live(render(), console=console, auto_refresh=False) as live:

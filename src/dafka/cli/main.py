@@ -460,8 +460,8 @@ _wait_option = click.option(
     "--wait",
     type=click.FloatRange(0.1, 600),
     default=None,
-    help="Seconds to listen at most (default: 3 beacon intervals, at least 3 s); it stops "
-    "earlier once nothing new was heard for a while.",
+    help="Seconds to listen at most (default: 6 beacon intervals, at least 6 s); it stops "
+    "earlier once every store answered and nothing new was heard for a while.",
 )
 
 
@@ -473,10 +473,10 @@ def _watch(
     beacon_interval: float,
     wait: float | None,
 ) -> dict[str, Any]:
-    from dafka.cli._status import report, towers_of, watch
+    from dafka.cli._status import default_wait, report, towers_of, watch
 
     transport = transport_config(towers, advertise, bind_host, beacon_interval)
-    snapshot = watch(topics, transport, wait or max(3.0, 3 * beacon_interval))
+    snapshot = watch(topics, transport, wait or default_wait(beacon_interval))
     return report(snapshot, towers_of(transport), topics)
 
 

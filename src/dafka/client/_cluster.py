@@ -18,7 +18,7 @@ from dafka.client._watcher import Watcher
 from dafka.node import ClusterMachine, ClusterView
 from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
-from dafka.transport.runner import Identity, NodeRunner
+from dafka.transport.runner import DropInbound, Identity, NodeRunner
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,10 @@ def _listening_first(transport: TransportConfig) -> TransportConfig:
 
 
 class ClusterWatcher(Watcher[ClusterSnapshot]):
-    """``with ClusterWatcher(transport) as w: w.wait_settled(); print(w.snapshot())``"""
+    """``with ClusterWatcher(transport) as w: w.wait_settled(); print(w.snapshot())``
+
+    ``drop_inbound``: the runner's fault injector (tests: lose a store's first answer).
+    """
 
     def __init__(
         self,
@@ -53,6 +56,7 @@ class ClusterWatcher(Watcher[ClusterSnapshot]):
         *,
         refresh: float = 0.5,
         ready_timeout: float | None = 10.0,
+        drop_inbound: DropInbound | None = None,
     ) -> None:
         self.node_id = new_node_id()
         self._machine = ClusterMachine(self.node_id, tuple(topics), refresh)
@@ -67,6 +71,7 @@ class ClusterWatcher(Watcher[ClusterSnapshot]):
             [Identity(self.node_id, xpub=True)],
             joining,
             after_turn=self._after_turn,
+            drop_inbound=drop_inbound,
             name="cluster",
         )
         self._runner.start(ready_timeout)
@@ -78,9 +83,11 @@ class ClusterWatcher(Watcher[ClusterSnapshot]):
     def wait_settled(
         self, quiet: float = 0.5, timeout: float = 5.0, at_least: float = 0.0
     ) -> ClusterSnapshot:
-        """Wait until the view did not change for ``quiet`` seconds, at least ``at_least``
-        seconds after start, at most ``timeout`` seconds; returns the latest snapshot."""
-        return self._wait_quiet(quiet, timeout, at_least)
+        """Wait until the view is complete (every live store asked twice, see
+        :attr:`ClusterView.complete`) and did not change for ``quiet`` seconds, at least
+        ``at_least`` seconds after start, at most ``timeout`` seconds; returns the latest
+        snapshot (at the timeout, complete or not)."""
+        return self._wait_quiet(quiet, timeout, at_least, lambda: self._snapshot.view.complete)
 
     # -- runner thread ---------------------------------------------------------------------
 

@@ -23,6 +23,13 @@ every peer already sends (PROTOCOL.md), read by a node that joins like any other
   store gets its own *probe* id (our id + ``.N``), and a DIRECT-HEAD to a probe id is that
   store's head of the partition.
 
+**Complete.** The first CONSUMER-HELLO to a store just discovered races our subscription to
+its probe id (the store's PUB may answer before it applied the subscription, and ZeroMQ then
+drops the answer), so until it is asked again the view may show a healthy store holding
+nothing. A store is *probed* once two hellos went to it (the first one and a refresh round
+after it); :attr:`ClusterView.complete` is True when every live store is probed (or no topic
+is known: there is nothing to ask). Watchers wait for it before they report.
+
 Not announced, so not here: how far a consumer has read (consumers send nothing about their
 positions), which consumer reads which topic when several read the same (ZeroMQ tells a
 publisher of a prefix's first subscriber only; GET-HEADS and CONSUMER-HELLO name their
@@ -77,9 +84,16 @@ class ClusterView:
     consumed_topics: tuple[str, ...]
     """Topics at least one live node subscribes RECORDs or HEADs of."""
     version: int = 0
+    complete: bool = True
+    """Every live store was asked for its heads twice (see the module docstring): its heads
+    here are what it holds, not what a lost first answer left out."""
 
     def partitions(self, topic: str) -> list[str]:
         return sorted(p for t, p in self.heads if t == topic)
+
+
+_PROBED = 2
+"""Hellos a store gets before its heads count (the first may be lost, see the docstring)."""
 
 
 @dataclass
@@ -87,6 +101,8 @@ class _Store:
     probe: str
     live: bool = False
     heads: dict[Key, int] = field(default_factory=dict)
+    hellos: int = 0
+    """CONSUMER-HELLOs sent to it (up to ``_PROBED``)."""
 
 
 class ClusterMachine:
@@ -143,6 +159,8 @@ class ClusterMachine:
             },
             consumed_topics=tuple(sorted(self._consumed)),
             version=self.version,
+            complete=not self._topics
+            or all(s.hellos >= _PROBED for s in self._stores.values() if s.live),
         )
 
     # -- NodeMachine -----------------------------------------------------------------------
@@ -228,7 +246,7 @@ class ClusterMachine:
             self._out.append(Send(GetHeads(topic, self.node_id)))
         if topics:
             for rid, store in self._stores.items():
-                self._out.append(Send(ConsumerHello(rid, store.probe, topics)))
+                self._hello(rid, store, topics)
 
     def next_deadline(self) -> float | None:
         return self._due
@@ -267,7 +285,7 @@ class ClusterMachine:
         self.version += 1
         self._out.append(Send(GetHeads(topic, self.node_id)))
         for rid, store in self._stores.items():
-            self._out.append(Send(ConsumerHello(rid, store.probe, (topic,))))
+            self._hello(rid, store, (topic,))
 
     def _store(self, reader_id: str) -> _Store:
         store = self._stores.get(reader_id)
@@ -278,8 +296,16 @@ class ClusterMachine:
             self.version += 1
             self._out.append(Subscribe(b"E" + probe.encode("utf-8", "surrogateescape")))
             if self._topics:
-                self._out.append(Send(ConsumerHello(reader_id, probe, tuple(self._topics))))
+                self._hello(reader_id, store, tuple(self._topics))
         return store
+
+    def _hello(self, reader_id: str, store: _Store, topics: tuple[str, ...]) -> None:
+        """Ask one store for its heads of ``topics`` through its probe id."""
+        self._out.append(Send(ConsumerHello(reader_id, store.probe, topics)))
+        if store.hellos < _PROBED:
+            store.hellos += 1
+            if store.hellos == _PROBED:
+                self.version += 1  # the view may now be complete
 
 
 __all__ = ["ClusterMachine", "ClusterView", "StoreView"]

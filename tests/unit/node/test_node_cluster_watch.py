@@ -134,3 +134,25 @@ def test_listen_first_connects_before_the_first_beacon() -> None:
     assert d.take_actions() == [Connect("B", "tcp://10.0.0.2:1"), SendBeacon()]
     with pytest.raises(ConfigError, match="listen_first"):
         DiscoveryConfig(listen_first=-1)
+
+
+def test_the_view_is_complete_once_every_live_store_was_asked_twice() -> None:
+    """The first hello to a new store races our probe subscription (its answer may be lost):
+    until a refresh round asked again, a store's empty heads may be a lost answer."""
+    m = ClusterMachine("ME", refresh=0.5)
+    m.on_timer(0.0)
+    m.on_subscription(b"WS1", True, 0.0)
+    assert m.view().complete  # no topic: nothing to ask
+    m.on_message(DirectHead("ME", "alpha", "P1", 3), 0.1)  # the cluster's GET-HEADS answer
+    out = m.take_actions()
+    assert Send(ConsumerHello("S1", "ME.1", ("alpha",))) in out  # first hello: may be lost
+    assert not m.view().complete
+    version = m.version
+    m.on_timer(0.5)  # the refresh round asks again
+    assert Send(ConsumerHello("S1", "ME.1", ("alpha",))) in m.take_actions()
+    assert m.view().complete
+    assert m.version > version  # a watcher publishes the change
+    m.on_subscription(b"WS2", True, 0.6)  # a second store: its first hello may be lost
+    assert not m.view().complete
+    m.on_subscription(b"WS2", False, 0.7)  # it left: not waited for
+    assert m.view().complete
