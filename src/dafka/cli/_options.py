@@ -14,6 +14,7 @@ import click
 
 from dafka.config import SETTINGS, TOPIC, Setting
 from dafka.errors import ConfigError
+from dafka.storage import FsyncPolicy, RetentionPolicy, StorageConfig
 from dafka.transport.config import TransportConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,6 +92,34 @@ node_options = stack(
 )
 """``--tower``, ``--advertise``, ``--bind``, ``--beacon-interval``: joining a cluster."""
 
+storage_options = stack(
+    setting_option("store/segment_bytes"),
+    setting_option("store/retention/bytes"),
+    setting_option("store/retention/age"),
+    setting_option("store/retention/check"),
+)
+"""``--segment-bytes``, ``--retention-bytes``, ``--retention-age``, ``--retention-check``:
+how a store's log is cut into segments and how much of it is kept."""
+
+
+def storage_config_of(
+    fsync: str,
+    segment_bytes: int,
+    retention_bytes: int,
+    retention_age: float,
+    retention_check: float,
+) -> StorageConfig:
+    """A store's :class:`StorageConfig` from its options (0: no retention limit)."""
+    return StorageConfig(
+        fsync=FsyncPolicy.parse(fsync),
+        segment_bytes=segment_bytes,
+        retention=RetentionPolicy(
+            max_bytes=retention_bytes or None, max_age_s=retention_age or None
+        ),
+        retention_check_s=retention_check,
+    )
+
+
 metrics_options = stack(setting_option("metrics/port"), setting_option("metrics/host"))
 """``--metrics-port``, ``--metrics-host``: where a process serves /metrics."""
 
@@ -146,5 +175,7 @@ __all__ = [
     "node_options",
     "setting_option",
     "stack",
+    "storage_config_of",
+    "storage_options",
     "transport_config",
 ]

@@ -27,6 +27,8 @@ from dafka.cli._options import (
     node_options,
     setting_option,
     stack,
+    storage_config_of,
+    storage_options,
     transport_config,
 )
 from dafka.cli.daemon import run_until_signal, setup_logging
@@ -136,12 +138,17 @@ def tower(
 @main.command()
 @setting_option("store/db", param="data_dir")
 @setting_option("store/fsync")
+@storage_options
 @node_options
 @metrics_options
 @log_options
 def store(
     data_dir: Path,
     fsync: str,
+    segment_bytes: int,
+    retention_bytes: int,
+    retention_age: float,
+    retention_check: float,
     towers: tuple[str, ...],
     advertise: str,
     bind_host: str,
@@ -153,11 +160,12 @@ def store(
 ) -> None:
     """Run a store: persist every record of every topic and serve it to consumers."""
     from dafka.server import StoreNode
-    from dafka.storage import FsyncPolicy, StorageConfig
 
     setup_logging(verbose, log_format)
     transport = transport_config(towers, advertise, bind_host, beacon_interval)
-    storage_config = StorageConfig(fsync=FsyncPolicy.parse(fsync))
+    storage_config = storage_config_of(
+        fsync, segment_bytes, retention_bytes, retention_age, retention_check
+    )
     node = StoreNode(data_dir, transport, storage_config=storage_config)
     metrics = _Metrics(metrics_host, metrics_port)
 
@@ -187,6 +195,7 @@ def store(
 @setting_option("up/host")
 @setting_option("up/port")
 @setting_option("store/fsync")
+@storage_options
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
 @log_options
 def up(
@@ -195,6 +204,10 @@ def up(
     host: str,
     port: int,
     fsync: str,
+    segment_bytes: int,
+    retention_bytes: int,
+    retention_age: float,
+    retention_check: float,
     metrics_port: int,
     log_format: str,
     verbose: bool,
@@ -212,6 +225,12 @@ def up(
         host=host,
         port=port,
         fsync=fsync,
+        store_settings={
+            "store/segment_bytes": segment_bytes,
+            "store/retention/bytes": retention_bytes,
+            "store/retention/age": retention_age,
+            "store/retention/check": retention_check,
+        },
         echo=lambda line: click.echo(line, err=True),
         log_format=log_format,
         metrics_port=metrics_port,

@@ -70,6 +70,36 @@ _TABLE = [
         "When records become durable and are ACKed: batch, records:N, ms:T, os, or several "
         "joined with +.",
     ),
+    Setting(
+        "store/segment_bytes",
+        "--segment-bytes",
+        v.size(4096, 1 << 31),
+        64 << 20,
+        "Segment file size: the log rolls to a new file before one would exceed it; "
+        "retention deletes whole closed segments.",
+    ),
+    Setting(
+        "store/retention/bytes",
+        "--retention-bytes",
+        v.size(1, 1 << 62, zero="no limit"),
+        0,
+        "Keep at most about this much of each partition (whole closed segments are deleted, "
+        "oldest first); 0: no limit.",
+    ),
+    Setting(
+        "store/retention/age",
+        "--retention-age",
+        v.duration(100 * 365 * 86400, zero="no limit"),
+        0.0,
+        "Delete closed segments last written longer ago than this (90, 15m, 7d); 0: no limit.",
+    ),
+    Setting(
+        "store/retention/check",
+        "--retention-check",
+        v.number(0, 86400),
+        60.0,
+        "Seconds between two applications of retention by a running store.",
+    ),
     # -- up ---------------------------------------------------------------------------------
     Setting("up/db", "--data", v.DIRECTORY, "./dafka-data", "Where the stores keep their data."),
     Setting("up/stores", "--stores", v.integer(0, 64), 1, "How many stores to run."),

@@ -80,6 +80,60 @@ def number(minimum: float, maximum: float, *, inclusive_min: bool = False) -> Ki
     return Kind(accepted, parse)
 
 
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+
+
+def size(minimum: int, maximum: int, *, zero: str | None = None) -> Kind:
+    """Bytes: an integer, optionally with K, M, G or T (powers of 1024: ``64M``, ``1GiB``);
+    ``zero`` (when given) says what 0 means, and 0 is then accepted below ``minimum``."""
+    accepted = f"a size in bytes from {minimum} to {maximum} (K, M, G, T: powers of 1024)"
+    if zero:
+        accepted += f", or 0 ({zero})"
+
+    def parse(value: Any) -> int:
+        if isinstance(value, bool):
+            raise ConfigError(f"expected {accepted}, got {value!r}")
+        if isinstance(value, int):
+            number = value
+        else:
+            match = _SIZE.fullmatch(str(value).strip())
+            if match is None:
+                raise ConfigError(f"expected {accepted}, got {value!r}")
+            number = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+        if not (minimum <= number <= maximum or (zero and number == 0)):
+            raise ConfigError(f"expected {accepted}, got {value!r}")
+        return number
+
+    return Kind(accepted, parse)
+
+
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([smhd]?)", re.IGNORECASE)
+
+
+def duration(maximum: float, *, zero: str) -> Kind:
+    """Seconds: a number, optionally with s, m, h or d (``90``, ``15m``, ``7d``); 0 means
+    ``zero``."""
+    accepted = f"seconds, or a number with s, m, h or d, up to {maximum:g} s; 0: {zero}"
+
+    def parse(value: Any) -> float:
+        if isinstance(value, bool):
+            raise ConfigError(f"expected {accepted}, got {value!r}")
+        if isinstance(value, int | float):
+            seconds = float(value)
+        else:
+            match = _DURATION.fullmatch(str(value).strip())
+            if match is None:
+                raise ConfigError(f"expected {accepted}, got {value!r}")
+            seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2).lower()]
+        if not (math.isfinite(seconds) and 0 <= seconds <= maximum):
+            raise ConfigError(f"expected {accepted}, got {value!r}")
+        return seconds
+
+    return Kind(accepted, parse)
+
+
 def choice(*choices: str) -> Kind:
     accepted = "one of " + ", ".join(choices)
 

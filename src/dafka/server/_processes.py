@@ -31,12 +31,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from dafka.errors import DafkaError
+from dafka.config import SETTINGS
+from dafka.errors import ConfigError, DafkaError
 from dafka.transport.config import TransportConfig
 
 log = logging.getLogger("dafka.cluster")
@@ -116,6 +117,22 @@ class Member:
         return "\n".join(self.lines)
 
 
+def _store_args(settings: Mapping[str, object]) -> list[str]:
+    """``dafka store`` flags for settings given by config key (``store/retention/bytes``):
+    each checked by its key's parser here, so a bad value fails the cluster's constructor
+    rather than every store process."""
+    args: list[str] = []
+    for key, value in settings.items():
+        setting = SETTINGS.get(key)
+        if setting is None or not key.startswith("store/") or key == "store/db":
+            raise ConfigError(f"store_settings: {key!r} is not a store setting")
+        try:
+            args += [setting.flag, str(setting.kind.parse(value))]
+        except ConfigError as exc:
+            raise ConfigError(f"store_settings: {key}: {exc}") from None
+    return args
+
+
 class LocalCluster:
     """``with LocalCluster(stores=2) as cluster: Producer("t", towers=cluster.towers)``.
 
@@ -123,6 +140,8 @@ class LocalCluster:
     tower's XSUB, its XPUB is ``port + 1``) defaults to a free pair. ``echo`` receives every
     line the members write (``"store-0 | ..."``); by default they are only kept for errors.
     ``metrics_port``: the tower serves /metrics there, store ``i`` on ``metrics_port + 1 + i``.
+    ``store_settings``: more settings of every store by config key (``{"store/retention/bytes":
+    1 << 30}``), passed as the keys' ``dafka store`` flags.
     """
 
     def __init__(
@@ -139,6 +158,7 @@ class LocalCluster:
         python: str = sys.executable,
         log_format: str = "text",
         metrics_port: int = 0,
+        store_settings: Mapping[str, object] | None = None,
     ) -> None:
         if stores < 0:
             raise ClusterError(f"stores must be >= 0, got {stores}")
@@ -155,6 +175,7 @@ class LocalCluster:
         self._python = python
         self._log_format = log_format
         self._metrics_port = metrics_port
+        self._store_args = _store_args(store_settings or {})
         self.tower: Member | None = None
         self.stores: list[Member] = []
         self._lock = threading.Lock()
@@ -325,6 +346,7 @@ class LocalCluster:
             self._fsync,
             "--beacon-interval",
             str(self._beacon_interval),
+            *self._store_args,
             *self._common_args(1 + index),
         ]
         return Member(f"store-{index}", argv, _STORE_READY, data_dir=data)
