@@ -20,7 +20,13 @@ from dafka.client import (
     ReadCommittedConsumer,
     TransactionalProducer,
 )
-from dafka.errors import ConfigError, DafkaError, DataLossError, NodeFailedError
+from dafka.errors import (
+    ConfigError,
+    DafkaError,
+    DataLossError,
+    MessageTooLargeError,
+    NodeFailedError,
+)
 from dafka.node import BackpressureError
 from dafka.records import (
     CorruptBatchError,
@@ -44,6 +50,7 @@ __all__ = [
     "DataLossError",
     "DeliveryError",
     "LocalCluster",
+    "MessageTooLargeError",
     "NodeFailedError",
     "Producer",
     "ProducerFencedError",

@@ -32,4 +32,10 @@ class DataLossError(DafkaError):
     source's ``failOnDataLoss``). The message names the partition and the records."""
 
 
-__all__ = ["ConfigError", "DafkaError", "DataLossError", "NodeFailedError"]
+class MessageTooLargeError(DafkaError, ValueError):
+    """A message is larger than ``max_message_bytes`` allows (with what its RECORD adds to
+    it): refused at the call that tried to send it, nothing queued, the producer unharmed.
+    The message says how large it is and the limit."""
+
+
+__all__ = ["ConfigError", "DafkaError", "DataLossError", "MessageTooLargeError", "NodeFailedError"]

@@ -26,6 +26,7 @@ from rich.live import Live
 from rich.text import Text
 
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
+from dafka.errors import MessageTooLargeError
 from dafka.node import BackpressureError
 from dafka.records import RecordMetadata
 
@@ -72,6 +73,8 @@ class Outcome:
     sent: int
     stored: int
     stopped_reading: bool
+    refused: int = 0
+    """Messages refused at the call (over ``max_message_bytes``): reported, never sent."""
 
     @property
     def not_stored(self) -> int:
@@ -160,6 +163,7 @@ class _Tally:
         self.sent = 0
         self.stored = 0
         self.failed = 0
+        self.refused = 0
 
     def on_delivery(self, meta: RecordMetadata | None, error: BaseException | None) -> None:
         if error is None and meta is not None:
@@ -207,7 +211,7 @@ def produce(
         if metrics is not None:
             metrics.stop()
         producer.close(timeout=0)  # fails what is still in flight
-    return Outcome(tally.sent, tally.stored, stopped)
+    return Outcome(tally.sent, tally.stored, stopped, tally.refused)
 
 
 def _send(
@@ -220,6 +224,12 @@ def _send(
     while True:
         try:
             producer.send(value, key=key)
+        except MessageTooLargeError as exc:  # this one only: the others go on
+            tally.refused += 1
+            click.echo(
+                f"dafka produce: refused message {tally.sent + tally.refused}: {exc}", err=True
+            )
+            return True
         except BackpressureError:
             producer.flush(0.05)
             if tally.stored != last:

@@ -139,6 +139,7 @@ def tower(
 @setting_option("store/db", param="data_dir")
 @setting_option("store/fsync")
 @storage_options
+@setting_option("max_message_bytes")
 @node_options
 @metrics_options
 @log_options
@@ -149,6 +150,7 @@ def store(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
+    max_message_bytes: int,
     towers: tuple[str, ...],
     advertise: str,
     bind_host: str,
@@ -159,6 +161,7 @@ def store(
     verbose: bool,
 ) -> None:
     """Run a store: persist every record of every topic and serve it to consumers."""
+    from dafka.node import StoreConfig
     from dafka.server import StoreNode
 
     setup_logging(verbose, log_format)
@@ -166,7 +169,12 @@ def store(
     storage_config = storage_config_of(
         fsync, segment_bytes, retention_bytes, retention_age, retention_check
     )
-    node = StoreNode(data_dir, transport, storage_config=storage_config)
+    node = StoreNode(
+        data_dir,
+        transport,
+        storage_config=storage_config,
+        store_config=StoreConfig(max_message_bytes=max_message_bytes),
+    )
     metrics = _Metrics(metrics_host, metrics_port)
 
     def _start() -> None:
@@ -196,6 +204,7 @@ def store(
 @setting_option("up/port")
 @setting_option("store/fsync")
 @storage_options
+@setting_option("max_message_bytes")
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
 @log_options
 def up(
@@ -208,6 +217,7 @@ def up(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
+    max_message_bytes: int,
     metrics_port: int,
     log_format: str,
     verbose: bool,
@@ -231,6 +241,7 @@ def up(
             "store/retention/age": retention_age,
             "store/retention/check": retention_check,
         },
+        max_message_bytes=max_message_bytes,
         echo=lambda line: click.echo(line, err=True),
         log_format=log_format,
         metrics_port=metrics_port,
@@ -292,6 +303,7 @@ def _delimiter(text: str) -> bytes:
 @setting_option("producer/linger_ms")
 @setting_option("producer/batch_size")
 @setting_option("producer/max_in_flight")
+@setting_option("max_message_bytes")
 @setting_option("producer/head_interval")
 @metrics_options
 @click.option(
@@ -324,6 +336,7 @@ def produce(
     linger_ms: float,
     batch_size: int,
     max_in_flight: int,
+    max_message_bytes: int,
     head_interval: float,
     metrics_port: int,
     metrics_host: str,
@@ -360,6 +373,7 @@ def produce(
         "linger_ms": linger_ms,
         "batch_size": batch_size,
         "max_in_flight": max_in_flight,
+        "max_message_bytes": max_message_bytes,
         "head_interval": head_interval,
     }
     if transactional_id is not None:
@@ -384,6 +398,11 @@ def produce(
             f"{outcome.not_stored} of {outcome.sent} messages were not stored within "
             f"{flush_timeout:g}s{stopped}"
         )
+    if outcome.refused:
+        raise click.ClickException(
+            f"{outcome.refused} message(s) refused (over --max-message-bytes); the "
+            f"{outcome.sent} others were stored"
+        )
     if sys.stderr.isatty():
         click.echo(f"{outcome.sent} messages stored in {topic!r}", err=True)
 
@@ -400,6 +419,7 @@ def produce(
 )
 @setting_option("consumer/offset/reset")
 @setting_option("consumer/isolation", param="isolation")
+@setting_option("max_message_bytes")
 @click.option("--earliest", is_flag=True, help="Same as --offset earliest.")
 @click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Exit after N.")
 @click.option(
@@ -434,6 +454,7 @@ def consume(
     offset: str | None,
     offset_reset: str,
     isolation: str,
+    max_message_bytes: int,
     earliest: bool,
     count: int | None,
     exit_at_end: bool,
@@ -463,7 +484,10 @@ def consume(
         formatter = _output.raw(_delimiter(delimiter))
     run(
         topics,
-        client_fields(towers, advertise, bind_host, beacon_interval),
+        {
+            **client_fields(towers, advertise, bind_host, beacon_interval),
+            "max_message_bytes": max_message_bytes,
+        },
         offset_reset=offset_reset,
         start_positions=positions,
         count=count,

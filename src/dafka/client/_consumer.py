@@ -23,6 +23,12 @@ and never delivered; the position moves past it. We chose this over raising (Kaf
 default on CRC errors) because a raise would leave the application stuck before a RECORD
 that can never be read differently; an application that must stop can check the counter.
 
+A RECORD larger than ``max_message_bytes``, and a store's *drop notice* standing for one
+(``dafka.records.drop_notice``: a store keeps it in place of such a RECORD from a foreign
+producer), are skipped the same way: counted (``poll_statistics().oversized_records``),
+logged as a warning, never delivered. So a consumer that got the RECORD live and one that
+reads the partition later from a store agree (with the same limit on every node).
+
 Positions count RECORDs (docs/client.md): ``position()`` is the next offset not fully handed
 to the application - the offset of a batch partly returned by a ``poll`` (or
 ``poll_columns``) cut at ``max_records`` stays the position until its last message is
@@ -72,6 +78,7 @@ from dafka.records import (
     BatchSlice,
     CheckedBatch,
     CorruptBatchError,
+    DroppedRecordError,
     Part,
     PlainRun,
     Record,
@@ -108,6 +115,11 @@ class PollStatistics:
     last_corrupt_batch: str | None
     queued_records: int
     records_lost: int = 0
+    oversized_records: int = 0
+    """RECORDs skipped for being over ``max_message_bytes``: received so, or as the drop
+    notice a store keeps in place of one."""
+    last_oversized_record: str | None = None
+    """``"topic/partition@offset: N bytes"`` of the last one."""
 
 
 def checked_reads(
@@ -198,6 +210,9 @@ class Consumer:
         self._records_polled = 0
         self._messages_polled = 0
         self._corrupt = 0
+        self._max_bytes = self.settings.max_message_bytes
+        self._oversized = 0
+        self._last_oversized: str | None = None
         self._bytes_in = 0
         self._last_corrupt: str | None = None
         self._closed = False
@@ -292,6 +307,8 @@ class Consumer:
                 self._last_corrupt,
                 self._queued,
                 self._records_lost,
+                self._oversized,
+                self._last_oversized,
             )
 
     def transport_statistics(self) -> RunnerStats:
@@ -315,6 +332,7 @@ class Consumer:
                 messages_polled=self._messages_polled,
                 queued_records=self._queued,
                 corrupt_batches=self._corrupt,
+                oversized_records=self._oversized,
             )
 
     # -- receiving -----------------------------------------------------------------------------
@@ -486,6 +504,9 @@ class Consumer:
             offset0 = batch.first_sequence + start
             key = (topic, partition)
             flags = list(map(_startswith, chunk, repeat(MAGIC)))
+            limit = self._max_bytes
+            if max(map(len, chunk)) > limit:  # rare: RECORDs too large, dropped below
+                flags = [f or len(c) > limit for f, c in zip(flags, chunk, strict=True)]
             plain = flags.index(True) if True in flags else len(chunk)
             if plain:
                 parts.append(PlainRun(topic, partition, offset0, chunk[:plain]))
@@ -496,7 +517,17 @@ class Consumer:
                 content = chunk[plain]
                 used += 1
                 try:
+                    if len(content) > limit:
+                        raise DroppedRecordError(len(content))
                     layout, columns = check_batch(content)
+                except DroppedRecordError as exc:
+                    self._oversized += 1
+                    self._last_oversized = f"{topic}/{partition}@{offset}: {exc.size} bytes"
+                    log.warning(
+                        "consumer: skipped a RECORD over max_message_bytes=%d at %s",
+                        limit,
+                        self._last_oversized,
+                    )
                 except CorruptBatchError as exc:
                     self._corrupt += 1
                     self._last_corrupt = f"{topic}/{partition}@{offset}: {exc}"

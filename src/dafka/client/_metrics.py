@@ -133,6 +133,7 @@ def consumer_metrics(
     messages_polled: int,
     queued_records: int,
     corrupt_batches: int,
+    oversized_records: int = 0,
 ) -> ConsumerMetrics:
     """A :class:`ConsumerMetrics` from the machine's counters and positions."""
     lag = {k: max(0, p.known_head - p.last_delivered) for k, p in positions.items()}
@@ -156,6 +157,7 @@ def consumer_metrics(
             "beyond_end": machine.dropped_beyond_end,
             "skipped_records": machine.skipped_records,
             "corrupt_batches": corrupt_batches,
+            "oversized_records": oversized_records,
             **_transport_drops(transport),
         },
     )

@@ -17,7 +17,7 @@ import threading
 import time
 from types import TracebackType
 
-from dafka.errors import DafkaError, NodeFailedError
+from dafka.errors import DafkaError, MessageTooLargeError, NodeFailedError
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, ProducerStatistics
 from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
@@ -71,8 +71,9 @@ class PartitionProducer:
 
         Blocks (up to ``timeout``) or raises :class:`BackpressureError` when the unacked
         bound is reached, as ``ProducerConfig.backpressure`` says. ``content`` must be
-        bytes-like (``TypeError`` here, in the caller's thread, not in the node's);
-        :class:`NodeFailedError` once the node died.
+        bytes-like (``TypeError`` here, in the caller's thread, not in the node's) and at
+        most ``config.max_message_bytes`` long (:class:`MessageTooLargeError`, nothing
+        queued); :class:`NodeFailedError` once the node died.
         """
         if content.__class__ is not bytes:
             if not isinstance(content, bytes | bytearray | memoryview):
@@ -81,6 +82,11 @@ class PartitionProducer:
                     "encode text first (str.encode())"
                 )
             content = bytes(content)
+        if len(content) > self.config.max_message_bytes:
+            raise MessageTooLargeError(
+                f"a record of {len(content):,} bytes is over max_message_bytes="
+                f"{self.config.max_message_bytes:,}: nothing was queued"
+            )
         self._runner.failure.check()
         if self._closed:
             raise DafkaError("publish on a closed producer")

@@ -51,11 +51,17 @@ from dafka.client._future import DeliveryFuture
 from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_metrics
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
-from dafka.errors import ConfigError, DafkaError, NodeFailedError
+from dafka.errors import ConfigError, DafkaError, MessageTooLargeError, NodeFailedError
 from dafka.message import fnv1a32, rendezvous_mapping
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
 from dafka.protocol import DataMessage, GetHeads, new_node_id
-from dafka.records import UUID_SIZE, RecordMetadata
+from dafka.records import (
+    BATCH_OF_ONE,
+    HEADER_OVERHEAD,
+    MAX_TIMESTAMP,
+    UUID_SIZE,
+    RecordMetadata,
+)
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 from dafka.transport.sockets import ZmqContext
 
@@ -106,12 +112,18 @@ class Producer:
             # the client's bounds (in messages) bind first: the machine's never do
             max_unacked_records=s.max_in_flight,
             max_unacked_bytes=2 * s.max_in_flight_bytes + 64 * s.max_in_flight + (64 << 20),
+            max_message_bytes=s.max_message_bytes,
         )
         self._on_delivery = on_delivery
         self._index = {p: i for i, p in enumerate(self.partitions)}
         self._route_key = self._key_router(s)
         self._batch_size = s.batch_size
         self._batching = s.batching
+        self._max_payload = (
+            s.max_message_bytes - BATCH_OF_ONE if s.batching else s.max_message_bytes
+        )
+        """The most a message may weigh at the call (see _too_large): with batching its value,
+        key, headers and their header lengths; without, its value (the RECORD's content)."""
         self._sticky = 0
         self._sticky_bytes = 0
         self._pending: collections.deque[tuple[Any, ...]] = collections.deque()
@@ -137,6 +149,7 @@ class Producer:
             config,
             batching=s.batching,
             batch_size=s.batch_size,
+            max_message_bytes=s.max_message_bytes,
             linger=s.linger_ms / 1000,
             resume=resume,
             settle=settle,
@@ -249,9 +262,10 @@ class Producer:
         if timestamp is None:
             if self._batching:
                 timestamp = int(time.time() * 1000)
-        elif timestamp.__class__ is not int:
-            raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
+        else:
+            check_timestamp(timestamp)
         size = sum(map(len, values))
+        self._check_sizes(values, key_list)
         groups: dict[int, tuple[list[bytes], list[bytes | None] | None]]
         if key_list is None:
             groups = {-1: (values, None)}
@@ -276,6 +290,33 @@ class Producer:
             if not self._scheduled:
                 self._scheduled = True
                 self._runner.post(self._drain)
+
+    def _check_sizes(self, values: list[bytes], keys: list[bytes | None] | None) -> None:
+        """``produce_many``'s messages each within ``max_message_bytes`` (one pass in C for
+        the values and the keys; per message only when the longest value and key together
+        would not fit)."""
+        room = self._max_payload
+        longest = max(map(len, values))
+        if self._batching and keys is not None:
+            longest += max(map(len, filter(None, keys)), default=0)
+        if longest <= room:
+            return
+        for i, value in enumerate(values):
+            key = keys[i] if keys is not None and self._batching else None
+            size = len(value) + (len(key) if key is not None else 0)
+            if size > room:
+                raise self._too_large(size, f"message {i} of produce_many")
+
+    def _too_large(self, size: int, what: str = "message") -> MessageTooLargeError:
+        limit = self.settings.max_message_bytes
+        if self._batching:
+            weighs = f"{size + BATCH_OF_ONE:,} bytes in its RECORD (with the batch's framing)"
+        else:
+            weighs = f"{size:,} bytes (the RECORD's content is the value)"
+        return MessageTooLargeError(
+            f"{what} of topic {self.topic!r} weighs {weighs}, over max_message_bytes="
+            f"{limit:,}: nothing was queued"
+        )
 
     def _group_by_partition(
         self, values: list[bytes], keys: list[bytes | None]
@@ -345,8 +386,17 @@ class Producer:
                 key, headers, timestamp, uuid
             )
             size += extra
-        elif self._batching:  # unbatched RECORDs carry no timestamp: no clock read
-            timestamp = int(time.time() * 1000)
+            if self._batching:
+                weight = size + (HEADER_OVERHEAD * len(headers) if headers else 0)
+                if weight > self._max_payload:
+                    raise self._too_large(weight)
+            elif len(value) > self._max_payload:
+                raise self._too_large(len(value))
+        else:
+            if size > self._max_payload:
+                raise self._too_large(size)
+            if self._batching:  # unbatched RECORDs carry no timestamp: no clock read
+                timestamp = int(time.time() * 1000)
         settings = self.settings
         with self._lock:
             if self._failure.error is not None:
@@ -375,7 +425,8 @@ class Producer:
         self, key: bytes | None, headers: HeadersArg, timestamp: int | None, uuid: bytes | None
     ) -> tuple[bytes | None, HeadersArg, int | None, int, int]:
         """``_enqueue`` of a message with more than a value: the checked key, headers and
-        timestamp, their size, and the key's partition (-1: no key)."""
+        timestamp, their size (key bytes, header names' UTF-8 bytes and values), and the
+        key's partition (-1: no key)."""
         size = 0
         index = -1
         if key is not None:
@@ -384,8 +435,8 @@ class Producer:
             size += len(key)
             index = self._route_key(key)
         if headers is not None:
-            headers = _check_headers(headers)
-            size += sum(len(n) + len(v) for n, v in headers)
+            headers, header_bytes = check_headers(headers)
+            size += header_bytes
         if uuid is not None and (uuid.__class__ is not bytes or len(uuid) != UUID_SIZE):
             raise TypeError(f"uuid must be 16 bytes, got {uuid!r}")
         if not self._batching and (headers or timestamp is not None or uuid is not None):
@@ -396,8 +447,8 @@ class Producer:
         if timestamp is None:
             if self._batching:
                 timestamp = int(time.time() * 1000)
-        elif timestamp.__class__ is not int:
-            raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
+        else:
+            check_timestamp(timestamp)
         return key, headers, timestamp, size, index
 
     def partition_for(self, key: bytes) -> str:
@@ -578,6 +629,13 @@ class Producer:
             self._resolve(done)
             self._ack_latency.observe_since(now, machine.acked_sent)
             machine.acked_sent.clear()
+        for tokens, exc in machine.take_rejected():
+            log.error(
+                "producer %s: a batch of %s could not be encoded: %r", self.name, self.topic, exc
+            )
+            self._fail(
+                tokens, DeliveryError(f"the batch of this message could not be encoded: {exc}")
+            )
         expired = machine.take_expired(now - self.settings.delivery_timeout)
         if expired:
             error = DeliveryError(
@@ -742,15 +800,37 @@ def _bytes_list(what: str, items: Iterable[Any], none_ok: bool = False) -> list[
     return out
 
 
-def _check_headers(headers: object) -> tuple[tuple[str, bytes], ...]:
+def check_headers(headers: object) -> tuple[tuple[tuple[str, bytes], ...], int]:
+    """The headers as a tuple of (str, bytes) pairs and their bytes on the wire (names in
+    UTF-8, values); a name that is not text UTF-8 can carry (a lone surrogate) is a
+    ``ValueError`` here, not an error in the node's thread when its batch is encoded."""
     if isinstance(headers, (str, bytes)) or not isinstance(headers, Sequence):
         raise TypeError(f"headers must be a list of (str, bytes) pairs, got {headers!r}")
     out = []
+    size = 0
     for pair in headers:
         if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
             raise TypeError(f"a header must be a (str, bytes) pair, got {pair!r}")
-        out.append((pair[0], _as_bytes(f"header {pair[0]!r}", pair[1])))
-    return tuple(out)
+        name = pair[0]
+        try:
+            size += len(name.encode())
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"header name {name!r} is not valid text: {exc.reason}") from None
+        value = _as_bytes(f"header {name!r}", pair[1])
+        size += len(value)
+        out.append((name, value))
+    return tuple(out), size
+
+
+def check_timestamp(timestamp: object) -> None:
+    """A message's timestamp: an int of milliseconds since the epoch that the batch format
+    carries (``[0, 2**63 - 1]``); anything else is refused at the call."""
+    if timestamp.__class__ is not int:
+        raise TypeError(f"timestamp must be an int (ms since the epoch), got {timestamp!r}")
+    if not 0 <= timestamp <= MAX_TIMESTAMP:
+        raise ValueError(
+            f"timestamp {timestamp} is out of range: milliseconds since the epoch in [0, 2**63 - 1]"
+        )
 
 
 __all__ = ["DRAIN_SLICE", "Bridge", "Producer", "checked_settings"]

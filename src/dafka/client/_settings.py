@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 from dafka.config import check_towers
 from dafka.errors import ConfigError
 from dafka.node import ConsumerConfig, FetchPolicy, ProducerConfig
+from dafka.protocol import MAX_MESSAGE_BYTES, message_limit_problem
 from dafka.transport.config import TransportConfig
 
 DEFAULT_TOWERS = "127.0.0.1:5556"
@@ -81,6 +82,11 @@ class _CommonSettings:
     """Messages the runner reads from one socket before running the machine's actions."""
     ready_timeout: float = 10.0
     """Seconds the client waits for its node thread to bind its sockets."""
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    """The largest RECORD content, the same on every node (``max_message_bytes`` in
+    ``dafka config``): a producer refuses a message whose RECORD would be larger
+    (:class:`MessageTooLargeError` at the call); a consumer skips a larger RECORD, and the
+    drop notice a store keeps in place of one (counted: ``poll_statistics()``)."""
 
     def _check_common(self) -> None:
         check_towers(self.towers)
@@ -108,6 +114,9 @@ class _CommonSettings:
         _int("socket_linger_ms", self.socket_linger_ms, -1)
         _int("receive_batch", self.receive_batch, 1)
         _number("ready_timeout", self.ready_timeout)
+        problem = message_limit_problem(self.max_message_bytes)
+        if problem is not None:
+            raise ConfigError(f"max_message_bytes {problem}")
 
     def transport(self) -> TransportConfig:
         """The runner's :class:`TransportConfig` for these settings."""

@@ -28,11 +28,15 @@ partition, plus what the client adds on top of them:
 * *Batching.* Messages are queued per partition (``add``) and closed into one RECORD (the
   batch format of ``dafka.records``) when they reach ``batch_size`` bytes or have
   waited ``linger`` seconds (a timer of this machine). Unbatched, each message is its own
-  RECORD.
+  RECORD. No RECORD is larger than ``max_message_bytes``: the producer refused every message
+  that would not fit a batch of its own, and a closing batch that came out larger (a big
+  message joined it) is sent as several RECORDs instead, cut in message order.
 * *Delivery.* Each RECORD sent is remembered with the opaque tokens of its messages;
   :meth:`take_delivered` hands back the tokens of RECORDs the partition machine released
   (``min_stores`` ACKed them), with their sequence; :meth:`take_expired` those older than
-  the delivery timeout.
+  the delivery timeout; :meth:`take_rejected` those of a batch that could not be encoded
+  (never seen: the producer checks every field at the call; should one slip through, its
+  messages fail instead of the node's thread).
 
 Everything here runs in the runner thread; ``now`` comes from the runner.
 """
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import collections
 import operator
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -48,8 +53,16 @@ from typing import Any
 
 from dafka.node import ProducerConfig, ProducerMachine
 from dafka.node.actions import Action, PeerNotices, Send, Subscribe
-from dafka.protocol import Ack, DataMessage, DirectHead, Fetch, GetHeads, StoreHello
-from dafka.records import NO_UUID, encode_batch
+from dafka.protocol import (
+    MAX_MESSAGE_BYTES,
+    Ack,
+    DataMessage,
+    DirectHead,
+    Fetch,
+    GetHeads,
+    StoreHello,
+)
+from dafka.records import HEADER_OVERHEAD, HEADER_SIZE, MESSAGE_OVERHEAD, NO_UUID, encode_batch
 
 RESUME_ASK_INTERVAL = 0.1
 """Seconds between GET-HEADS while resuming."""
@@ -134,6 +147,7 @@ class TopicProducerMachine(PeerNotices):
         batching: bool,
         batch_size: int,
         linger: float,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
         resume: bool,
         settle: float,
         now: float,
@@ -143,7 +157,9 @@ class TopicProducerMachine(PeerNotices):
         self._config = config
         self._batching = batching
         self._batch_size = batch_size
+        self._max_bytes = max_message_bytes
         self._linger = linger
+        self._rejected: list[tuple[list[Token], BaseException]] = []
         self._settle = settle
         self._machines: list[ProducerMachine] = []
         self._by_id: dict[str, ProducerMachine] = {}
@@ -292,27 +308,63 @@ class TopicProducerMachine(PeerNotices):
             sent[index].append((first, now, tokens))
 
     def close_batch(self, index: int, now: float) -> None:
-        """Send partition ``index``'s open batch now (if any)."""
+        """Send partition ``index``'s open batch now (if any): one RECORD, or several when
+        it came out larger than ``max_message_bytes``."""
         batch = self._open[index]
         if batch is None:
             return
         self._open[index] = None
-        if batch.chunks:
-            values, keys, headers, timestamps, uuids, tokens = _columns(batch.entries)
-        else:
-            _, values, keys, headers, timestamps, uuids, tokens = zip(*batch.entries, strict=True)
-        content = encode_batch(
-            values,
-            keys=keys,
-            headers=headers,
-            timestamps=timestamps,
-            uuids=[u or NO_UUID for u in uuids] if any(uuids) else None,
-        )
+        entries = batch.entries
+        encoded = self._encode(entries, bool(batch.chunks))
+        if encoded is None:
+            return
+        content, count, tokens = encoded
+        if len(content) > self._max_bytes:
+            for group in _fitting(entries, self._max_bytes - HEADER_SIZE):
+                self._send_group(index, group, now)
+            return
         sequence = self._machines[index].publish(content, now)
         if not batch.futures:  # nothing to complete per message: one token for the batch
-            count = len(values)
             tokens = [Chunk(count, batch.size - _PER_MESSAGE * count)]
-        self._sent[index].append((sequence, now, list(tokens)))
+        self._sent[index].append((sequence, now, tokens))
+
+    def _send_group(self, index: int, entries: list[Entry], now: float) -> None:
+        """One RECORD of ``entries``, a part of a batch cut to fit ``max_message_bytes``."""
+        chunks = sum(1 for e in entries if e[6].__class__ is Chunk)
+        encoded = self._encode(entries, bool(chunks))
+        if encoded is None:
+            return
+        content, count, tokens = encoded
+        sequence = self._machines[index].publish(content, now)
+        if not any(_future(t) for t in tokens if t.__class__ is not Chunk):
+            size = sum(t.size if t.__class__ is Chunk else t[1] for t in tokens)
+            tokens = [Chunk(count, size)]
+        self._sent[index].append((sequence, now, tokens))
+
+    def _encode(self, entries: list[Entry], chunks: bool) -> tuple[bytes, int, list[Token]] | None:
+        """The batch of ``entries``, its message count and their tokens; None when it cannot
+        be encoded (its messages are rejected: see :meth:`take_rejected`)."""
+        if chunks:
+            values, keys, headers, timestamps, uuids, tokens = _columns(entries)
+        else:
+            _, values, keys, headers, timestamps, uuids, tokens = zip(*entries, strict=True)
+        try:
+            content = encode_batch(
+                values,
+                keys=keys,
+                headers=headers,
+                timestamps=timestamps,
+                uuids=[u or NO_UUID for u in uuids] if any(uuids) else None,
+            )
+        except (ValueError, TypeError, OverflowError, struct.error) as exc:
+            self._rejected.append((list(tokens), exc))
+            return None
+        return content, len(values), list(tokens)
+
+    def take_rejected(self) -> list[tuple[list[Token], BaseException]]:
+        """Tokens of batches that could not be encoded, with why (their messages fail)."""
+        rejected, self._rejected = self._rejected, []
+        return rejected
 
     def close_all(self, now: float) -> None:
         for index in range(len(self._open)):
@@ -435,6 +487,68 @@ class TopicProducerMachine(PeerNotices):
             if actions:
                 out += actions
         return out
+
+
+def _fitting(entries: list[Entry], room: int) -> list[list[Entry]]:
+    """``entries`` cut, in order, into groups whose batch fits ``room`` bytes of columns and
+    data: each message is weighed at the most it can cost (:func:`_weight`), and a chunk is
+    cut into chunks of its own where it must be. Every message fits alone (the producer
+    checked it), so every group does."""
+    groups: list[list[Entry]] = []
+    group: list[Entry] = []
+    used = 0
+    for entry in entries:
+        for piece in _pieces(entry, room):
+            weight = _weight(piece)
+            if group and used + weight > room:
+                groups.append(group)
+                group, used = [], 0
+            group.append(piece)
+            used += weight
+    if group:
+        groups.append(group)
+    return groups
+
+
+def _pieces(entry: Entry, room: int) -> list[Entry]:
+    """A chunk heavier than ``room`` as chunks that each fit; any other entry as is."""
+    token = entry[6]
+    if token.__class__ is not Chunk or _weight(entry) <= room:
+        return [entry]
+    index, values, keys, _, timestamp, _, _ = entry
+    out: list[Entry] = []
+    start = used = size = 0
+    for i, value in enumerate(values):
+        key = keys[i] if keys is not None else None
+        n = len(value) + (len(key) if key is not None else 0)
+        if i > start and used + n + MESSAGE_OVERHEAD > room:
+            part_keys = None if keys is None else keys[start:i]
+            out.append(
+                (index, values[start:i], part_keys, None, timestamp, None, Chunk(i - start, size))
+            )
+            start, used, size = i, 0, 0
+        used += n + MESSAGE_OVERHEAD
+        size += n
+    part_keys = None if keys is None else keys[start:]
+    out.append(
+        (index, values[start:], part_keys, None, timestamp, None, Chunk(len(values) - start, size))
+    )
+    return out
+
+
+def _weight(entry: Entry) -> int:
+    """The most ``entry``'s messages can cost in a batch (their bytes and columns)."""
+    token = entry[6]
+    if token.__class__ is Chunk:
+        keys = entry[2]
+        key_bytes = 0 if keys is None else sum(map(len, filter(None, keys)))
+        return sum(map(len, entry[1])) + key_bytes + MESSAGE_OVERHEAD * token.count
+    key = entry[2]
+    weight = len(entry[1]) + (0 if key is None else len(key)) + MESSAGE_OVERHEAD
+    headers = entry[3]
+    if headers:
+        weight += sum(len(n.encode()) + len(v) + HEADER_OVERHEAD for n, v in headers)
+    return weight
 
 
 def _columns(

@@ -37,11 +37,14 @@ from typing import Any
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
 from dafka.client._metrics import ProducerMetrics
-from dafka.client._producer import Producer
+from dafka.client._producer import Producer, check_headers, check_timestamp
 from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, MessageTooLargeError
 from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
 from dafka.records import (
+    HEADER_OVERHEAD,
+    HEADER_SIZE,
+    MESSAGE_OVERHEAD,
     TXN_TOPIC,
     CorruptLogError,
     EpochRecord,
@@ -68,7 +71,7 @@ KILL_AFTER_ACKS_ENV = "DAFKA_TEST_KILL_AFTER_ACKS"
 
 
 class _OpenBatch:
-    __slots__ = ("futures", "headers", "keys", "size", "timestamps", "uuids", "values")
+    __slots__ = ("futures", "headers", "keys", "size", "timestamps", "uuids", "values", "weight")
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
@@ -78,6 +81,8 @@ class _OpenBatch:
         self.uuids: list[bytes] = []
         self.futures: list[Future[RecordMetadata]] = []
         self.size = 0
+        self.weight = 0
+        """The most its batch can weigh beyond the batch header (``max_message_bytes``)."""
 
 
 class TransactionalProducer:
@@ -361,15 +366,31 @@ class TransactionalProducer:
             raise TypeError(f"value must be bytes, got {type(value).__name__}")
         if key is not None and not isinstance(key, bytes):
             raise TypeError(f"key must be bytes or None, got {type(key).__name__}")
+        hdrs: tuple[tuple[str, bytes], ...] | None = None
+        weight = len(value) + (len(key) if key else 0) + MESSAGE_OVERHEAD
+        if headers:
+            hdrs, header_bytes = check_headers(headers)
+            weight += header_bytes + HEADER_OVERHEAD * len(hdrs)
+        if timestamp is not None:
+            check_timestamp(timestamp)
+        room = self.settings.max_message_bytes - HEADER_SIZE
+        if weight > room:
+            raise MessageTooLargeError(
+                f"message of topic {self.topic!r} weighs {weight + HEADER_SIZE:,} bytes in its "
+                f"RECORD (with the batch's framing), over max_message_bytes="
+                f"{self.settings.max_message_bytes:,}: nothing was queued"
+            )
         with self._lock:
             self._usable()
             self._fence_check()
             n = len(self.partitions)
             index = fnv1a32(key) % n if key is not None else self._txn % n
             future: Future[RecordMetadata] = Future()
-            hdrs = tuple(headers) if headers else None
-            ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
+            ts = int(time.time() * 1000) if timestamp is None else timestamp
             batch = self._open.get(index)
+            if batch is not None and batch.weight + weight > room:
+                self._close_batch(index)  # the next RECORD: this one is full
+                batch = None
             if batch is None:
                 batch = self._open[index] = _OpenBatch()
             if self._in_txn:
@@ -384,6 +405,7 @@ class TransactionalProducer:
             batch.uuids.append(uuid)
             batch.futures.append(future)
             batch.size += len(value) + (len(key) if key else 0) + 32
+            batch.weight += weight
             if batch.size >= self.settings.batch_size or not self._in_txn:
                 self._close_batch(index)
             return future

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dafka.config import _values as v
+from dafka.protocol import MAX_MESSAGE_BYTES, MIN_MESSAGE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,14 @@ _TABLE = [
         v.BIND_ADDRESS,
         "127.0.0.1",
         "Interface the data sockets bind to; * for every interface.",
+    ),
+    Setting(
+        "max_message_bytes",
+        "--max-message-bytes",
+        v.integer(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES),
+        MAX_MESSAGE_BYTES,
+        "Largest RECORD content, in bytes, on every node: producers refuse a bigger message, "
+        "stores keep a drop notice in place of a bigger RECORD, consumers skip both.",
     ),
     # -- tower ------------------------------------------------------------------------------
     Setting("tower/sub_address", "--sub", v.ENDPOINT, "tcp://127.0.0.1:5556", "Beacons in (XSUB)."),
@@ -196,6 +205,7 @@ CLIENT_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
     "beacon/interval": ("beacon_interval", frozenset({"producer", "consumer"})),
     "beacon/address": ("advertised_host", frozenset({"producer", "consumer"})),
     "bind": ("bind_host", frozenset({"producer", "consumer"})),
+    "max_message_bytes": ("max_message_bytes", frozenset({"producer", "consumer"})),
     "producer/partitions": ("partitions", frozenset({"producer"})),
     "producer/name": ("name", frozenset({"producer"})),
     "producer/linger_ms": ("linger_ms", frozenset({"producer"})),

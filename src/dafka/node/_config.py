@@ -12,9 +12,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dafka.errors import ConfigError
+from dafka.protocol import MAX_MESSAGE_BYTES, message_limit_problem
 
 OffsetReset = Literal["earliest", "latest"]
 BackpressurePolicy = Literal["block", "error"]
+
+
+def _message_limit(owner: str, value: object) -> None:
+    problem = message_limit_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{owner} max_message_bytes {problem}")
 
 
 def _positive(name: str, value: float) -> None:
@@ -60,6 +67,9 @@ class ProducerConfig:
       (C holds them without limit). ``backpressure`` says what the *driver* does when
       ``publish`` raises :class:`BackpressureError`: ``"block"`` waits until
       ``can_publish()`` (ACKs arrive), ``"error"`` lets the error through to the caller.
+    * ``max_message_bytes`` - the largest RECORD content a driver publishes (the cluster-wide
+      limit, ``dafka.protocol.MAX_MESSAGE_BYTES`` by default): a driver refuses a larger one
+      in the caller's thread (``PartitionProducer.publish``); the machine does not look.
     """
 
     head_interval: float = 1.0
@@ -67,8 +77,10 @@ class ProducerConfig:
     max_unacked_records: int = 1_000_000
     max_unacked_bytes: int = 512 * 1024 * 1024
     backpressure: BackpressurePolicy = "block"
+    max_message_bytes: int = MAX_MESSAGE_BYTES
 
     def __post_init__(self) -> None:
+        _message_limit("producer", self.max_message_bytes)
         _positive("producer head_interval", self.head_interval)
         _positive("producer min_stores", self.min_stores)
         _positive("producer max_unacked_records", self.max_unacked_records)
@@ -148,6 +160,9 @@ class StoreConfig:
     * ``hole_retry_max`` - holes of the log (damage found by a read or the scrub, records
       recorded as gone) are fetched from the peers like any gap, but their retries back off
       up to this (a hole no peer can fill costs one small FETCH per this period).
+    * ``max_message_bytes`` - the largest RECORD content the store keeps (the cluster-wide
+      limit): a larger one (a foreign producer's) is kept as a drop notice instead, counted
+      and logged by the store's driver (``dafka.server.StorePersistence``).
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -159,8 +174,10 @@ class StoreConfig:
     append_retry_max: float = 5.0
     skip_unavailable_after: int | None = 10
     hole_retry_max: float = 30.0
+    max_message_bytes: int = MAX_MESSAGE_BYTES
 
     def __post_init__(self) -> None:
+        _message_limit("store", self.max_message_bytes)
         _positive("store append_retry_initial", self.append_retry_initial)
         if self.skip_unavailable_after is not None:
             _positive("store skip_unavailable_after", self.skip_unavailable_after)

@@ -11,6 +11,8 @@ Byte-exact with the C reference implementation as described in ``../shared/PROTO
   :func:`decode` (either) - frames to a message; :class:`DecodeError`, and nothing else, for
   bad input.
 * :func:`new_node_id` - a fresh node id as the C reference makes them.
+* :data:`MAX_MESSAGE_BYTES` - the default (and largest) ``max_message_bytes``, the limit on
+  a RECORD's content every node applies (``_limits``).
 * Subscription prefixes per node and XPUB notices: :func:`subscription_prefix`,
   :func:`producer_subscriptions`..., :func:`parse_subscription_notice`.
 """
@@ -37,6 +39,7 @@ from dafka.protocol._ids import (
     WELCOME_ID,
 )
 from dafka.protocol._layouts import LAYOUTS, Layout
+from dafka.protocol._limits import MAX_MESSAGE_BYTES, MIN_MESSAGE_BYTES, message_limit_problem
 from dafka.protocol._names import MAX_NAME, name_problem
 from dafka.protocol._node_ids import new_node_id
 from dafka.protocol._subscriptions import (
@@ -81,7 +84,9 @@ __all__ = [
     "GET_HEADS_ID",
     "HEAD_ID",
     "LAYOUTS",
+    "MAX_MESSAGE_BYTES",
     "MAX_NAME",
+    "MIN_MESSAGE_BYTES",
     "RECORD_ID",
     "STORE_HELLO_ID",
     "VERSION",
@@ -111,6 +116,7 @@ __all__ = [
     "decode_data",
     "decode_discovery",
     "encode",
+    "message_limit_problem",
     "name_problem",
     "new_node_id",
     "parse_prefix",

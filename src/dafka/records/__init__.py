@@ -18,14 +18,19 @@ only by who asks for Arrow: pyarrow is an optional dependency (``dafka[arrow]``)
 """
 
 from dafka.records._batch import (
+    BATCH_OF_ONE,
+    HEADER_OVERHEAD,
     HEADER_SIZE,
     MAGIC,
+    MAX_TIMESTAMP,
+    MESSAGE_OVERHEAD,
     NO_UUID,
     UUID_SIZE,
     BatchColumns,
     BatchLayout,
     check_batch,
     decode_batch,
+    drop_notice,
     encode_batch,
     is_batch,
 )
@@ -42,6 +47,7 @@ from dafka.records._committed import CHECKPOINT_VERSION, CommittedFilter, Replay
 from dafka.records._errors import (
     CorruptBatchError,
     CorruptLogError,
+    DroppedRecordError,
     ProducerFencedError,
     TransactionError,
 )
@@ -65,9 +71,13 @@ from dafka.records._txn_log import (
 
 __all__ = [
     "ARROW_EXTRA",
+    "BATCH_OF_ONE",
     "CHECKPOINT_VERSION",
+    "HEADER_OVERHEAD",
     "HEADER_SIZE",
     "MAGIC",
+    "MAX_TIMESTAMP",
+    "MESSAGE_OVERHEAD",
     "NO_UUID",
     "TXN_TOPIC",
     "UUID_SIZE",
@@ -78,6 +88,7 @@ __all__ = [
     "CommittedFilter",
     "CorruptBatchError",
     "CorruptLogError",
+    "DroppedRecordError",
     "EpochRecord",
     "InstanceState",
     "IntentRecord",
@@ -97,6 +108,7 @@ __all__ = [
     "check_batch",
     "decode_batch",
     "decode_record",
+    "drop_notice",
     "encode_batch",
     "encode_record",
     "instance_state",

@@ -27,6 +27,15 @@ Layout (all integers little-endian; offsets in bytes)::
           keys, values, header names (UTF-8) and header values interleaved per header
     end: the content ends exactly where the data ends (anything else: corrupt)
 
+A *drop notice* is the header alone (28 bytes) with count 0, flags ``FLAG_DROPPED`` and, in
+``base_timestamp``, the size of the content it stands for: what a store keeps in place of a
+RECORD larger than its ``max_message_bytes`` (a foreign producer's; ours refuse such a
+message at the call), so that the partition goes on and every reader agrees that the RECORD
+is skipped. :func:`check_header` raises :class:`DroppedRecordError` (a
+:class:`CorruptBatchError`: a reader that does not know notices skips it as corrupt) and
+consumers count it with the RECORDs they dropped for their own limit. The bytes depend on
+the size only: every store that drops the same RECORD keeps the same notice.
+
 Why this shape: pure-Python speed. Each column is read with one ``struct.unpack_from`` and
 the payloads are cut by slicing at running sums (``itertools.accumulate``); there is no
 per-byte varint loop as in Kafka's record batch v2. Columns that a batch does not use
@@ -51,7 +60,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from dafka.records._errors import CorruptBatchError
+from dafka.records._errors import CorruptBatchError, DroppedRecordError
 
 VERSION = 1
 MAGIC = b"\x89DFKB\r\n" + bytes([VERSION])
@@ -62,6 +71,8 @@ FLAG_HEADERS = 0x02
 FLAG_TIMESTAMPS = 0x04
 FLAG_WIDE_TS = 0x08
 FLAG_UUIDS = 0x10
+FLAG_DROPPED = 0x20
+"""A drop notice: no messages, no columns (see the module docstring)."""
 _KNOWN_FLAGS = FLAG_KEYS | FLAG_HEADERS | FLAG_TIMESTAMPS | FLAG_WIDE_TS | FLAG_UUIDS
 
 _HEADER = struct.Struct("<8sIIHHq")
@@ -73,6 +84,17 @@ NO_UUID = bytes(UUID_SIZE)
 """In a batch with UUIDs, a message without one carries 16 zero bytes (decoded as None;
 a Gazette UUID is a v1 UUID: its version and variant bits are never zero)."""
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+MESSAGE_OVERHEAD = 4 + 4 + 4 + 8 + UUID_SIZE
+"""The most a message costs in a batch beyond the bytes of its key, value and headers: its
+key, value and header-count lengths, a wide timestamp delta and a UUID (36 bytes)."""
+HEADER_OVERHEAD = 8
+"""What a header costs beyond its name's UTF-8 bytes and its value: their two lengths."""
+BATCH_OF_ONE = HEADER_SIZE + MESSAGE_OVERHEAD
+"""The most a batch of one message adds to its key, value and headers (64 bytes): a message
+fits ``max_message_bytes`` when its bytes and this do."""
+MAX_TIMESTAMP = 2**63 - 1
+"""Timestamps are milliseconds since the epoch in ``[0, MAX_TIMESTAMP]``: the batch keeps a
+base (i64) and deltas from it (i64 at most), which any two such timestamps fit."""
 
 Headers = Sequence[tuple[str, bytes]]
 
@@ -164,10 +186,17 @@ def encode_batch(
     return MAGIC + struct.pack("<I", crc32c(body)) + body
 
 
+def drop_notice(size: int) -> bytes:
+    """The drop notice of a RECORD whose content was ``size`` bytes (module docstring)."""
+    body = struct.pack("<IHHq", 0, FLAG_DROPPED, 0, size)
+    return MAGIC + struct.pack("<I", crc32c(body)) + body
+
+
 def check_header(content: bytes) -> tuple[int, int, int]:
     """``(count, flags, base_timestamp)`` of a batch whose header passes every check (magic,
     CRC-32C of the whole content, known flags, reserved zero, a count that fits); raises
-    :class:`CorruptBatchError` otherwise. Decoders of the columns start from here."""
+    :class:`CorruptBatchError` otherwise, :class:`DroppedRecordError` for a drop notice.
+    Decoders of the columns start from here."""
     size = len(content)
     if size < HEADER_SIZE:
         raise CorruptBatchError(f"batch of {size} bytes is shorter than its header")
@@ -176,6 +205,8 @@ def check_header(content: bytes) -> tuple[int, int, int]:
         raise CorruptBatchError("not a batch (wrong magic or version)")
     if crc32c(memoryview(content)[12:]) != crc:
         raise CorruptBatchError("batch CRC-32C mismatch")
+    if flags == FLAG_DROPPED and not count and not reserved and size == HEADER_SIZE and base > 0:
+        raise DroppedRecordError(base)
     if flags & ~_KNOWN_FLAGS or reserved:
         raise CorruptBatchError(f"batch with unknown flags {flags:#x} or reserved {reserved}")
     # every message takes at least its 4-byte value length: bounds count before allocating

@@ -16,6 +16,17 @@ class CorruptBatchError(DafkaError):
     """
 
 
+class DroppedRecordError(CorruptBatchError):
+    """A RECORD is a store's *drop notice*: it stands for a RECORD of ``size`` bytes that was
+    over the store's ``max_message_bytes`` (``dafka.records.drop_notice``). A consumer skips
+    it and counts it with the RECORDs it dropped for its own limit; a reader that only knows
+    :class:`CorruptBatchError` skips it as corrupt."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"a store dropped this RECORD: {size:,} bytes, over its max_message_bytes")
+        self.size = size
+
+
 class TransactionError(DafkaError):
     """A transaction could not be begun, committed or aborted (the message says why)."""
 
@@ -32,4 +43,10 @@ class CorruptLogError(TransactionError):
     caller could not supply."""
 
 
-__all__ = ["CorruptBatchError", "CorruptLogError", "ProducerFencedError", "TransactionError"]
+__all__ = [
+    "CorruptBatchError",
+    "CorruptLogError",
+    "DroppedRecordError",
+    "ProducerFencedError",
+    "TransactionError",
+]

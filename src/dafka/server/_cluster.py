@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from dafka.config import tower_spec
+from dafka.node import StoreConfig
 from dafka.server._store import StoreNode
 from dafka.storage import StorageConfig
 from dafka.transport.config import TransportConfig
@@ -29,6 +30,7 @@ class InProcessCluster:
         host: str = "127.0.0.1",
         tower_port: int | None = None,
         storage_config: StorageConfig | None = None,
+        store_config: StoreConfig | None = None,
         beacon_interval: float = 1.0,
         context: ZmqContext | None = None,
     ) -> None:
@@ -40,6 +42,7 @@ class InProcessCluster:
         self.tower = Tower(sub, pub, context=context)
         self._store_count = stores
         self._storage_config = storage_config
+        self._store_config = store_config
         self._beacon_interval = beacon_interval
         self.stores: list[StoreNode] = []
         self.transport = TransportConfig()
@@ -58,6 +61,7 @@ class InProcessCluster:
                     self.data_dir / f"store-{i}",
                     self.transport,
                     storage_config=self._storage_config,
+                    store_config=self._store_config,
                     context=self._context,
                     name=f"store-{i}",
                 )

@@ -23,6 +23,16 @@ Storage faults heal here, without a restart (``dafka.node._store`` has the machi
   reason is reported like a cut: the machine goes back to the log's head. A fill that does
   not fit a hole any more (another fill or a cut came first) is dropped: the machine is told
   the holes as they are.
+
+A RECORD larger than the store's limit (``StoreConfig.max_message_bytes``, and never more
+than the log holds: ``StorageConfig.max_record_bytes``) - only a foreign producer sends one,
+ours refuse such a message at the call - is stored as its *drop notice*
+(``dafka.records.drop_notice``, 28 bytes naming its size) in its place: counted
+(``oversized_dropped``), logged at WARNING (at most every ``DROP_LOG_INTERVAL`` seconds, with
+the count since), and ACKed like any record. The partition goes on. Before, the log refused
+the run, the machine fetched it again, and the partition was stuck there for good while
+consumers that had the RECORD live delivered it (issue 18). Consumers skip the notice and,
+with the same limit, the RECORD itself when they get it live: every reader agrees.
 """
 
 from __future__ import annotations
@@ -37,9 +47,13 @@ from dataclasses import dataclass, field
 from dafka.errors import DafkaError
 from dafka.node import LatencyHistogram, LatencySnapshot, StoreMachine
 from dafka.node.actions import Persist
+from dafka.records import drop_notice
 from dafka.storage import NonContiguousAppendError, Storage, StorageIOError, Truncation
 
 log = logging.getLogger(__name__)
+
+DROP_LOG_INTERVAL = 5.0
+"""Seconds between two WARNING lines about RECORDs dropped for their size."""
 
 
 @dataclass
@@ -56,6 +70,8 @@ class PersistenceStats:
     them)."""
     fills: int = 0
     """Writes into holes (records a peer still held)."""
+    oversized_dropped: int = 0
+    """RECORDs over the store's ``max_message_bytes`` kept as drop notices."""
 
 
 @dataclass
@@ -89,6 +105,10 @@ class StorePersistence:
         """Appends failed in a row by the disk (0: writes work)."""
         self._waiting: dict[tuple[str, str], float] = {}
         self._latencies = _Latencies()
+        self._max_bytes = min(machine.config.max_message_bytes, storage.config.max_record_bytes)
+        """The largest content kept as it is (the store's limit, within what the log holds)."""
+        self._drop_log_at = 0.0
+        self._drops_unlogged = 0
 
     def persist(self, action: Persist) -> None:
         now = self._clock()
@@ -98,8 +118,11 @@ class StorePersistence:
             # fetches everything after it, these records included.
             self._stats.persist_errors += 1
             return
+        contents = action.contents
+        if max(map(len, contents), default=0) > self._max_bytes:
+            contents = self._notices(topic, producer, action.first_sequence, contents)
         if action.placement == "fill":
-            self._fill(action, now)
+            self._fill(action, contents, now)
             return
         started = time.monotonic()
         try:
@@ -107,7 +130,7 @@ class StorePersistence:
                 topic,
                 producer,
                 action.first_sequence,
-                action.contents,
+                contents,
                 after_gap=action.placement == "after_gap",
             )
         except NonContiguousAppendError as exc:
@@ -120,7 +143,7 @@ class StorePersistence:
             self._disk_failed(exc)
             self._machine.on_append_failed(topic, producer, self._stored(topic, producer), now)
             return
-        except DafkaError as exc:  # a bad record (too large): never retried, never ACKed
+        except DafkaError as exc:  # a record the log refuses (not its size: see _notices)
             self._stats.persist_errors += 1
             log.error("%s: persist failed: %s", self._name, exc)
             return
@@ -150,11 +173,11 @@ class StorePersistence:
             )
             self._machine.on_holes(topic, producer, holes, now)
 
-    def _fill(self, action: Persist, now: float) -> None:
+    def _fill(self, action: Persist, contents: tuple[bytes, ...], now: float) -> None:
         """Write records a peer still held into a hole; tell the machine the holes left."""
         topic, producer = action.topic, action.producer
         try:
-            self._storage.fill(topic, producer, action.first_sequence, action.contents)
+            self._storage.fill(topic, producer, action.first_sequence, contents)
         except StorageIOError as exc:
             self._stats.persist_errors += 1
             self._disk_failed(exc)
@@ -173,6 +196,37 @@ class StorePersistence:
                 action.first_sequence + len(action.contents) - 1,
             )
         self._machine.on_holes(topic, producer, self._storage.holes(topic, producer), now)
+
+    def _notices(
+        self, topic: str, producer: str, first: int, contents: tuple[bytes, ...]
+    ) -> tuple[bytes, ...]:
+        """``contents`` with each one over the limit replaced by its drop notice."""
+        limit = self._max_bytes
+        out = []
+        for offset, content in enumerate(contents):
+            if len(content) <= limit:
+                out.append(content)
+                continue
+            out.append(drop_notice(len(content)))
+            self._stats.oversized_dropped += 1
+            now = time.monotonic()
+            if now < self._drop_log_at:
+                self._drops_unlogged += 1
+                continue
+            self._drop_log_at = now + DROP_LOG_INTERVAL
+            more, self._drops_unlogged = self._drops_unlogged, 0
+            log.warning(
+                "%s: dropped RECORD %s/%s@%d: %d bytes, over max_message_bytes=%d; a drop "
+                "notice takes its place%s",
+                self._name,
+                topic,
+                producer,
+                first + offset,
+                len(content),
+                limit,
+                f" ({more} more since the last report)" if more else "",
+            )
+        return tuple(out)
 
     def _stored(self, topic: str, producer: str) -> int:
         head = self._storage.head(topic, producer)

@@ -142,6 +142,8 @@ class LocalCluster:
     ``metrics_port``: the tower serves /metrics there, store ``i`` on ``metrics_port + 1 + i``.
     ``store_settings``: more settings of every store by config key (``{"store/retention/bytes":
     1 << 30}``), passed as the keys' ``dafka store`` flags.
+    ``max_message_bytes``: the stores' limit (None: as ``dafka store`` reads it, 64 MiB by
+    default); give clients the same.
     """
 
     def __init__(
@@ -152,6 +154,7 @@ class LocalCluster:
         host: str = "127.0.0.1",
         port: int | None = None,
         fsync: str = "ms:5",
+        max_message_bytes: int | None = None,
         beacon_interval: float = 1.0,
         ready_timeout: float = 60.0,
         echo: Callable[[str], None] | None = None,
@@ -169,6 +172,7 @@ class LocalCluster:
         self._fixed_port = port
         self.port = port or 0
         self._fsync = fsync
+        self._max_message_bytes = max_message_bytes
         self._beacon_interval = beacon_interval
         self._ready_timeout = ready_timeout
         self._echo = echo
@@ -349,6 +353,8 @@ class LocalCluster:
             *self._store_args,
             *self._common_args(1 + index),
         ]
+        if self._max_message_bytes is not None:
+            argv += ["--max-message-bytes", str(self._max_message_bytes)]
         return Member(f"store-{index}", argv, _STORE_READY, data_dir=data)
 
     def _common_args(self, offset: int) -> list[str]:

@@ -13,7 +13,10 @@ from dafka.records import (
     HEADER_SIZE,
     MAGIC,
     CorruptBatchError,
+    DroppedRecordError,
+    check_batch,
     decode_batch,
+    drop_notice,
     encode_batch,
     is_batch,
 )
@@ -170,3 +173,26 @@ def test_header_size_is_documented() -> None:
 def test_messages_without_uuid_in_a_batch_with_uuids() -> None:
     got = decode_batch(encode_batch([b"a", b"b"], uuids=[bytes(16), b"\x01" * 16]))
     assert got.uuids == [None, b"\x01" * 16]
+
+
+def test_a_drop_notice_names_the_size_it_stands_for_and_nothing_else_passes_for_one() -> None:
+    """What a store keeps in place of a RECORD over its max_message_bytes (issue 18)."""
+    notice = drop_notice(70_000_000)
+    assert len(notice) == HEADER_SIZE
+    assert is_batch(notice)
+    assert notice == drop_notice(70_000_000)  # every store keeps the same bytes
+    with pytest.raises(DroppedRecordError) as raised:
+        check_batch(notice)
+    assert raised.value.size == 70_000_000
+    assert isinstance(raised.value, CorruptBatchError)  # older readers skip it as corrupt
+    with pytest.raises(DroppedRecordError):
+        decode_batch(notice)
+    body = bytearray(notice[12:])
+    body[0] = 1  # a count: not a notice any more, and not a valid batch either
+    forged = MAGIC + struct.pack("<I", crc32c(bytes(body))) + bytes(body)
+    with pytest.raises(CorruptBatchError) as corrupt:
+        check_batch(forged)
+    assert not isinstance(corrupt.value, DroppedRecordError)
+    flipped = notice[:-1] + bytes([notice[-1] ^ 1])  # the CRC covers the size
+    with pytest.raises(CorruptBatchError, match="CRC"):
+        check_batch(flipped)
