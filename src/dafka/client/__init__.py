@@ -17,6 +17,7 @@ from dafka.client._producer import Producer
 from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._settings import ConsumerSettings, ProducerSettings
 from dafka.client._transactions import TransactionalProducer
+from dafka.client._txn_state import TransactionState
 
 __all__ = [
     "AsyncConsumer",
@@ -35,5 +36,6 @@ __all__ = [
     "ProducerMetrics",
     "ProducerSettings",
     "ReadCommittedConsumer",
+    "TransactionState",
     "TransactionalProducer",
 ]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
 import threading
@@ -39,6 +40,7 @@ from dafka.client._errors import DeliveryError
 from dafka.client._metrics import ProducerMetrics
 from dafka.client._producer import Producer, check_headers, check_timestamp
 from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
+from dafka.client._txn_state import TransactionState, TransactionStatus
 from dafka.errors import ConfigError, MessageTooLargeError
 from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
 from dafka.records import (
@@ -68,6 +70,8 @@ from dafka.records import (
 from dafka.transport.sockets import ZmqContext
 
 KILL_AFTER_ACKS_ENV = "DAFKA_TEST_KILL_AFTER_ACKS"
+
+log = logging.getLogger(__name__)
 
 
 class _OpenBatch:
@@ -129,10 +133,13 @@ class TransactionalProducer:
         )
         self._open: dict[int, _OpenBatch] = {}
         self._touched: dict[int, None] = {}  # partitions written by the open transaction
-        self._in_txn = False
+        self._status = TransactionStatus()
+        self._deciding: tuple[tuple[str, bytes], ...] = ()
+        """COMMITTING: the INTENT's ACKs; ABORTING: the rolling-back ones (re-sent as they
+        are when the call is repeated)."""
         self._txn = 0
-        self._fenced_by: str | None = None
-        self._closed = False
+        self._mine: tuple[int, str] | None = None  # (epoch, nonce) once the EPOCH is written
+        self._stop = threading.Event()
         self._logs: dict[str, list[bytes]] = {}
         self._kill_after = int(os.environ.get(KILL_AFTER_ACKS_ENV, "-1"))
         self._log: Producer | None = None
@@ -143,8 +150,11 @@ class TransactionalProducer:
         try:
             self._start()
         except BaseException:
+            if self._status.state is TransactionState.STARTING:
+                self._status.move(TransactionState.CLOSED)
             self._shutdown()
             raise
+        self._status.move(TransactionState.READY)
 
     # -- start: claim, wait, resolve --------------------------------------------------------
 
@@ -193,6 +203,7 @@ class TransactionalProducer:
             pins,
         )
         self._append_log(self.epoch)
+        self._mine = (epoch, self.nonce)
         # Wait one lease: a predecessor still running reads our EPOCH and stops writing.
         deadline = time.monotonic() + self.txn_lease
         while time.monotonic() < deadline:
@@ -221,7 +232,6 @@ class TransactionalProducer:
         self.resolved = [st.log for st in todo]
         self._append_log(RecoveredRecord(tuple(self.resolved)))
         self._checked = time.monotonic()
-        self._stop = threading.Event()
         self._watchdog = threading.Thread(
             target=self._watch_for_successor,
             name=f"txn-watchdog-{self.transactional_id}",
@@ -238,12 +248,11 @@ class TransactionalProducer:
         period = self.txn_lease / 4
         while not self._stop.wait(period):
             with self._lock:
-                if self._closed:
+                if self._status.state in (TransactionState.CLOSED, TransactionState.FENCED):
                     return
                 try:
                     self._fence_check(force=True)
-                except ProducerFencedError:
-                    self._release()
+                except ProducerFencedError:  # released by the check
                     return
                 except Exception:  # the next call reports the node failure
                     return
@@ -294,18 +303,22 @@ class TransactionalProducer:
         return out
 
     def _check_fenced(self) -> None:
-        if self._fenced_by is None and hasattr(self, "epoch"):
-            mine = (self.epoch.epoch, self.epoch.nonce)
+        """Fenced once the log holds a newer instance's EPOCH: release, then raise."""
+        mine = self._mine
+        if mine is not None and not self._status.fenced:
             for name, state in self._instances().items():
                 if name != self.log_partition and state.key() > mine:
-                    self._fenced_by = name
+                    self._fence(name)
                     break
-        if self._fenced_by is not None:
+        self._status.raise_if_fenced()
+
+    def _fence(self, by: str) -> None:
+        reason = (
+            f"transactional_id {self.transactional_id!r}: instance {by} took over from this "
+            f"one ({self.log_partition})"
+        )
+        if self._status.fence(reason):
             self._release()
-            raise ProducerFencedError(
-                f"transactional_id {self.transactional_id!r}: instance {self._fenced_by} "
-                f"took over from this one ({self.log_partition})"
-            )
 
     def _fence_check(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -381,8 +394,9 @@ class TransactionalProducer:
                 f"{self.settings.max_message_bytes:,}: nothing was queued"
             )
         with self._lock:
-            self._usable()
+            self._status.check("send")
             self._fence_check()
+            in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
             index = fnv1a32(key) % n if key is not None else self._txn % n
             future: Future[RecordMetadata] = Future()
@@ -393,7 +407,7 @@ class TransactionalProducer:
                 batch = None
             if batch is None:
                 batch = self._open[index] = _OpenBatch()
-            if self._in_txn:
+            if in_txn:
                 uuid = build_uuid(self.p_txn, self._clock.tick(), Flags.CONTINUE_TXN).bytes
                 self._touched[index] = None
             else:
@@ -406,72 +420,84 @@ class TransactionalProducer:
             batch.futures.append(future)
             batch.size += len(value) + (len(key) if key else 0) + 32
             batch.weight += weight
-            if batch.size >= self.settings.batch_size or not self._in_txn:
+            if batch.size >= self.settings.batch_size or not in_txn:
                 self._close_batch(index)
             return future
 
-    # -- transactions -----------------------------------------------------------------------
+    # -- transactions: each call checked against the state table (_txn_state.py) -----------
 
     def begin_transaction(self) -> None:
         with self._lock:
-            self._usable()
-            if self._in_txn:
-                raise TransactionError("a transaction is already open")
+            self._status.check("begin_transaction")
             self._fence_check()
-            self._in_txn = True
+            self._status.move(TransactionState.IN_TRANSACTION)
             self._touched = {}
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Make every message of the transaction visible, atomically; raises
-        :class:`ProducerFencedError` (nothing becomes visible) if another instance took over."""
+        :class:`ProducerFencedError` (nothing becomes visible) if another instance took over.
+
+        A failure before the commit point (data not stored in time) leaves the transaction
+        open: commit again, or abort. Once the INTENT is written the transaction is decided
+        (state ``COMMITTING``): a failure after it is finished by calling this again (the
+        same INTENT and ACKs are re-sent), by :meth:`close`, or by the next instance."""
         with self._lock:
-            self._usable()
-            if not self._in_txn:
-                raise TransactionError("no transaction is open")
+            self._status.check("commit_transaction")
             timeout = self.settings.delivery_timeout if timeout is None else timeout
-            for index in list(self._open):
-                self._close_batch(index)
-            self._flush_data(timeout)
-            self._fence_check(force=True)
-            acks = [
-                (self.partitions[i], ack_uuid(self.p_txn, self._clock.tick()))
-                for i in self._touched
-            ]
-            if acks:
-                self._append_log(IntentRecord(self._txn, tuple(acks)))  # the commit point
-                # A successor that claimed meanwhile decides from our log after its lease:
-                # write no ACK once fenced (it finishes the commit or rolls it back whole).
-                self._fence_check()
-                for done, (partition, ack) in enumerate(acks):
-                    if done == self._kill_after:
-                        os.kill(os.getpid(), signal.SIGKILL)
-                    self._send_ack(partition, ack)
-                    if self._kill_after >= 0:
-                        self._flush_data(timeout)
+            if self._status.state is TransactionState.IN_TRANSACTION:
+                for index in list(self._open):
+                    self._close_batch(index)
                 self._flush_data(timeout)
-                self._last_ack.update(acks)
-            self._txn += 1
-            self._in_txn = False
-            self._touched = {}
+                self._fence_check(force=True)
+                acks = tuple(
+                    (self.partitions[i], ack_uuid(self.p_txn, self._clock.tick()))
+                    for i in self._touched
+                )
+                if not acks:  # nothing written: nothing to decide
+                    self._finish_transaction()
+                    return
+                self._deciding = acks
+                self._status.move(TransactionState.COMMITTING)
+            acks = self._deciding
+            self._append_log(IntentRecord(self._txn, acks))  # the commit point
+            # A successor that claimed meanwhile decides from our log after its lease:
+            # write no ACK once fenced (it finishes the commit or rolls it back whole).
+            self._fence_check()
+            for done, (partition, ack) in enumerate(acks):
+                if done == self._kill_after:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                self._send_ack(partition, ack)
+                if self._kill_after >= 0:
+                    self._flush_data(timeout)
+            self._flush_data(timeout)
+            self._last_ack.update(acks)
+            self._finish_transaction()
 
     def abort_transaction(self, timeout: float | None = None) -> None:
-        """Drop the open transaction: what was sent of it is rolled back for readers."""
+        """Drop the open transaction: what was sent of it is rolled back for readers (each
+        partition it wrote gets its last committed ACK again). If those ACKs are not stored
+        in time the state is ``ABORTING``: call this again (it re-sends the same ACKs)."""
         with self._lock:
-            if not self._in_txn:
-                raise TransactionError("no transaction is open")
-            self._in_txn = False
-            for batch in self._open.values():
-                for future in batch.futures:
-                    future.set_exception(TransactionError("transaction aborted"))
-            self._open = {}
-            touched, self._touched = self._touched, {}
-            if self._fenced_by is not None or self._closed:
-                return  # a fenced instance writes nothing: its successor rolls back
-            for index in touched:
-                partition = self.partitions[index]
-                self._send_ack(partition, self._last_ack[partition])  # re-sent: rolls back
+            self._status.check("abort_transaction")
+            if self._status.state is TransactionState.IN_TRANSACTION:
+                for batch in self._open.values():
+                    for future in batch.futures:
+                        future.set_exception(TransactionError("transaction aborted"))
+                self._open = {}
+                self._deciding = tuple(
+                    (self.partitions[i], self._last_ack[self.partitions[i]]) for i in self._touched
+                )
+                self._status.move(TransactionState.ABORTING)
+            for partition, ack in self._deciding:
+                self._send_ack(partition, ack)  # re-sent: rolls back
             self._flush_data(self.settings.delivery_timeout if timeout is None else timeout)
-            self._txn += 1
+            self._finish_transaction()
+
+    def _finish_transaction(self) -> None:
+        self._txn += 1
+        self._touched = {}
+        self._deciding = ()
+        self._status.move(TransactionState.READY)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[TransactionalProducer]:
@@ -486,15 +512,30 @@ class TransactionalProducer:
         self.commit_transaction()
 
     @property
+    def state(self) -> TransactionState:
+        """Where the producer is: ``READY``, ``IN_TRANSACTION``, ``COMMITTING``... (the
+        table of what each state allows is ``dafka.client._txn_state``)."""
+        return self._status.state
+
+    @property
     def in_transaction(self) -> bool:
-        return self._in_txn
+        """A transaction is open (or being committed or aborted)."""
+        return self._status.state in (
+            TransactionState.IN_TRANSACTION,
+            TransactionState.COMMITTING,
+            TransactionState.ABORTING,
+        )
 
     def flush(self, timeout: float | None = None) -> int:
-        """Outside a transaction: wait until what was sent is stored (0: all)."""
+        """Wait until what was sent is stored; returns how many are not (0: all).
+
+        Inside a transaction, as in Kafka: the messages sent so far are stored (their
+        futures resolve) but not committed - readers with read-committed isolation see them
+        only after :meth:`commit_transaction`, and never after an abort."""
         with self._lock:
-            self._usable()
-            if self._in_txn:
-                raise TransactionError("flush inside a transaction: commit it instead")
+            self._status.check("flush")
+            for index in list(self._open):
+                self._close_batch(index)
             assert self._data is not None
             return self._data.flush(timeout)
 
@@ -505,28 +546,32 @@ class TransactionalProducer:
             raise TransactionError("the transactional producer is not started")
         return data.metrics()
 
-    def _usable(self) -> None:
-        if self._closed:
-            raise TransactionError("the transactional producer is closed")
-        if self._fenced_by is not None:
-            self._check_fenced()
-
     def close(self, timeout: float | None = 10.0) -> None:
-        """Abort an open transaction, flush, and leave the cluster."""
+        """Leave the cluster: an open transaction is aborted, one past its commit point is
+        finished (it is decided), what was sent is flushed. Best effort: an error on the way
+        is logged, and the next instance resolves whatever is left."""
         with self._lock:
-            if self._closed:
+            state = self._status.state
+            if state is TransactionState.CLOSED:
                 return
-            if self._in_txn:
-                with contextlib.suppress(TransactionError, DeliveryError):
-                    self.abort_transaction(timeout)
-            self._closed = True
+            if state is not TransactionState.FENCED:
+                try:
+                    if state in (TransactionState.IN_TRANSACTION, TransactionState.ABORTING):
+                        self.abort_transaction(timeout)
+                    elif state is TransactionState.COMMITTING:
+                        self.commit_transaction(timeout)
+                except (TransactionError, DeliveryError) as exc:
+                    log.warning(
+                        "transactional producer %r: close left a transaction to its successor (%s)",
+                        self.transactional_id,
+                        exc,
+                    )
+            if self._status.state is not TransactionState.CLOSED:  # fenced on the way: closed
+                self._status.move(TransactionState.CLOSED)
             self._shutdown(timeout)
 
     def _release(self) -> None:
         """Fenced: fail what is pending and leave the cluster without writing anything."""
-        if getattr(self, "_released", False):
-            return
-        self._released = True
         for batch in self._open.values():
             for future in batch.futures:
                 if not future.done():
@@ -535,9 +580,7 @@ class TransactionalProducer:
         self._shutdown(timeout=0)
 
     def _shutdown(self, timeout: float | None = 10.0) -> None:
-        stop = getattr(self, "_stop", None)
-        if stop is not None:
-            stop.set()
+        self._stop.set()
         for closer in (self._data, self._log):
             if closer is not None:
                 with contextlib.suppress(Exception):

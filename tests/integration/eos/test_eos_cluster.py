@@ -21,7 +21,7 @@ import pytest
 import dafka
 from dafka.client import Consumer, Producer, ReadCommittedConsumer
 from dafka.client._transactions import KILL_AFTER_ACKS_ENV, TransactionalProducer
-from dafka.records import ProducerFencedError, Record
+from dafka.records import ProducerFencedError, Record, TransactionError
 from dafka.server import LocalCluster
 from tests.integration.cluster.cluster_procs import Proc, Processes
 
@@ -190,3 +190,43 @@ def test_pipeline_killed_at_random_points_outputs_each_message_exactly_once(
     counts = Counter(got)
     assert {v for v, n in counts.items() if n > 1} == set()
     assert set(counts) == {b"out-%d" % i for i in range(total)}
+
+
+def test_flush_inside_a_transaction_stores_without_committing(cluster: LocalCluster) -> None:
+    """As in Kafka: flush() in a transaction waits until what was sent is stored (futures
+    resolved, read-uncommitted readers see it) and commits nothing (read-committed readers
+    see it only after commit_transaction)."""
+    topic = "t-flush"
+    sent = sorted(b"F-%d" % i for i in range(6))
+    with TransactionalProducer(
+        topic, "wf", partitions=2, txn_lease=1.0, batch_size=1 << 20, **common(cluster)
+    ) as p:
+        p.begin_transaction()
+        futures = [p.send(v, key=v) for v in sent]
+        assert p.flush(DEADLINE) == 0
+        assert [f.result(0).topic for f in futures] == [topic] * len(sent)
+        assert p.state.name == "IN_TRANSACTION"
+        assert sorted(values(read_all(cluster, topic, committed=False, expect=6))) == sent
+        assert values(read_all(cluster, topic, committed=True, expect=0)) == []
+        p.commit_transaction()
+        assert p.state.name == "READY"
+    assert sorted(values(read_all(cluster, topic, committed=True, expect=6))) == sent
+
+
+def test_a_call_the_state_does_not_allow_names_the_state(cluster: LocalCluster) -> None:
+    with TransactionalProducer(
+        "t-calls", "wc", partitions=1, txn_lease=1.0, **common(cluster)
+    ) as p:
+        with pytest.raises(TransactionError, match=r"commit_transaction\(\) in state READY"):
+            p.commit_transaction()
+        with pytest.raises(TransactionError, match=r"abort_transaction\(\) in state READY"):
+            p.abort_transaction()
+        p.begin_transaction()
+        with pytest.raises(
+            TransactionError, match=r"begin_transaction\(\) in state IN_TRANSACTION"
+        ):
+            p.begin_transaction()
+        p.abort_transaction()
+        assert p.state.name == "READY"
+    with pytest.raises(TransactionError, match=r"send\(\) in state CLOSED"):
+        p.send(b"late")
