@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from types import TracebackType
 from typing import Any, TypeVar
 
 from dafka.client._consumer import Consumer, Key, PollStatistics, checked_reads
@@ -28,13 +27,14 @@ from dafka.client._metrics import ConsumerMetrics
 from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import DafkaError, NodeFailedError
+from dafka.lifecycle import AsyncClosing
 from dafka.node import ConsumerStatistics
 from dafka.records import Record, RecordColumns
 
 _Taken = TypeVar("_Taken", list[Record], RecordColumns)
 
 
-class AsyncConsumer:
+class AsyncConsumer(AsyncClosing):
     """asyncio flavour of :class:`Consumer`; takes the same arguments.
 
     It wraps a blocking consumer, chosen by the settings: a :class:`ReadCommittedConsumer`
@@ -42,6 +42,8 @@ class AsyncConsumer:
     then accepted too), a :class:`Consumer` otherwise. :attr:`consumer` is typed
     :class:`Consumer`, which both are.
     """
+
+    quiet_errors = (NodeFailedError,)  # after an error in the block: it says more
 
     def __init__(
         self,
@@ -179,22 +181,6 @@ class AsyncConsumer:
         if self._consumer is None:
             return
         await self._run(self._consumer.close)
-
-    async def __aenter__(self) -> AsyncConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            await self.close()
-            return
-        with contextlib.suppress(NodeFailedError):  # the error in flight says more
-            await self.close()
 
 
 __all__ = ["AsyncConsumer"]

@@ -15,13 +15,13 @@ loop's default executor.
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
 from typing import Any
 
 from dafka.client._metrics import ProducerMetrics
 from dafka.client._producer import HeadersArg, OnDelivery, Producer, checked_settings
 from dafka.client._settings import ProducerSettings
 from dafka.errors import DafkaError
+from dafka.lifecycle import AsyncClosing
 from dafka.node import BackpressureError
 from dafka.records import RecordMetadata
 
@@ -56,7 +56,7 @@ class _LoopBridge:
         self.room.set()
 
 
-class AsyncProducer:
+class AsyncProducer(AsyncClosing):
     """``async with AsyncProducer("orders", towers=..., name="w1") as p: await p.send(b"v")``
 
     Same settings and keyword arguments as :class:`Producer`; construct it inside a running
@@ -154,17 +154,9 @@ class AsyncProducer:
             return
         await self._loop.run_in_executor(None, self._producer.close, timeout)
 
-    async def __aenter__(self) -> AsyncProducer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close(timeout=0 if exc_type is not None else 10.0)
+    async def close_after_error(self) -> None:
+        """The ``async with`` block raised: leave without waiting for the stores."""
+        await self.close(timeout=0)
 
 
 __all__ = ["AsyncProducer"]

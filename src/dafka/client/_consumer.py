@@ -51,7 +51,6 @@ counted (``poll_statistics().records_lost``) and logged as a warning.
 from __future__ import annotations
 
 import collections
-import contextlib
 import gc
 import logging
 import threading
@@ -59,12 +58,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
-from types import TracebackType
 from typing import Any
 
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, DataLossError, NodeFailedError
+from dafka.lifecycle import Closing
 from dafka.node import (
     ConsumerConfig,
     ConsumerMachine,
@@ -154,7 +153,7 @@ def checked_reads(
     return topic_list, assigned, ends
 
 
-class Consumer:
+class Consumer(Closing):
     """``with Consumer(["orders"], towers="127.0.0.1:5556", offset_reset="earliest") as c:``
 
     ``topics``: live subscriptions. ``assign``: ``{(topic, partition): start offset}`` read
@@ -166,6 +165,8 @@ class Consumer:
     injector: True drops a received message, by its raw frames, as if lost in transit) are
     for the CLI and tests.
     """
+
+    quiet_errors = (NodeFailedError,)  # after an error in the block: it says more
 
     def __init__(
         self,
@@ -591,21 +592,6 @@ class Consumer:
             self._wakeup()
         self._runner.stop()
         failure.check()
-
-    def __enter__(self) -> Consumer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-            return
-        with contextlib.suppress(NodeFailedError):  # the error in flight says more
-            self.close()
 
     # -- runner thread ---------------------------------------------------------------------
 

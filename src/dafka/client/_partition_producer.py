@@ -15,9 +15,9 @@ import collections
 import contextlib
 import threading
 import time
-from types import TracebackType
 
 from dafka.errors import DafkaError, MessageTooLargeError, NodeFailedError
+from dafka.lifecycle import Closing
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, ProducerStatistics
 from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
@@ -28,7 +28,7 @@ DRAIN_SLICE = 4096
 """Records handed to the machine (and sent) per runner turn; see ``Producer._drain``."""
 
 
-class PartitionProducer:
+class PartitionProducer(Closing):
     """``with PartitionProducer("hello", transport) as p: p.publish(b"...")`` (one partition,
     records, no batching: what the CLI and the benchmarks drive directly)"""
 
@@ -156,18 +156,8 @@ class PartitionProducer:
             self._runner.stop()
         failure.check()
 
-    def __enter__(self) -> PartitionProducer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close(flush_timeout=5.0)
-            return
+    def close_after_error(self) -> None:
+        """The ``with`` block raised: leave without waiting for the stores."""
         with contextlib.suppress(NodeFailedError):  # the error in flight says more
             self.close(flush_timeout=None)
 

@@ -43,7 +43,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, InvalidStateError
-from types import TracebackType
 from typing import Any, Protocol
 
 from dafka.client._errors import DeliveryError
@@ -52,6 +51,7 @@ from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_me
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
 from dafka.errors import ConfigError, DafkaError, MessageTooLargeError, NodeFailedError
+from dafka.lifecycle import Closing
 from dafka.message import fnv1a32, rendezvous_mapping
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine
 from dafka.protocol import DataMessage, GetHeads, new_node_id
@@ -86,7 +86,7 @@ OnDelivery = Callable[[RecordMetadata | None, BaseException | None], None]
 HeadersArg = Sequence[tuple[str, bytes]] | None
 
 
-class Producer:
+class Producer(Closing):
     """``with Producer("orders", towers="h:5556", name="w1", partitions=4) as p: p.send(b"v")``
 
     Every :class:`ProducerSettings` field is also a keyword argument.
@@ -520,18 +520,8 @@ class Producer:
                 self._runner.stop()
         self._failure.check()
 
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-            return
+    def close_after_error(self) -> None:
+        """The ``with`` block raised: leave without waiting for the stores."""
         with contextlib.suppress(NodeFailedError):  # the error in flight says more
             self.close(timeout=0)
 

@@ -128,8 +128,5 @@ class ReadCommittedConsumer(Consumer):
             records.extend(reader.poll(0))
         return records
 
-    def __enter__(self) -> ReadCommittedConsumer:
-        return self
-
 
 __all__ = ["ReadCommittedConsumer"]

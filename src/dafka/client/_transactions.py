@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from types import TracebackType
 from typing import Any
 
 from dafka.client._consumer import Consumer
@@ -42,6 +41,7 @@ from dafka.client._producer import Producer, check_headers, check_timestamp
 from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
 from dafka.client._txn_state import TransactionState, TransactionStatus
 from dafka.errors import ConfigError, MessageTooLargeError
+from dafka.lifecycle import Closing
 from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
 from dafka.records import (
     HEADER_OVERHEAD,
@@ -89,7 +89,7 @@ class _OpenBatch:
         """The most its batch can weigh beyond the batch header (``max_message_bytes``)."""
 
 
-class TransactionalProducer:
+class TransactionalProducer(Closing):
     """``Producer(topic, transactional_id="w", towers=...)``: see the module docstring.
 
     Settings are :class:`ProducerSettings` (``partitions``, ``towers``, ``batch_size``...);
@@ -588,17 +588,6 @@ class TransactionalProducer:
         if self._watch is not None:
             with contextlib.suppress(Exception):
                 self._watch.close()
-
-    def __enter__(self) -> TransactionalProducer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _routing_keys(producer: Producer, n: int) -> list[bytes]:

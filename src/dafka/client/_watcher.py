@@ -12,15 +12,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
-from typing import Generic, Self, TypeVar
+from typing import Generic, TypeVar
 
+from dafka.lifecycle import Closing
 from dafka.transport.runner import NodeRunner
 
 S = TypeVar("S")
 
 
-class Watcher(Generic[S]):
+class Watcher(Closing, Generic[S]):
     """A snapshot ``S`` kept up to date by ``self._runner`` (set by the subclass)."""
 
     _runner: NodeRunner
@@ -68,17 +68,6 @@ class Watcher(Generic[S]):
 
     def close(self) -> None:
         self._runner.stop()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 __all__ = ["Watcher"]

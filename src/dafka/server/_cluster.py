@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from dafka.config import tower_spec
+from dafka.lifecycle import Running
 from dafka.node import StoreConfig
 from dafka.server._store import StoreNode
 from dafka.storage import StorageConfig
@@ -19,7 +20,7 @@ from dafka.transport.sockets import ZmqContext
 from dafka.transport.tower import Tower
 
 
-class InProcessCluster:
+class InProcessCluster(Running):
     """``with InProcessCluster(data_dir, stores=2) as cluster: ...``"""
 
     def __init__(
@@ -80,13 +81,6 @@ class InProcessCluster:
     def client_transport(self, **changes: object) -> TransportConfig:
         """The transport settings a client of this cluster uses, with ``changes`` applied."""
         return dataclasses.replace(self.transport, **changes)  # type: ignore[arg-type]
-
-    def __enter__(self) -> InProcessCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
 
 
 __all__ = ["InProcessCluster"]

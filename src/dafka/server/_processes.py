@@ -34,10 +34,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from dafka.config import SETTINGS
 from dafka.errors import ConfigError, DafkaError
+from dafka.lifecycle import Running
 from dafka.transport.config import TransportConfig
 
 log = logging.getLogger("dafka.cluster")
@@ -133,7 +133,7 @@ def _store_args(settings: Mapping[str, object]) -> list[str]:
     return args
 
 
-class LocalCluster:
+class LocalCluster(Running):
     """``with LocalCluster(stores=2) as cluster: Producer("t", towers=cluster.towers)``.
 
     ``data_dir`` defaults to a temporary directory removed at :meth:`stop`; ``port`` (the
@@ -287,18 +287,6 @@ class LocalCluster:
                 return member
             time.sleep(0.05)
         raise ClusterError(f"{name} was not restarted and ready within {timeout}s\n{member.tail()}")
-
-    def __enter__(self) -> LocalCluster:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- members ---------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from dafka.errors import ConfigError
+from dafka.lifecycle import Running
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage, new_node_id
 from dafka.server._persistence import StorePersistence
@@ -58,7 +59,7 @@ def _route_subscribe(prefix: bytes) -> int:
     return 0 if prefix[0] in STORE_WRITER_PREFIXES else 1
 
 
-class StoreNode:
+class StoreNode(Running):
     """A running store; ``start()`` recovers the data directory and joins the cluster."""
 
     def __init__(
@@ -148,13 +149,6 @@ class StoreNode:
         if runner is None or storage is None:
             return {}
         return runner.call(lambda _now: dict(storage.heads(topic)))
-
-    def __enter__(self) -> StoreNode:
-        self.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
 
 
 __all__ = ["StoreNode"]

@@ -9,8 +9,8 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
+from dafka.lifecycle import Closing
 from dafka.storage._config import StorageConfig
 from dafka.storage._errors import (
     GapAppendError,
@@ -34,7 +34,7 @@ Key = tuple[str, str]
 LOCK_FILE = ".lock"
 
 
-class Storage:
+class Storage(Closing):
     """All partition logs of one store. Open with :meth:`open`; not thread-safe.
 
     Durability follows ``config.fsync`` (see :class:`FsyncPolicy`): :meth:`durable_offset`
@@ -145,17 +145,6 @@ class Storage:
                 log.close()
         finally:
             os.close(self._lock_fd)
-
-    def __enter__(self) -> Storage:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _check_open(self) -> None:
         if self._closed:

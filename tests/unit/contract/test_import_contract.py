@@ -26,6 +26,7 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 
 LAYERS: dict[str, int] = {
     "errors": 0,
+    "lifecycle": 0,
     "protocol": 1,
     "message": 1,
     "storage": 1,
