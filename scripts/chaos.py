@@ -14,7 +14,11 @@ must fetch them again. Until the time is up, every 5-20 s one of: SIGKILL a stor
 and restart it on its data directory after 1-3 s, SIGKILL the tower and restart it on the
 same ports after 1-5 s, or fill store 0's filesystem to the last byte for 2-8 s and free it
 (store 0 keeps its data on a small tmpfs of its own, ``--disk-mb``; that needs root to
-mount, otherwise the disk fault is left out and the output says why).
+mount, otherwise the disk fault is left out and the output says why). On a timer of its
+own, every 3-10 s, the "oversized messages" operation (``scripts/chaos_oversized.py``): a
+message over ``max_message_bytes`` and a timestamp out of range refused at our producer's
+call, a foreign RECORD over the stores' limit kept as a drop notice; checked at the end
+against a live and a late consumer of its topic and the stores' logs.
 
 At the end: every producer must have had every record ACKed; every consumer must have
 received every record of every producer exactly once and in order (``cluster_client.py``
@@ -38,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from chaos_oversized import OversizedMessages, configure_stores  # noqa: E402
 from tests.integration.cluster.cluster_probe import read_log  # noqa: E402
 from tests.integration.cluster.cluster_procs import (  # noqa: E402
     _TOWER_READY,
@@ -119,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         data_dirs = [(disk or scratch) / "store-0", scratch / "store-1"]
         port = free_port_pair()
         tower = start_tower(procs, port)
+        configure_stores()  # the "oversized messages" operation's limit, for every store
         stores = [procs.store(data_dirs[i], [tower], fsync="ms:5") for i in range(2)]
+        oversized = OversizedMessages(tower.spec, rng, logs)
+        next_oversized = time.monotonic() + rng.uniform(3, 10)
         budget = str(seconds + 300)
         consumers = [
             procs.client(
@@ -203,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 next_fault = time.monotonic() + rng.uniform(5, 20)
+            if time.monotonic() >= next_oversized:
+                oversized.run()
+                next_oversized = time.monotonic() + rng.uniform(3, 10)
+            oversized.poll()
             time.sleep(0.2)
+        oversized.finish()
         if hostile is not None:
             hostile.wait_exit(60)
         for producer in producers:
@@ -227,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         for store in stores:
             store.proc.stop()
         logs_a, logs_b = (read_log(s.data_dir) for s in stores)
+        oversized.check_logs([logs_a, logs_b])
+        failures += [f"oversized messages: {f}" for f in oversized.failures]
         ours = {k: v for k, v in logs_a.items() if k[0] == TOPIC}
         theirs = {k: v for k, v in logs_b.items() if k[0] == TOPIC}
         if ours != theirs:
@@ -256,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({kills['store'] + kills['tower']} kills, {disk_fills} disk fills)"
         )
         print(f"hostile runs   {hostile_runs}")
+        print(f"oversized      {oversized.report()}")
         print(f"drops          {dropped} live RECORDs lost in transit ({args.drop:.1%} a consumer)")
         if disk is None:
             print(f"disk faults    {disk_note}")
