@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from dafka import AsyncProducer, Consumer, MessageTooLargeError, Producer
+from dafka import (
+    AsyncProducer,
+    Consumer,
+    MessageTooLargeError,
+    Producer,
+    ReadCommittedConsumer,
+    TransactionalProducer,
+)
 from dafka.client import PartitionProducer
 from dafka.node import ProducerConfig
 from dafka.protocol import MAX_MESSAGE_BYTES
@@ -231,3 +238,32 @@ def test_a_foreign_record_over_the_store_limit_is_dropped_and_the_partition_goes
     ) as late:
         assert _poll(late, 3) == wanted
         assert late.poll_statistics().oversized_records == 1
+
+
+def test_a_transaction_checks_each_message_and_cuts_its_batches_to_the_limit(
+    cluster: Cluster,
+) -> None:
+    """The transactional producer builds its own batches: a message over the limit or out
+    of range is refused at ``send``, the transaction goes on, and messages that together
+    outgrow the limit leave as several RECORDs (the store keeps at most LIMIT bytes)."""
+    part = bytes(1500)
+    with TransactionalProducer(
+        "txn-limits", "tx1", max_message_bytes=LIMIT, txn_lease=0.5, **FAST, towers=cluster.towers
+    ) as p:
+        with p.transaction():
+            futures = [p.send(part + b"%d" % i) for i in range(3)]
+            with pytest.raises(MessageTooLargeError):
+                p.send(bytes(LIMIT))
+            with pytest.raises(ValueError, match="timestamp"):
+                p.send(b"v", timestamp=2**70)
+            futures.append(p.send(b"after", headers=[("h", b"v")]))
+        offsets = {f.result(timeout=20).offset for f in futures}
+    assert len(offsets) >= 2  # the open batch was cut before it outgrew the limit
+    with ReadCommittedConsumer(
+        "txn-limits", towers=cluster.towers, offset_reset="earliest", **FAST
+    ) as consumer:
+        got: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while len(got) < 4 and time.monotonic() < deadline:
+            got += [r.value for r in consumer.poll(timeout=0.3)]
+    assert got == [part + b"0", part + b"1", part + b"2", b"after"]
