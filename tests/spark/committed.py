@@ -8,22 +8,39 @@ it knows is handed out up to its head.
 from __future__ import annotations
 
 import time
+from typing import Literal, Protocol
 
-from dafka import ReadCommittedConsumer
-from tests.spark.conftest import Cluster
+from dafka import Consumer, ReadCommittedConsumer, Record
+
+Isolation = Literal["read_committed", "read_uncommitted"]
 
 
-def committed_values(cluster: Cluster, topic: str, timeout: float = 60.0) -> list[bytes]:
+class Towers(Protocol):
+    """What the oracle needs of a cluster (the tests' ``Cluster``, the Spark chaos run's)."""
+
+    @property
+    def towers(self) -> str: ...
+
+
+def committed_values(cluster: Towers, topic: str, timeout: float = 60.0) -> list[bytes]:
     """Every committed message value of ``topic``, each as often as a reader delivers it."""
-    out: list[bytes] = []
+    return [r.value for r in read_to_heads(cluster, topic, "read_committed", timeout)]
+
+
+def read_to_heads(
+    cluster: Towers, topic: str, isolation: Isolation, timeout: float = 60.0
+) -> list[Record]:
+    """Every message of ``topic`` a reader with ``isolation`` delivers, from the beginning."""
+    out: list[Record] = []
     deadline = time.monotonic() + timeout
-    with ReadCommittedConsumer([topic], offset_reset="earliest", towers=cluster.towers) as consumer:
+    kind = ReadCommittedConsumer if isolation == "read_committed" else Consumer
+    with kind([topic], offset_reset="earliest", towers=cluster.towers) as consumer:
         while True:
-            out += [r.value for r in consumer.poll(0.2)]
+            out += consumer.poll(0.2)
             heads = {k: h for k, h in consumer.heads().items() if h >= 0}
             positions = consumer.positions()
             if heads and all(positions.get(k, 0) > h for k, h in heads.items()):
-                out += [r.value for r in consumer.poll(0)]
+                out += consumer.poll(0)
                 return out
             if time.monotonic() > deadline:
                 raise AssertionError(f"{topic}: not read to its heads {heads} in {timeout} s")

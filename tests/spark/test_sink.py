@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,12 +17,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from dafka.client import PartitionProducer
+from dafka.client import PartitionProducer, Producer
 from dafka.message import get_clock
 from dafka.records import encode_batch
 from dafka.spark._txn import batch_base
 from tests.spark.committed import committed_values
-from tests.spark.conftest import Cluster
+from tests.spark.conftest import Cluster, wait_until
 
 DRIVER = Path(__file__).with_name("eos_driver.py")
 
@@ -168,3 +170,82 @@ def test_exactly_once_with_failed_task_attempts_and_a_killed_driver(
     assert len(data) > len(expected), f"no uncommitted leftovers (no rollback):\n{logs}"
     assert all(get_clock(uuid_mod.UUID(bytes=r.uuid)) > batch_base(0) for r in data)
     assert time.monotonic() - started < 900
+
+
+def _stream_to_sink(
+    spark: SparkSession, cluster: Cluster, checkpoint: Path, starting: str, rows: int
+) -> set[int]:
+    """``reset-in`` -> the dafka sink ``reset-out``, 100 records per batch, until the query
+    has read ``rows`` rows; the ids of the micro-batches it ran. (A processing-time trigger
+    polls the heads; ``availableNow`` would end at once if its first plan missed them.)"""
+    query = (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", "reset-in")
+        .option("startingOffsets", starting)
+        .option("maxRecordsPerTrigger", "100")
+        .load()
+        .select("value")
+        .writeStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("topic", "reset-out")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+
+    def read() -> bool:
+        if query.exception() is not None:
+            raise AssertionError(f"the query failed: {query.exception()}")
+        return int(sum(p["numInputRows"] for p in query.recentProgress)) >= rows
+
+    try:
+        wait_until(read, 300, f"the query to read {rows} rows")
+    finally:
+        query.stop()
+    return {p["batchId"] for p in query.recentProgress if p["numInputRows"]}
+
+
+def _publish_named(cluster: Cluster, values: list[bytes]) -> None:
+    """Append to partition ``reset-in.0`` (a named producer resumes after its stored head)."""
+    with Producer(
+        "reset-in", towers=cluster.towers, name="reset-in", partitions=1, batching=False
+    ) as producer:
+        for v in values:
+            producer.send(v)
+        assert producer.flush(60) == 0
+
+
+@pytest.mark.timeout(600)
+def test_a_fresh_checkpoint_at_the_same_path_is_a_new_query_whose_output_is_written(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    """Issue 18, path 3: the sink's name is derived from the checkpoint path and its
+    committed batches live in the cluster, so a checkpoint deleted and started again at the
+    same path used to find its batches 0..N "already committed" and wrote nothing."""
+    checkpoint = tmp_path / "checkpoint"
+    first = [b"r%04d" % i for i in range(300)]
+    _publish_named(cluster, first)
+    _stream_to_sink(spark, cluster, checkpoint, "earliest", 300)  # batches 0, 1, 2
+    assert Counter(committed_values(cluster, "reset-out")) == Counter(first)
+
+    # the checkpoint is deleted; the query starts again at the same path, after what it read
+    second = [b"r%04d" % i for i in range(300, 600)]
+    _publish_named(cluster, second)
+    shutil.rmtree(checkpoint)
+    start = json.dumps({"reset-in": {"reset-in.0": 300}})
+    _stream_to_sink(spark, cluster, checkpoint, start, 300)
+    committed = Counter(committed_values(cluster, "reset-out"))
+    written = sum(1 for v in second if committed[v])
+    assert written == len(second), f"{written} of {len(second)} rows of the new query written"
+    assert committed == Counter(first + second)
+
+    # the new query's own restarts stay exactly-once: Spark replays its last batch (its
+    # commit log entry is gone, as after a crash between the sink's commit and Spark's)
+    last = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    for name in (str(last), f".{last}.crc"):
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    third = [b"r%04d" % i for i in range(600, 650)]
+    _publish_named(cluster, third)
+    assert last in _stream_to_sink(spark, cluster, checkpoint, "earliest", 150)  # replayed
+    assert Counter(committed_values(cluster, "reset-out")) == Counter(first + second + third)

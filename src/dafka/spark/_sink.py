@@ -5,19 +5,24 @@ Exactly-once, by Gazette transactions (design: ``docs/spark.md``, "Sink"; clocks
 
 * on the driver, when Spark creates the writer for a micro-batch: read the sink's control
   state (its last control record) and hand it to the tasks in the pickled writer;
-* in each task: for each output topic, resume the task's own partition, re-send its last ACK
-  (rolls back what a failed earlier attempt left), write the rows as CONTINUE_TXN messages,
-  flush, and report (topic, partition, ProducerID) in the commit message;
-* on the driver's commit: if the control state already holds this batch, re-append its ACKs
-  (idempotent) and stop; else append a control record with the batch's ACKs and wait until
-  stores hold it (the commit point), then append each ACK to its partition.
+* in each task: place the micro-batch among the sink's batches by Spark's query id
+  (:func:`~dafka.spark._txn.plan_batch`: a fresh checkpoint is a new query, whose batches
+  are all new); if this query committed it already, write nothing; else, for each output
+  topic, resume the task's own partition, re-send its last ACK (rolls back what a failed
+  earlier attempt left), write the rows as CONTINUE_TXN messages, flush, and report
+  (topic, partition, ProducerID) in the commit message;
+* on the driver's commit: if this query committed this batch already, re-append its ACKs
+  (idempotent) and stop; else append a control record with the batch's ACKs and the query
+  and wait until stores hold it (the commit point), then append each ACK to its partition.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +57,7 @@ from dafka.spark._txn import (
     control_partition,
     decode_control,
     encode_control,
+    plan_batch,
     producer_id,
     task_partition,
     uuid_run,
@@ -64,6 +70,10 @@ listed micro-batch once it has stored N rows (the partial output a crashed task 
 ROWS_PER_RECORD = 2048
 BYTES_PER_RECORD = 256 * 1024
 _FLUSH_TIMEOUT = 60.0
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+"""The task-local property with Spark's query id: kept by the checkpoint, new with a new one."""
+
+log = logging.getLogger(__name__)
 
 
 # -- schema ----------------------------------------------------------------------------------
@@ -142,15 +152,46 @@ def fan_out(options: SinkOptions, touched: Sequence[Touched]) -> None:
 
 
 def commit_batch(
-    options: SinkOptions, sink: str, batch: int, messages: Sequence[WriterCommitMessage | None]
+    options: SinkOptions,
+    sink: str,
+    spark_batch: int,
+    messages: Sequence[WriterCommitMessage | None],
 ) -> None:
+    """Commit micro-batch ``spark_batch`` of the query the tasks name (see the module)."""
+    commits = [m for m in messages if isinstance(m, TaskCommit)]
+    queries = {m.query for m in commits}
+    if not queries:
+        return  # no task ran: nothing was written, nothing to commit
+    if len(queries) > 1:
+        raise SinkError(f"sink {sink}: tasks of one micro-batch name several queries {queries}")
+    query = queries.pop()
     state = read_control(options, sink)
-    if state.batch >= batch:
-        if state.batch == batch:
+    planned = plan_batch(state, query, spark_batch)
+    if planned.committed:
+        if planned.batch == state.batch:
             fan_out(options, state.touched)  # finish a fan-out a crash may have cut short
         return
-    touched = [t for m in messages if isinstance(m, TaskCommit) for t in m.touched]
-    new = state.next(batch, touched)
+    written = {m.batch for m in commits}
+    if written != {planned.batch} or any(m.skipped for m in commits):
+        raise SinkError(
+            f"sink {sink}: micro-batch {spark_batch} of query {query} was written as sink "
+            f"batch(es) {sorted(written)}, but the control state now places it at "
+            f"{planned.batch}: another query writes this sink (one query per sink at a time)"
+        )
+    if planned.new_query and state.batch >= 0:
+        log.warning(
+            "dafka sink %s: query %s is new to it (a fresh checkpoint; the last committed "
+            "batch was query %s's): its output is written from its micro-batch %d on, as "
+            "sink batch %d; rows the earlier query already wrote stay (read again, they are "
+            "written again, as Kafka's sink would)",
+            sink,
+            query,
+            state.query,
+            spark_batch,
+            planned.batch,
+        )
+    touched = [t for m in commits for t in m.touched]
+    new = state.next(query, planned.batch - spark_batch, planned.batch, touched)
     name, _ = control_partition(sink)
     _append(options, CONTROL_TOPIC, name, encode_control(new))  # the commit point
     fan_out(options, new.touched)
@@ -161,11 +202,14 @@ def commit_batch(
 
 @dataclass
 class TaskCommit(WriterCommitMessage):
-    """What a task wrote: one entry per output topic, with its commit ACK."""
+    """What a task wrote: one entry per output topic, with its commit ACK; the query and the
+    sink batch it wrote as (or, ``skipped``, found committed already)."""
 
+    query: str
     batch: int
     touched: list[Touched]
     rows: int
+    skipped: bool = False
 
 
 class _TopicWriter:
@@ -309,18 +353,25 @@ def _rows_by_topic(record_batch: pa.RecordBatch, default_topic: str | None) -> l
 
 
 def write_task(
-    options: SinkOptions, sink: str, state: ControlState, batch: int, data: Iterator[pa.RecordBatch]
+    options: SinkOptions,
+    sink: str,
+    state: ControlState,
+    query: str,
+    spark_batch: int,
+    data: Iterator[pa.RecordBatch],
 ) -> TaskCommit:
     """What one Spark task does with its rows (see the module docstring)."""
     ctx = TaskContext.get()
     task = ctx.partitionId() if ctx is not None else 0
     attempt = ctx.attemptNumber() if ctx is not None else 0
-    if batch <= state.batch:
-        for _ in data:  # already committed (a re-run after a restart): write nothing
+    planned = plan_batch(state, query, spark_batch)
+    batch = planned.batch
+    if planned.committed:
+        for _ in data:  # this query committed it already (a re-run after a restart)
             pass
-        return TaskCommit(batch, [], 0)
+        return TaskCommit(query, batch, [], 0, skipped=True)
     writers: dict[str, _TopicWriter] = {}
-    fail_at = _injected_failure(batch, task, attempt)
+    fail_at = _injected_failure(spark_batch, task, attempt)
     try:
         for record_batch in data:
             for topic, values, keys, headers in _rows_by_topic(record_batch, options.topic):
@@ -340,7 +391,7 @@ def write_task(
         for w in writers.values():
             w.abandon()
         raise
-    return TaskCommit(batch, touched, sum(w.rows for w in writers.values()))
+    return TaskCommit(query, batch, touched, sum(w.rows for w in writers.values()))
 
 
 def _injected_failure(batch: int, task: int, attempt: int) -> int | None:
@@ -357,7 +408,10 @@ def _injected_failure(batch: int, task: int, attempt: int) -> int | None:
 
 
 def sink_name(options: SinkOptions, raw: dict[str, str]) -> str:
-    """The sink's stable id: option ``name``, else derived from the checkpoint location."""
+    """The sink's stable id: option ``name``, else derived from the checkpoint location.
+
+    It names the sink's partitions and control record, not the query: which batches are
+    committed is per Spark query id (a fresh checkpoint at the same path is a new query)."""
     if options.name is not None:
         return options.name
     location = {k.lower(): v for k, v in raw.items()}.get("checkpointlocation")
@@ -383,9 +437,10 @@ class DafkaStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         ctx = TaskContext.get()
         raw = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None
-        if raw is None:
-            raise SinkError("no streaming batch id in the task context")
-        return write_task(self.options, self.sink, self.state, int(raw), iterator)
+        query = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
+        if raw is None or not query:
+            raise SinkError("no streaming batch id or query id in the task context")
+        return write_task(self.options, self.sink, self.state, query, int(raw), iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         commit_batch(self.options, self.sink, batchId, messages)
@@ -396,20 +451,21 @@ class DafkaStreamWriter(DataSourceStreamArrowWriter):
 
 
 class DafkaBatchWriter(DataSourceArrowWriter):
-    """``df.write``: one transaction, numbered after the sink's last committed batch."""
+    """``df.write``: one transaction, numbered after the sink's last committed batch (a
+    query of one batch, with an id of its own)."""
 
     def __init__(self, options: SinkOptions, sink: str, schema: StructType) -> None:
         check_schema(schema, options)
         self.options = options
         self.sink = sink
         self.state = read_control(options, sink)
-        self.batch = self.state.batch + 1
+        self.query = f"write-{uuid.uuid4()}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return write_task(self.options, self.sink, self.state, self.batch, iterator)
+        return write_task(self.options, self.sink, self.state, self.query, 0, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit_batch(self.options, self.sink, self.batch, messages)
+        commit_batch(self.options, self.sink, 0, messages)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """As the stream writer's: nothing to undo."""

@@ -7,7 +7,15 @@ commit point) and then appends each ACK to its partition. Clocks are a function 
 id and the task attempt, so that they grow across batches and attempts without any state
 in the tasks but the last ACK clock of each partition, which the driver hands them.
 
-Clock layout of batch ``b`` (Gazette clocks are uint64; readers only compare them)::
+Batches are the sink's own, numbered across the queries that write it: a Spark query's
+micro-batch ``n`` is sink batch ``base + n``, where ``base`` is fixed when the query first
+meets the sink (one past the last batch any query committed). A query is Spark's query id,
+which its checkpoint keeps: a restart from the same checkpoint is the same query and finds
+its committed batches; a fresh checkpoint is a new query, whose batches are all new, even at
+the same checkpoint path, where the sink's name (and so its partitions) is the same
+(:func:`plan_batch`).
+
+Clock layout of sink batch ``b`` (Gazette clocks are uint64; readers only compare them)::
 
     W(b)      = (b + 1) << 32              base of the batch (a new partition's opening ACK)
     CONTINUE  = W(b) + (attempt << 24) + i + 1    i = row index in the attempt, < 2**24
@@ -114,23 +122,60 @@ class Touched:
 
 @dataclass(frozen=True, slots=True)
 class ControlState:
-    """The last control record of a sink: its last committed batch and every last ACK."""
+    """The last control record of a sink: its last committed batch, the query that committed
+    it (Spark's query id; None for a record of the first version, which named none) and that
+    query's ``base``, and every partition's last ACK clock."""
 
     batch: int = -1
     touched: tuple[Touched, ...] = ()
     last_acks: Mapping[Key, int] = field(default_factory=dict)
+    query: str | None = None
+    base: int = 0
 
-    def next(self, batch: int, touched: Iterable[Touched]) -> ControlState:
+    def next(self, query: str, base: int, batch: int, touched: Iterable[Touched]) -> ControlState:
         acks = dict(self.last_acks)
         items = tuple(touched)
         for t in items:
             acks[(t.topic, t.partition)] = t.clock
-        return ControlState(batch, items, acks)
+        return ControlState(batch, items, acks, query, base)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """Where a query's micro-batch stands in the sink (:func:`plan_batch`)."""
+
+    batch: int
+    """The sink batch (clocks are a function of it)."""
+    committed: bool
+    """Whether the query already committed it (a re-run after a restart: write nothing)."""
+    new_query: bool
+    """Whether the query has committed nothing to this sink yet."""
+
+
+def plan_batch(state: ControlState, query: str, spark_batch: int) -> Planned:
+    """The sink batch of micro-batch ``spark_batch`` of ``query``, given the sink's state.
+
+    The query that committed the last record finds its batches at ``base + spark_batch``,
+    and those up to the last one committed. Any other query is new (a fresh checkpoint: its
+    own id, from batch 0; a record that names no query belongs to none): its batches go after
+    the last committed one, and none of them is committed. Never a silent skip: a batch
+    counts as committed only if this very query committed it.
+    """
+    if spark_batch < 0:
+        raise SinkError(f"micro-batch id {spark_batch} < 0")
+    if state.query is not None and state.query == query:
+        batch = state.base + spark_batch
+        return Planned(batch, batch <= state.batch, False)
+    return Planned(state.batch + 1 + spark_batch, False, True)
 
 
 def encode_control(state: ControlState) -> bytes:
+    if state.query is None:
+        raise SinkError("a control record names the query that commits it")
     doc = {
-        "v": 1,
+        "v": 2,
+        "query": state.query,
+        "base": state.base,
         "batch": state.batch,
         "touched": [[t.topic, t.partition, t.producer, t.clock] for t in state.touched],
         "acks": [[t, p, c] for (t, p), c in sorted(state.last_acks.items())],
@@ -139,13 +184,17 @@ def encode_control(state: ControlState) -> bytes:
 
 
 def decode_control(content: bytes) -> ControlState:
+    """A control record: version 2, or version 1 (no query: every query is new to it)."""
     try:
         doc = json.loads(content)
-        if doc.get("v") != 1:
-            raise SinkError(f"control record of unknown version {doc.get('v')!r}")
+        version = doc.get("v")
+        if version not in (1, 2):
+            raise SinkError(f"control record of unknown version {version!r}")
         touched = tuple(Touched(str(t), str(p), str(h), int(c)) for t, p, h, c in doc["touched"])
         acks = {(str(t), str(p)): int(c) for t, p, c in doc["acks"]}
-        return ControlState(int(doc["batch"]), touched, acks)
+        if version == 1:
+            return ControlState(int(doc["batch"]), touched, acks)
+        return ControlState(int(doc["batch"]), touched, acks, str(doc["query"]), int(doc["base"]))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SinkError(f"corrupt sink control record: {exc}") from None
 
@@ -153,6 +202,7 @@ def decode_control(content: bytes) -> ControlState:
 __all__ = [
     "CONTROL_TOPIC",
     "ControlState",
+    "Planned",
     "SinkError",
     "Touched",
     "batch_base",
@@ -161,6 +211,7 @@ __all__ = [
     "control_partition",
     "decode_control",
     "encode_control",
+    "plan_batch",
     "producer_id",
     "task_partition",
     "uuid_bytes",

@@ -6,6 +6,7 @@ import pytest
 
 from dafka.spark._txn import (
     ControlState,
+    Planned,
     SinkError,
     Touched,
     batch_base,
@@ -13,6 +14,7 @@ from dafka.spark._txn import (
     continue_clock,
     decode_control,
     encode_control,
+    plan_batch,
     producer_id,
     task_partition,
 )
@@ -44,14 +46,50 @@ def test_names_and_producer_ids_are_stable() -> None:
 
 
 def test_control_records_round_trip_and_fail_loudly() -> None:
-    state = ControlState().next(0, [Touched("t", "s.0.0", "01ab", commit_clock(0))])
-    state = state.next(1, [Touched("t", "s.1.0", "03cd", commit_clock(1))])
+    state = ControlState().next("q", 0, 0, [Touched("t", "s.0.0", "01ab", commit_clock(0))])
+    state = state.next("q", 0, 1, [Touched("t", "s.1.0", "03cd", commit_clock(1))])
     assert state.last_acks == {("t", "s.0.0"): commit_clock(0), ("t", "s.1.0"): commit_clock(1)}
     assert decode_control(encode_control(state)) == state
     with pytest.raises(SinkError, match="corrupt"):
         decode_control(b"{nope")
     with pytest.raises(SinkError, match="version"):
-        decode_control(b'{"v": 2}')
+        decode_control(b'{"v": 3}')
+    with pytest.raises(SinkError, match="corrupt"):
+        decode_control(b'{"v": 2, "batch": 0, "touched": [], "acks": []}')  # no query
+    # a record of the first version names no query: every query is new to it
+    old = decode_control(b'{"v":1,"batch":4,"touched":[],"acks":[["t","s.0.0",7]]}')
+    assert (old.batch, old.query, old.last_acks) == (4, None, {("t", "s.0.0"): 7})
+    assert plan_batch(old, "q", 0) == Planned(5, committed=False, new_query=True)
+
+
+def test_a_batch_is_committed_only_for_the_query_that_committed_it() -> None:
+    """Issue 18: a fresh checkpoint (a new Spark query id) at the same sink name used to find
+    its batches 0..N committed by the previous query, and wrote nothing."""
+    assert plan_batch(ControlState(), "q1", 0) == Planned(0, False, True)
+    state = ControlState()
+    for n in range(3):  # q1 commits its micro-batches 0, 1, 2 as sink batches 0, 1, 2
+        planned = plan_batch(state, "q1", n)
+        assert planned == Planned(n, False, n == 0)
+        state = state.next("q1", planned.batch - n, planned.batch, [])
+    # q1 restarted from its checkpoint: its batches up to 2 are committed, 3 is next
+    assert [plan_batch(state, "q1", n) for n in (0, 2, 3)] == [
+        Planned(0, True, False),
+        Planned(2, True, False),
+        Planned(3, False, False),
+    ]
+    # a fresh checkpoint: q2's batches go after the last committed one, none committed
+    assert [plan_batch(state, "q2", n) for n in (0, 1, 7)] == [
+        Planned(3, False, True),
+        Planned(4, False, True),
+        Planned(10, False, True),
+    ]
+    state = state.next("q2", 3, 3, [])  # q2 commits its batch 0 (base 3)
+    assert plan_batch(state, "q2", 0) == Planned(3, True, False)
+    assert plan_batch(state, "q2", 1) == Planned(4, False, False)
+    # the old query, started again from its old checkpoint, is not q2: new again, clocks grow
+    assert plan_batch(state, "q1", 2) == Planned(6, False, True)
+    with pytest.raises(SinkError):
+        plan_batch(state, "q2", -1)
 
 
 def test_uuid_run_equals_uuid_bytes_clock_by_clock() -> None:
