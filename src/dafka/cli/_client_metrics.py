@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 
 class MetricsHost(Protocol):
-    """Where a command serves its client's metrics (``main._Metrics``: off without a port)."""
+    """Where a command serves its client's metrics (``daemon.MetricsServerHost``: off
+    without a port)."""
 
     def start(self, collect: Callable[[], Any], healthy: Callable[[], str | None]) -> None: ...
 

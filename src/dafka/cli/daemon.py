@@ -1,5 +1,10 @@
 """Running daemons in the foreground until Ctrl-C, SIGTERM or the death of one of its nodes.
 
+``dafka tower``, ``store`` and ``up`` differ only in what they build; :func:`serve` is the rest,
+once: logging, start, the /metrics and /healthz server when ``--metrics-port`` is set (with
+the node's samples and health), a line saying where it listens, the wait, and the stop in
+reverse order.
+
 Both signals set one event that the main thread waits on; the daemon is then stopped
 cleanly (a store flushes before it exits) and the process exits 0. A second signal while
 stopping exits at once.
@@ -17,10 +22,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
+from typing import Any, Protocol
 
 import click
 
+from dafka.cli._errors import UserError
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.transport.failure import process_failures
 
@@ -63,15 +71,6 @@ class _SignalWatch:
             signal.signal(s, h)
 
 
-def wait_for_signal() -> None:
-    """Block the main thread until SIGINT or SIGTERM."""
-    watch = _SignalWatch()
-    try:
-        watch.wait()
-    finally:
-        watch.restore()
-
-
 def run_until_signal(start: Callable[[], None], stop: Callable[[], None]) -> None:
     """Start, wait for a stop signal, stop; a DafkaError at start is a clean CLI error.
 
@@ -99,6 +98,83 @@ def run_until_signal(start: Callable[[], None], stop: Callable[[], None]) -> Non
         raise click.ClickException(str(watch.failure))
 
 
+class MetricsServerHost:
+    """A command's /metrics and /healthz server (``--metrics-port``; off when it is 0); it
+    is the :class:`~dafka.cli._client_metrics.MetricsHost` of ``produce`` and ``consume``."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._host, self._port = host, port
+        self._server: Any = None
+
+    def start(self, collect: Callable[[], Any], healthy: Callable[[], str | None]) -> None:
+        if not self._port:
+            return
+        try:
+            from dafka.metrics import MetricsServer
+        except ImportError as exc:
+            raise UserError(
+                "--metrics-port needs prometheus-client: pip install 'dafka[metrics]'"
+            ) from exc
+        self._server = MetricsServer(collect, healthy, host=self._host, port=self._port)
+        self._server.start()
+        logging.getLogger("dafka").info(
+            "metrics on http://%s:%d/metrics and /healthz", self._host, self._server.port
+        )
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+
+class Daemon(Protocol):
+    """What ``dafka tower``, ``store`` and ``up`` run: a ``Tower``, a ``StoreNode``, a
+    ``LocalCluster``."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Exposed:
+    """What a daemon serves on /metrics (``samples``) and /healthz (``health``: None while
+    it is healthy, else why not)."""
+
+    samples: Callable[[], Any]
+    health: Callable[[], str | None]
+
+
+def serve(
+    daemon: Daemon,
+    *,
+    verbose: bool,
+    log_format: str,
+    metrics: MetricsServerHost | None = None,
+    exposed: Exposed | None = None,
+    announce: Callable[[], None] | None = None,
+) -> None:
+    """Run ``daemon`` in the foreground: logs set up, started, its metrics served (when
+    ``metrics`` has a port), ``announce()`` (where it listens), until a signal or the death
+    of one of its nodes (:func:`run_until_signal`); then the metrics server and the daemon
+    stop, in that order."""
+    setup_logging(verbose, log_format)
+
+    def start() -> None:
+        daemon.start()
+        if metrics is not None and exposed is not None:
+            metrics.start(exposed.samples, exposed.health)
+        if announce is not None:
+            announce()
+
+    def stop() -> None:
+        if metrics is not None:
+            metrics.stop()
+        daemon.stop()
+
+    run_until_signal(start, stop)
+
+
 def setup_logging(verbose: bool, log_format: str = "text") -> None:
     """See :func:`dafka.cli._logging.setup_logging`."""
     from dafka.cli._logging import setup_logging as _setup
@@ -106,4 +182,11 @@ def setup_logging(verbose: bool, log_format: str = "text") -> None:
     _setup(verbose, log_format)
 
 
-__all__ = ["run_until_signal", "setup_logging", "wait_for_signal"]
+__all__ = [
+    "Daemon",
+    "Exposed",
+    "MetricsServerHost",
+    "run_until_signal",
+    "serve",
+    "setup_logging",
+]

@@ -7,7 +7,6 @@ environment and the flags. Errors follow one path (``dafka.cli._errors``).
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -31,37 +30,9 @@ from dafka.cli._options import (
     storage_options,
     transport_config,
 )
-from dafka.cli.daemon import run_until_signal, setup_logging
+from dafka.cli.daemon import Exposed, MetricsServerHost, serve
 from dafka.config import CONFIG_ENV, Layers, load
 from dafka.errors import ConfigError
-
-
-class _Metrics:
-    """The daemon's /metrics and /healthz server, when --metrics-port is set."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self._host, self._port = host, port
-        self._server: Any = None
-
-    def start(self, collect: Any, healthy: Any) -> None:
-        if not self._port:
-            return
-        try:
-            from dafka.metrics import MetricsServer
-        except ImportError as exc:
-            raise UserError(
-                "--metrics-port needs prometheus-client: pip install 'dafka[metrics]'"
-            ) from exc
-        self._server = MetricsServer(collect, healthy, host=self._host, port=self._port)
-        self._server.start()
-        logging.getLogger("dafka").info(
-            "metrics on http://%s:%d/metrics and /healthz", self._host, self._server.port
-        )
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
 
 
 def _default_map(group: click.Group, layers: Layers) -> dict[str, dict[str, Any]]:
@@ -118,28 +89,26 @@ def tower(
     """Run a tower: the beacon forwarder nodes use to find each other."""
     from dafka.transport.tower import Tower
 
-    setup_logging(verbose, log_format)
     t = Tower(sub_address, pub_address)
-    metrics = _Metrics(metrics_host, metrics_port)
 
-    def _start() -> None:
-        t.start()
-        from dafka.metrics import tower_samples
+    def samples() -> Any:
+        from dafka.metrics import tower_samples  # prometheus-client: only with a port
 
-        metrics.start(lambda: tower_samples(t), lambda: None)
+        return tower_samples(t)
 
-    def _stop() -> None:
-        metrics.stop()
-        t.stop()
-
-    run_until_signal(_start, _stop)
+    serve(
+        t,
+        verbose=verbose,
+        log_format=log_format,
+        metrics=MetricsServerHost(metrics_host, metrics_port),
+        exposed=Exposed(samples, t.health),
+    )
 
 
 @main.command()
 @setting_option("store/db", param="data_dir")
 @setting_option("store/fsync")
 @storage_options
-@setting_option("max_message_bytes")
 @node_options
 @metrics_options
 @log_options
@@ -150,7 +119,6 @@ def store(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
-    max_message_bytes: int,
     towers: tuple[str, ...],
     advertise: str,
     bind_host: str,
@@ -161,40 +129,28 @@ def store(
     verbose: bool,
 ) -> None:
     """Run a store: persist every record of every topic and serve it to consumers."""
-    from dafka.node import StoreConfig
     from dafka.server import StoreNode
 
-    setup_logging(verbose, log_format)
-    transport = transport_config(towers, advertise, bind_host, beacon_interval)
-    storage_config = storage_config_of(
-        fsync, segment_bytes, retention_bytes, retention_age, retention_check
-    )
     node = StoreNode(
         data_dir,
-        transport,
-        storage_config=storage_config,
-        store_config=StoreConfig(max_message_bytes=max_message_bytes),
+        transport_config(towers, advertise, bind_host, beacon_interval),
+        storage_config=storage_config_of(
+            fsync, segment_bytes, retention_bytes, retention_age, retention_check
+        ),
     )
-    metrics = _Metrics(metrics_host, metrics_port)
 
-    def _start() -> None:
-        node.start()
-        from dafka.metrics import store_samples
+    def samples() -> Any:
+        from dafka.metrics import store_samples  # prometheus-client: only with a port
 
-        def healthy() -> str | None:
-            runner = node.runner
-            if runner is None:
-                return "stopped"
-            error = runner.failure.error
-            return None if error is None else f"failed: {error}"
+        return store_samples(node)
 
-        metrics.start(lambda: store_samples(node), healthy)
-
-    def _stop() -> None:
-        metrics.stop()
-        node.stop()
-
-    run_until_signal(_start, _stop)
+    serve(
+        node,
+        verbose=verbose,
+        log_format=log_format,
+        metrics=MetricsServerHost(metrics_host, metrics_port),
+        exposed=Exposed(samples, node.health),
+    )
 
 
 @main.command()
@@ -204,7 +160,6 @@ def store(
 @setting_option("up/port")
 @setting_option("store/fsync")
 @storage_options
-@setting_option("max_message_bytes")
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
 @log_options
 def up(
@@ -217,7 +172,6 @@ def up(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
-    max_message_bytes: int,
     metrics_port: int,
     log_format: str,
     verbose: bool,
@@ -228,7 +182,6 @@ def up(
     """
     from dafka.server import LocalCluster
 
-    setup_logging(verbose, log_format)
     cluster = LocalCluster(
         data_dir,
         stores=stores,
@@ -241,14 +194,12 @@ def up(
             "store/retention/age": retention_age,
             "store/retention/check": retention_check,
         },
-        max_message_bytes=max_message_bytes,
         echo=lambda line: click.echo(line, err=True),
         log_format=log_format,
-        metrics_port=metrics_port,
+        metrics_port=metrics_port,  # the members serve their own
     )
 
-    def _start() -> None:
-        cluster.start()
+    def announce() -> None:
         lines = [f"dafka up: tower {cluster.towers} (beacons in :{port}, out :{port + 1})"]
         for member in cluster.stores:
             writer, reader = member.ports
@@ -264,7 +215,7 @@ def up(
         lines.append(f"clients: --tower {cluster.towers}; Ctrl-C to stop")
         click.echo("\n".join(lines), err=True)
 
-    run_until_signal(_start, cluster.stop)
+    serve(cluster, verbose=verbose, log_format=log_format, announce=announce)
 
 
 def _delimiter(text: str) -> bytes:
@@ -385,12 +336,16 @@ def produce(
             flush_timeout,
             transactional_id,
             transaction_size or 0,
-            metrics=_Metrics(metrics_host, metrics_port),
+            metrics=MetricsServerHost(metrics_host, metrics_port),
             **settings,
         )
     else:
         outcome = run(
-            topic, messages, flush_timeout, metrics=_Metrics(metrics_host, metrics_port), **settings
+            topic,
+            messages,
+            flush_timeout,
+            metrics=MetricsServerHost(metrics_host, metrics_port),
+            **settings,
         )
     if outcome.not_stored or outcome.stopped_reading:
         stopped = " (stopped reading input: no room to send)" if outcome.stopped_reading else ""
@@ -495,7 +450,7 @@ def consume(
         from_timestamp=from_timestamp,
         exit_at_end=exit_at_end,
         isolation_level=isolation,
-        metrics=_Metrics(metrics_host, metrics_port),
+        metrics=MetricsServerHost(metrics_host, metrics_port),
     )
 
 

@@ -143,6 +143,14 @@ class StoreNode(Running):
             self.storage = None
         log.info("%s: stopped", self._name)
 
+    def health(self) -> str | None:
+        """None while it runs; why not otherwise (the daemons' /healthz)."""
+        runner = self.runner
+        if runner is None:
+            return "stopped"
+        error = runner.failure.error
+        return None if error is None else f"failed: {error}"
+
     def heads(self, topic: str) -> dict[str, int]:
         """Durable heads of ``topic`` (thread-safe: asks the runner thread)."""
         runner, storage = self.runner, self.storage

@@ -93,6 +93,11 @@ class Tower:
     def statistics(self) -> TowerStats:
         return TowerStats(**vars(self._stats))
 
+    def health(self) -> str | None:
+        """None while it forwards; why not once its thread died (the daemons' /healthz)."""
+        error = self.failure.error
+        return None if error is None else f"failed: {error}"
+
     def start(self) -> None:
         """Bind both sockets and start forwarding; raises if a bind fails."""
         self._thread = threading.Thread(target=self._main, name="dafka-tower", daemon=True)
