@@ -109,6 +109,7 @@ def tower(
 @setting_option("store/db", param="data_dir")
 @setting_option("store/fsync")
 @storage_options
+@setting_option("max_message_bytes")
 @node_options
 @metrics_options
 @log_options
@@ -119,6 +120,7 @@ def store(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
+    max_message_bytes: int,
     towers: tuple[str, ...],
     advertise: str,
     bind_host: str,
@@ -129,6 +131,7 @@ def store(
     verbose: bool,
 ) -> None:
     """Run a store: persist every record of every topic and serve it to consumers."""
+    from dafka.node import StoreConfig
     from dafka.server import StoreNode
 
     node = StoreNode(
@@ -137,6 +140,7 @@ def store(
         storage_config=storage_config_of(
             fsync, segment_bytes, retention_bytes, retention_age, retention_check
         ),
+        store_config=StoreConfig(max_message_bytes=max_message_bytes),
     )
 
     def samples() -> Any:
@@ -160,6 +164,7 @@ def store(
 @setting_option("up/port")
 @setting_option("store/fsync")
 @storage_options
+@setting_option("max_message_bytes")
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
 @log_options
 def up(
@@ -172,6 +177,7 @@ def up(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
+    max_message_bytes: int,
     metrics_port: int,
     log_format: str,
     verbose: bool,
@@ -194,6 +200,7 @@ def up(
             "store/retention/age": retention_age,
             "store/retention/check": retention_check,
         },
+        max_message_bytes=max_message_bytes,
         echo=lambda line: click.echo(line, err=True),
         log_format=log_format,
         metrics_port=metrics_port,  # the members serve their own
