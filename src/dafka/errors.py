@@ -27,9 +27,28 @@ class NodeFailedError(DafkaError):
 
 
 class DataLossError(DafkaError):
-    """Records a reader was told exist can no longer be read (removed by retention, or never
-    stored), and it was asked to fail rather than skip them (``fail_on_data_loss``, the Spark
-    source's ``failOnDataLoss``). The message names the partition and the records."""
+    """Records a reader was told exist can no longer be read: gone from every store (damage
+    that no store could repair, retention) or never stored, and it was asked to fail rather
+    than skip them (``fail_on_data_loss``, the default; the Spark source's
+    ``failOnDataLoss``). The one class for the consumer, the CLI and the Spark source.
+
+    The message names the partition and the records; ``topic``, ``partition``, ``first``
+    and ``end`` (the records ``[first, end)``) say it for programs, None where unknown."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str | None = None,
+        partition: str | None = None,
+        first: int | None = None,
+        end: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.first = first
+        self.end = end
 
 
 class MessageTooLargeError(DafkaError, ValueError):

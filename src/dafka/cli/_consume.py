@@ -2,7 +2,10 @@
 
 Data goes to stdout, diagnostics to stderr. ``-c N`` stops after N records, ``-e`` once
 caught up with every partition head known after a settle time; Ctrl-C stops quietly; a
-closed stdout (``dafka consume t | head``) ends the command quietly with exit 0.
+closed stdout (``dafka consume t | head``) ends the command quietly with exit 0. Records
+gone from every store (damage no store could repair, retention) end it with one ``Error:``
+line naming them and exit 1, after everything before them was written
+(``--fail-on-data-loss false`` skips them with a warning instead).
 """
 
 from __future__ import annotations
@@ -30,11 +33,15 @@ def consume(
     from_timestamp: int | None,
     exit_at_end: bool,
     isolation_level: str = "read_uncommitted",
+    fail_on_data_loss: bool = True,
     metrics: MetricsHost | None = None,
 ) -> int:
     """Write records until ``count``, the end (``exit_at_end``), Ctrl-C or a closed stdout;
     returns how many were written. ``joining``: the consumer's settings fields that join the
-    cluster (``cli._options.client_fields``)."""
+    cluster (``cli._options.client_fields``). Records gone from every store end the command
+    with one ``Error:`` line naming them and exit 1 (``DataLossError``, after what came
+    before them is written), unless ``fail_on_data_loss`` is off: then they are skipped with
+    a warning."""
     from dafka.client import Consumer, ReadCommittedConsumer
 
     kind = ReadCommittedConsumer if isolation_level == "read_committed" else Consumer
@@ -48,6 +55,7 @@ def consume(
         offset_reset=offset_reset,
         start_positions=start_positions,
         isolation_level=isolation_level,
+        fail_on_data_loss=fail_on_data_loss,
         **joining,
     ) as consumer:
         serve_metrics(metrics, "consumer", consumer.metrics)

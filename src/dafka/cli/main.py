@@ -382,6 +382,7 @@ def produce(
 @setting_option("consumer/offset/reset")
 @setting_option("consumer/isolation", param="isolation")
 @setting_option("max_message_bytes")
+@setting_option("consumer/fail_on_data_loss")
 @click.option("--earliest", is_flag=True, help="Same as --offset earliest.")
 @click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Exit after N.")
 @click.option(
@@ -417,6 +418,7 @@ def consume(
     offset_reset: str,
     isolation: str,
     max_message_bytes: int,
+    fail_on_data_loss: bool,
     earliest: bool,
     count: int | None,
     exit_at_end: bool,
@@ -457,6 +459,7 @@ def consume(
         from_timestamp=from_timestamp,
         exit_at_end=exit_at_end,
         isolation_level=isolation,
+        fail_on_data_loss=fail_on_data_loss,
         metrics=MetricsServerHost(metrics_host, metrics_port),
     )
 

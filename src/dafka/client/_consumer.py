@@ -39,13 +39,15 @@ offset (``assign=``, ``end_offsets=``, no subscription) is *bounded*: :meth:`Con
 is then answered from the positions alone (every end handed out), and
 :meth:`Consumer.read_to_end` polls columns until then. Records can be gone for good: the
 machine skips records that every store answers only from beyond
-(``skip_unavailable_after``: retention removed them), and a bounded read can wait for
-records no store holds (a producer died before any store had its tail). ``_take_parts``
-sees the first as a run that starts after the partition's position (an assigned start, a
-seek, or what was handed out before), ``read_to_end`` the second as ``idle_timeout``
-seconds without a RECORD; with ``fail_on_data_loss`` both raise :class:`DataLossError`
-naming the records (the records before a gap are handed out first), without it both are
-counted (``poll_statistics().records_lost``) and logged as a warning.
+(``skip_unavailable_after``: damage that no store could repair, or retention; this is how
+a consumer knows that no store can fill a hole), and a bounded read can wait for records no
+store holds (a producer died before any store had its tail). ``_take_parts`` sees the first
+as a run that starts after the partition's position (an assigned start, a seek, or what was
+handed out before), ``read_to_end`` the second as ``idle_timeout`` seconds without a
+RECORD; with ``fail_on_data_loss`` (the default) both raise :class:`DataLossError` naming
+the records (the records before a gap are handed out first; the poll raises again until
+the application seeks past the gap), without it both are counted
+(``poll_statistics().records_lost``) and logged as a warning.
 """
 
 from __future__ import annotations
@@ -400,9 +402,14 @@ class Consumer(Closing):
         missing = {k: (a, b) for k, (a, b) in sorted(gaps.items()) if a < b}
         what = ", ".join(f"{t}/{p}: records {a}..{b - 1}" for (t, p), (a, b) in missing.items())
         if self._fail_on_data_loss:
+            only = next(iter(missing.items()), None) if len(missing) == 1 else None
             raise DataLossError(
                 f"{what or 'nothing'} did not arrive within {idle_timeout} s "
-                "(fail_on_data_loss=False ends the read without them)"
+                "(fail_on_data_loss=False ends the read without them)",
+                topic=only[0][0] if only else None,
+                partition=only[0][1] if only else None,
+                first=only[1][0] if only else None,
+                end=only[1][1] if only else None,
             )
         with self._lock:
             self._records_lost += sum(b - a for a, b in missing.values())
@@ -557,15 +564,22 @@ class Consumer(Closing):
     def _lost(self, batch: Deliver, expected: int, handing_out: bool) -> bool:
         """Records ``expected..`` up to ``batch`` are gone (the machine skipped them): True
         to stop this take before them (``fail_on_data_loss`` with messages to hand out
-        first); raises :class:`DataLossError` (the lock is held) at the gap itself."""
-        where = f"{batch.topic}/{batch.producer}: records {expected}..{batch.first_sequence - 1}"
+        first); raises :class:`DataLossError` (the lock is held) at the gap itself, at
+        every poll until the application seeks past it."""
+        end = batch.first_sequence
+        where = f"{batch.topic}/{batch.producer}: records {expected}..{end - 1}"
         if self._fail_on_data_loss:
             if handing_out:
                 return True
             raise DataLossError(
-                f"{where} are gone from every store (fail_on_data_loss=False skips them)"
+                f"{where} are gone from every store ({end - expected} records; "
+                f"fail_on_data_loss=False skips them, seek to {end} goes on after them)",
+                topic=batch.topic,
+                partition=batch.producer,
+                first=expected,
+                end=end,
             )
-        self._records_lost += batch.first_sequence - expected
+        self._records_lost += end - expected
         log.warning("consumer: skipped %s: gone from every store", where)
         return False
 

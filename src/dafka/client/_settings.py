@@ -247,11 +247,13 @@ class ConsumerSettings(_CommonSettings):
     single_store_fetch: bool = True
     """Address each FETCH to one store (fallback to the others on timeout) instead of
     letting every store answer it (see docs/nodes.md)."""
-    fail_on_data_loss: bool = False
-    """What a poll does when it reaches records that are gone (``skip_unavailable_after``
-    skipped them: retention) and what :meth:`Consumer.read_to_end` does when records never
-    arrive: False skips them (counted in ``poll_statistics().records_lost``, logged), True
-    raises :class:`DataLossError` naming them."""
+    fail_on_data_loss: bool = True
+    """What a poll does when it reaches records that are gone from every store (damage no
+    store could repair, retention: ``skip_unavailable_after`` FETCH retries answered only
+    from beyond them) and what :meth:`Consumer.read_to_end` does when records never arrive:
+    True (the default, as Spark's ``failOnDataLoss``) raises :class:`DataLossError` naming
+    them, after handing out what came before them; False skips them (counted in
+    ``poll_statistics().records_lost``, logged as a warning)."""
 
     def __post_init__(self) -> None:
         self._check_common()

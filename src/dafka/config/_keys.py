@@ -175,6 +175,14 @@ _TABLE = [
         "latest",
         "Where to start a partition with no position.",
     ),
+    Setting(
+        "consumer/fail_on_data_loss",
+        "--fail-on-data-loss",
+        v.BOOLEAN,
+        True,
+        "Records gone from every store (damage no store could repair, retention) stop the "
+        "consumer with an error naming them; false skips them with a warning.",
+    ),
     # -- operations -------------------------------------------------------------------------
     Setting(
         "metrics/port",
@@ -214,6 +222,7 @@ CLIENT_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
     "producer/head_interval": ("head_interval", frozenset({"producer"})),
     "consumer/offset/reset": ("offset_reset", frozenset({"consumer"})),
     "consumer/isolation": ("isolation_level", frozenset({"consumer"})),
+    "consumer/fail_on_data_loss": ("fail_on_data_loss", frozenset({"consumer"})),
 }
 """Config key -> (field of ``ProducerSettings``/``ConsumerSettings``, which clients read it):
 ``ProducerSettings.from_config`` and ``ConsumerSettings.from_config`` read the same file and

@@ -312,10 +312,9 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
                 self._foreign += 1
                 return
             self._router.greeted(message.store)
-            if self._topics:
-                self._out.append(
-                    Send(ConsumerHello(message.store, self.consumer_id, tuple(self._topics)))
-                )
+            topics = self._asked_topics()
+            if topics:
+                self._out.append(Send(ConsumerHello(message.store, self.consumer_id, topics)))
         else:
             self._unexpected += 1
 
@@ -356,12 +355,12 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         due = self._refresh_due
         if due is not None and due <= now and self.config.heads_refresh is not None:
             self._refresh_due = now + self.config.heads_refresh
-            for topic in self._topics:
+            for topic in self._asked_topics():
                 self._out.append(Send(GetHeads(topic, self.consumer_id)))
 
     def next_deadline(self) -> float | None:
         fetch = self._fetcher.next_deadline()
-        refresh = self._refresh_due if self._topics else None
+        refresh = self._refresh_due if self._topics or self._assigned_topics else None
         if refresh is None or (fetch is not None and fetch < refresh):
             return fetch
         return refresh
@@ -393,6 +392,11 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         )
 
     # -- internals -------------------------------------------------------------------------
+
+    def _asked_topics(self) -> tuple[str, ...]:
+        """The topics whose heads the stores are asked for: subscribed and assigned ones (an
+        assigned partition learns how far to read from them once its producer is gone)."""
+        return tuple({**self._topics, **self._assigned_topics})
 
     def _flush(self, cursor: Cursor, out: list[Action]) -> None:
         contents = cursor.pending

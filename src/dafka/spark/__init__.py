@@ -18,7 +18,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from dafka.spark._fetch import DataLossError
+from dafka.errors import DataLossError  # the one class (the Spark API names it too)
 from dafka.spark._options import parse_sink_options, parse_source_options
 from dafka.spark._schema import SOURCE_SCHEMA
 from dafka.spark._sink import DafkaBatchWriter, DafkaStreamWriter, sink_name

@@ -19,16 +19,11 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-from dafka.errors import DafkaError
+from dafka.errors import DataLossError
 from dafka.node import ConsumerConfig, ConsumerMachine, Deliver, FetchPolicy
 from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
-
-
-class DataLossError(DafkaError):
-    """Records the driver planned to read are not available (``failOnDataLoss``)."""
-
 
 MAX_QUEUED_RUNS = 256
 """Delivered runs waiting for the task: beyond it the runner stops reading its sockets."""
@@ -100,7 +95,11 @@ def read_range(
                     if fail_on_data_loss:
                         raise DataLossError(
                             f"{topic}/{partition}: records {expected}..{first - 1} are gone "
-                            "(failOnDataLoss=false skips them)"
+                            "(failOnDataLoss=false skips them)",
+                            topic=topic,
+                            partition=partition,
+                            first=expected,
+                            end=first,
                         )
                 elif first < expected:  # cannot happen with an assigned cursor; be safe
                     contents = contents[expected - first :]
@@ -117,11 +116,15 @@ def read_range(
                 if fail_on_data_loss:
                     raise DataLossError(
                         f"{topic}/{partition}: records {expected}..{end - 1} did not arrive "
-                        f"within {timeout} s (failOnDataLoss=false skips them)"
+                        f"within {timeout} s (failOnDataLoss=false skips them)",
+                        topic=topic,
+                        partition=partition,
+                        first=expected,
+                        end=end,
                     )
                 return
     finally:
         node.runner.stop()
 
 
-__all__ = ["DataLossError", "read_range"]
+__all__ = ["read_range"]

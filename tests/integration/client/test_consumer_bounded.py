@@ -106,7 +106,11 @@ def test_read_to_end_reads_a_bounded_range_as_columns(trimmed: Trimmed) -> None:
 
 def test_records_gone_from_every_store_are_skipped_and_counted(trimmed: Trimmed) -> None:
     key = trimmed.key
-    with Consumer(assign={key: 0}, end_offsets={key: RECORDS}, **trimmed.settings()) as c:
+    with Consumer(
+        assign={key: 0},
+        end_offsets={key: RECORDS},
+        **trimmed.settings(fail_on_data_loss=False),
+    ) as c:
         got = _offsets(c)
         first = got[0]
         assert 0 < first <= RECORDS - KEPT
@@ -116,25 +120,30 @@ def test_records_gone_from_every_store_are_skipped_and_counted(trimmed: Trimmed)
 
 def test_fail_on_data_loss_raises_at_the_gap_naming_it(trimmed: Trimmed) -> None:
     key = trimmed.key
-    with Consumer(
-        assign={key: 0},
-        end_offsets={key: RECORDS},
-        **trimmed.settings(fail_on_data_loss=True),
-    ) as c:
-        with pytest.raises(DataLossError, match=r"kept/r\.0: records 0\.\.\d+ are gone"):
-            _offsets(c)
+    with Consumer(assign={key: 0}, end_offsets={key: RECORDS}, **trimmed.settings()) as c:
+        with pytest.raises(DataLossError, match=r"kept/r\.0: records 0\.\.\d+ are gone") as lost:
+            _offsets(c)  # the default: fail_on_data_loss=True
         assert c.position(*key) == 0  # nothing after the gap was handed out
+        error = lost.value
+        assert (error.topic, error.partition, error.first) == (*key, 0)
+        assert error.end is not None
+        with pytest.raises(DataLossError):  # until the application moves past it
+            c.poll_columns(0.1)
+        c.seek(*key, error.end)
+        assert _offsets(c) == list(range(error.end, RECORDS))
 
 
 def test_records_that_never_arrive_end_the_read_or_raise(trimmed: Trimmed) -> None:
     key, start, end = trimmed.key, RECORDS - KEPT, RECORDS + 5
-    with Consumer(assign={key: start}, end_offsets={key: end}, **trimmed.settings()) as c:
+    with Consumer(
+        assign={key: start},
+        end_offsets={key: end},
+        **trimmed.settings(fail_on_data_loss=False),
+    ) as c:
         assert _offsets(c, idle_timeout=1.0) == list(range(start, RECORDS))
         assert not c.at_end()
         assert c.poll_statistics().records_lost == 5
-    with Consumer(
-        assign={key: start}, end_offsets={key: end}, **trimmed.settings(fail_on_data_loss=True)
-    ) as c:
+    with Consumer(assign={key: start}, end_offsets={key: end}, **trimmed.settings()) as c:
         got: list[int] = []
 
         def read() -> None:

@@ -6,6 +6,10 @@
 * A store whose segment has a 3-byte flip in the middle finds it at read time: it logs the
   damage at WARNING, keeps the records after the damaged one (a hole of exactly one record),
   and fills the hole from a healthy peer store; the consumer gets every record.
+* The same flip on a store that holds the only copy (issue 18 path 4): ``dafka consume -e``
+  prints every record before the damaged one, then one ``Error:`` line naming it, and exits
+  1; with ``--fail-on-data-loss false`` it prints every other record and exits 0. Before,
+  the store cut the 10,000 intact records after it and both waited forever.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.cluster.cluster_client import payload
 from tests.integration.cluster.cluster_probe import HeadsProbe, check_partition, read_log
-from tests.integration.cluster.cluster_procs import Processes, wait_until
+from tests.integration.cluster.cluster_procs import DAFKA, Proc, Processes, wait_until
 from tests.integration.storage.tmpfs import TmpfsUnavailableError, fill, small_tmpfs
 
 _DISK_FULL = re.compile(r"disk full \(ENOSPC\) in (\S+) \((\d+) bytes free\)")
@@ -154,3 +159,50 @@ def test_corruption_found_at_read_time_is_refetched_from_a_peer_store(
     assert quarantine[0].stat().st_size == 116  # exactly the damaged record
     (held,) = read_log(stores[0].data_dir).values()
     check_partition(held, records)
+
+
+def test_a_flip_in_the_only_copy_costs_one_record_and_consume_says_so(
+    procs: Processes, tmp_path: Path
+) -> None:
+    records, victim = 20_001, 10_000
+    tower = procs.tower()
+    store = procs.store(tmp_path / "store", [tower], fsync="ms:5")
+    producer = procs.client("producer", "produce", [tower], "flip", "--records", str(records))
+    assert producer.wait_event("done", timeout=120)["flushed"] is True
+    assert producer.wait_exit() == 0
+    assert store.proc.stop() == 0
+    segment = _segment(store.data_dir)
+    data = bytearray(segment.read_bytes())
+    at = 24 + victim * 116 + 16 + 40  # 3 bytes inside record 10,000's payload
+    data[at : at + 3] = bytes(b ^ 0x5A for b in data[at : at + 3])
+    segment.write_bytes(bytes(data))
+    procs.store(store.data_dir, [tower], fsync="ms:5")
+
+    failing = _start(procs, tower.spec, "flip", "--earliest", "-e")
+    skipping = _start(procs, tower.spec, "flip", "--earliest", "-e", "--fail-on-data-loss", "false")
+    code, lines, err = _finish(failing)
+    assert lines == [payload(s) for s in range(victim)]  # everything before it, in order
+    errors = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert errors == [
+        f"Error: flip/{producer.require('ready')['id']}: records {victim}..{victim} are gone "
+        f"from every store (1 records; fail_on_data_loss=False skips them, seek to "
+        f"{victim + 1} goes on after them)"
+    ]
+    assert "Traceback" not in err
+    assert code == 1
+    code, lines, err = _finish(skipping)
+    assert lines == [payload(s) for s in range(records) if s != victim]
+    assert f"records {victim}..{victim}: gone from every store" in err
+    assert code == 0
+
+
+def _start(procs: Processes, towers: str, *args: str) -> Proc:
+    argv = [*DAFKA, "consume", *args, "--tower", towers, "--advertise", "127.0.0.1"]
+    return procs.spawn("consume", [*argv, "--bind", "127.0.0.1", "--beacon-interval", "0.2"])
+
+
+def _finish(proc: Proc) -> tuple[int, list[bytes], str]:
+    """Exit code, stdout lines and stderr of a ``dafka consume`` (at most 3 minutes: ten
+    FETCH retries refused take ~37 s with the default timings)."""
+    code = proc.wait_exit(180)
+    return code, proc.out_path.read_bytes().splitlines(), proc.stderr()

@@ -13,7 +13,16 @@ from dafka.node import (
     StoreConfig,
     StoreMachine,
 )
-from dafka.protocol import DirectHead, DirectRecord, Fetch, GetHeads, Head, Record, StoreHello
+from dafka.protocol import (
+    ConsumerHello,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    Record,
+    StoreHello,
+)
 from dafka.testing import MemoryLog, MemoryNetwork, ScriptedPeer
 
 CID = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
@@ -105,6 +114,23 @@ def test_assign_without_end_follows_heads() -> None:
     peer.send(Head("t", "P", 4))
     assert not consumer.at_end(peer.clock.now)
     assert peer.expect(Fetch).sequence == 3
+
+
+def test_an_assign_only_consumer_asks_the_stores_for_heads_after_the_producer_left() -> None:
+    """Before: a consumer with only assigned partitions (no end) sent no CONSUMER-HELLO and
+    no GET-HEADS refresh, so once its first GET-HEADS was lost (sent before any store was
+    connected) it never learnt how far to read: it waited silently."""
+    config = ConsumerConfig(heads_refresh=10.0, fetch=FetchPolicy(window=100))
+    consumer = ConsumerMachine(CID, config)
+    peer = ScriptedPeer(consumer)
+    consumer.assign("t", "P", 0, None, peer.clock.now)
+    peer.drain()
+    assert peer.recv_all() == [GetHeads("t", CID)]  # lost: no store connected yet
+    peer.send(StoreHello(CID, "STORE"))
+    (hello,) = peer.recv_all()
+    assert hello == ConsumerHello("STORE", CID, ("t",))  # the store answers with DIRECT-HEADs
+    peer.advance(10.0)
+    assert GetHeads("t", CID) in peer.recv_all()
 
 
 def test_assign_rejects_bad_ranges_and_double_reads() -> None:

@@ -159,3 +159,22 @@ def test_a_late_store_replicates_past_a_hole_no_one_can_fill_and_records_it() ->
     late_store.on_peer("FULL", net.clock.now)
     net.run_until(lambda: late.holes("t", P) == [], within=60.0)
     assert late.contents("t", P) == [b"r%d" % s for s in range(1_000)]
+
+
+def test_a_consumer_meets_a_hole_no_store_can_fill_and_moves_past_it_after_ten_refusals() -> None:
+    """The rule by which a consumer knows that no store can fill a hole: every FETCH retry
+    is answered only from beyond it (``skip_unavailable_after``, 10). The machine then moves
+    on; the client sees the jump and raises ``DataLossError`` (or counts it)."""
+    only_copy = log_with_hole(1_000, (500, 501))
+    net = MemoryNetwork(ManualClock())
+    add_store(net, "store", only_copy)
+    consumer = ConsumerMachine(make_id(), ConsumerConfig(offset_reset="earliest"))
+    net.add("consumer", consumer)
+    consumer.subscribe("t", net.clock.now)
+    net.run_until(lambda: len(net.delivered("consumer")) >= 500, within=30.0)
+    met = net.clock.now
+    took = net.run_until(lambda: len(net.delivered("consumer")) >= 999, within=120.0)
+    assert [d.sequence for d in net.delivered("consumer")] == [*range(500), *range(501, 1_000)]
+    assert consumer.statistics().skipped_records == 1
+    assert 30.0 <= net.clock.now - met <= 45.0  # ten refused retries: 0.5 + 1 + 2 + 4 + 6 * 5 s
+    assert took > 0
