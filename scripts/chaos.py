@@ -12,13 +12,15 @@ of the live RECORDs it receives, in transit: the runner's fault injector drops t
 frames, below decoding and run grouping (``dafka.testing.lossy_records``), so the consumer
 must fetch them again. Until the time is up, every 5-20 s one of: SIGKILL a store
 and restart it on its data directory after 1-3 s, SIGKILL the tower and restart it on the
-same ports after 1-5 s, or fill store 0's filesystem to the last byte for 2-8 s and free it
+same ports after 1-5 s, fill store 0's filesystem to the last byte for 2-8 s and free it
 (store 0 keeps its data on a small tmpfs of its own, ``--disk-mb``; that needs root to
-mount, otherwise the disk fault is left out and the output says why). On a timer of its
-own, every 3-10 s, the "oversized messages" operation (``scripts/chaos_oversized.py``): a
-message over ``max_message_bytes`` and a timestamp out of range refused at our producer's
-call, a foreign RECORD over the stores' limit kept as a drop notice; checked at the end
-against a live and a late consumer of its topic and the stores' logs.
+mount, otherwise the disk fault is left out and the output says why), or corrupt one
+store's copy of a record and read through it (``scripts/chaos_corruption.py``, issue 18).
+On a timer of its own, every 3-10 s, the "oversized messages" operation
+(``scripts/chaos_oversized.py``): a message over ``max_message_bytes`` and a timestamp out of
+range refused at our producer's call, a foreign RECORD over the stores' limit kept as a drop
+notice; checked at the end against a live and a late consumer of its topic and the stores'
+logs.
 
 At the end: every producer must have had every record ACKed; every consumer must have
 received every record of every producer exactly once and in order (``cluster_client.py``
@@ -42,6 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from chaos_corruption import Corruption  # noqa: E402
 from chaos_oversized import OversizedMessages, configure_stores  # noqa: E402
 from tests.integration.cluster.cluster_probe import read_log  # noqa: E402
 from tests.integration.cluster.cluster_procs import (  # noqa: E402
@@ -110,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     kills = {"store": 0, "tower": 0}
     disk_fills = 0
     hostile_runs = 0
+    corruption = Corruption(TOPIC)
     failures: list[str] = []
     mounts = contextlib.ExitStack()
     try:
@@ -195,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                     disk_fills += 1
                     time.sleep(rng.uniform(2, 8))
                     filler.unlink()  # it must resume by itself
-                elif roll < 0.7:
+                elif roll < 0.4:
+                    corruption.run(procs, stores, tower, f"127.0.0.1:{port}", rng)
+                elif roll < 0.75:
                     i = rng.randrange(2)
                     stores[i].proc.kill()
                     kills["store"] += 1
@@ -207,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                     time.sleep(rng.uniform(1, 5))
                     tower = start_tower(procs, port)
                 print(
-                    f"{time.strftime('%H:%M:%S')} faults so far: {kills}, disk fills {disk_fills}",
+                    f"{time.strftime('%H:%M:%S')} faults so far: {kills}, disk fills {disk_fills}"
+                    f", corruptions {corruption.done}",
                     flush=True,
                 )
                 next_fault = time.monotonic() + rng.uniform(5, 20)
@@ -256,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         reordered = len(errors) - duplicated
         store_logs = "".join(p.read_text(errors="replace") for p in logs.glob("store*.err"))
+        corruption.read_store_logs(store_logs)
         full_lines = len(DISK_FULL.findall(store_logs))
         failed_appends = sum(int(n) for n in RESUMED.findall(store_logs))
         if disk_fills and not full_lines:
@@ -267,11 +275,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"kills          {kills['store']} stores, {kills['tower']} towers (SIGKILL)")
         print(
-            f"faults         {kills['store'] + kills['tower'] + disk_fills} "
-            f"({kills['store'] + kills['tower']} kills, {disk_fills} disk fills)"
+            f"faults         {kills['store'] + kills['tower'] + disk_fills + corruption.done} "
+            f"({kills['store'] + kills['tower']} kills, {disk_fills} disk fills, "
+            f"{corruption.done} corruptions)"
         )
         print(f"hostile runs   {hostile_runs}")
         print(f"oversized      {oversized.report()}")
+        print(f"corruptions    {corruption.report()}")
+        if corruption.lost or corruption.duplicated or corruption.found < corruption.done:
+            failures.append(f"corruption: {corruption.report()}")
         print(f"drops          {dropped} live RECORDs lost in transit ({args.drop:.1%} a consumer)")
         if disk is None:
             print(f"disk faults    {disk_note}")
