@@ -49,8 +49,12 @@ class ProducerMetrics:
     fetches_served: int
     """FETCHes this producer answered (a store catching up on its records)."""
     records_resent: int
+    stores_known: int
+    """Stores that introduced themselves to this producer (to each partition): with
+    ``acks_from="stores"`` only their ACKs count."""
     dropped: dict[str, int]
-    """Messages from peers dropped, by reason."""
+    """Messages from peers dropped, by reason (``acks_from_unknown``: ACKs from a sender
+    that is not such a store; ``acks_beyond_sent``: ACKs past the last sequence sent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +120,11 @@ def producer_metrics(
         heads_sent=sum(p.heads_sent for p in partitions),
         fetches_served=sum(p.fetches_answered for p in partitions),
         records_resent=sum(p.records_resent for p in partitions),
+        stores_known=min((p.stores_known for p in partitions), default=0),
         dropped={
             "peer_messages": sum(p.dropped_messages for p in partitions),
+            "acks_from_unknown": sum(p.acks_from_unknown for p in partitions),
+            "acks_beyond_sent": sum(p.acks_beyond_sent for p in partitions),
             **_transport_drops(dropped_transport),
         },
     )

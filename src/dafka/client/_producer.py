@@ -113,6 +113,7 @@ class Producer(Closing):
             max_unacked_records=s.max_in_flight,
             max_unacked_bytes=2 * s.max_in_flight_bytes + 64 * s.max_in_flight + (64 << 20),
             max_message_bytes=s.max_message_bytes,
+            acks_from=s.acks_from,
         )
         self._on_delivery = on_delivery
         self._index = {p: i for i, p in enumerate(self.partitions)}
@@ -162,9 +163,6 @@ class Producer(Closing):
             context=context,
             route_send=self._route_send,
             after_turn=self._after_turn,
-            # min_stores > 1: the runner reads each peer on its own socket, so that every
-            # ACK names its store (docs/nodes.md); 1 needs no attribution.
-            on_ack=self._machine.on_ack if s.min_stores > 1 else None,
             name=f"producer-{topic}-{self.name}",
         )
         self._failure = self._runner.failure

@@ -34,6 +34,7 @@ DEFAULT_TOWERS = "127.0.0.1:5556"
 
 Partitioner = Literal["modulo", "rendezvous"]
 Backpressure = Literal["block", "error"]
+AcksFrom = Literal["stores", "any"]
 OffsetReset = Literal["earliest", "latest"]
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
 
@@ -146,6 +147,10 @@ class ProducerSettings(_CommonSettings):
     min_stores: int = 1
     """Distinct stores that must hold a RECORD before its messages count as delivered
     (Kafka ``acks`` counted in stores)."""
+    acks_from: AcksFrom = "stores"
+    """Whose ACKs count: ``"stores"``, only stores that introduced themselves to this
+    producer (ours do); ``"any"``, every peer's (C stores never introduce their writer; a
+    forged or stray ACK then marks messages stored). See docs/client.md."""
     batching: bool = True
     """Many messages per RECORD (the batch format); False: one message per RECORD,
     content = value (key, headers and timestamp are not carried), readable by C consumers."""
@@ -186,6 +191,7 @@ class ProducerSettings(_CommonSettings):
         _int("partitions", self.partitions, 1)
         _choice("partitioner", self.partitioner, ("modulo", "rendezvous"))
         _int("min_stores", self.min_stores, 1)
+        _choice("acks_from", self.acks_from, ("stores", "any"))
         _require("batching", isinstance(self.batching, bool), self.batching, "True or False")
         _number("linger_ms", self.linger_ms, allow_zero=True)
         _int("batch_size", self.batch_size, 1)
@@ -217,6 +223,7 @@ class ProducerSettings(_CommonSettings):
             max_unacked_records=self.max_in_flight,
             max_unacked_bytes=self.max_in_flight_bytes + 64 * 1024 * 1024,
             backpressure=self.backpressure,
+            acks_from=self.acks_from,
         )
 
 

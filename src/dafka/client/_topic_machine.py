@@ -52,7 +52,7 @@ from itertools import repeat
 from typing import Any
 
 from dafka.node import ProducerConfig, ProducerMachine
-from dafka.node.actions import Action, PeerNotices, Send, Subscribe
+from dafka.node.actions import Action, AttributedMessages, PeerNotices, Send, Subscribe
 from dafka.protocol import (
     MAX_MESSAGE_BYTES,
     Ack,
@@ -135,8 +135,12 @@ _size = operator.itemgetter(1)
 _future = operator.itemgetter(0)
 
 
-class TopicProducerMachine(PeerNotices):
-    """N :class:`ProducerMachine` s of one topic behind one ``NodeMachine`` interface."""
+class TopicProducerMachine(PeerNotices, AttributedMessages):
+    """N :class:`ProducerMachine` s of one topic behind one ``NodeMachine`` interface.
+
+    Messages read from a peer's own socket come through :meth:`on_message_from`: ACKs go
+    to their partition's machine with their sender (whose ACKs count is that machine's
+    rule), whose refusals this machine sums in ``rejected`` for the driver to log."""
 
     def __init__(
         self,
@@ -174,6 +178,8 @@ class TopicProducerMachine(PeerNotices):
         """Stored heads learnt while resuming (partition -> last sequence)."""
         self.store_hellos = 0
         self._greeted: set[str] = set()
+        self.rejected = 0
+        self.last_rejection = ""
         self._settle_at: float | None = None
         self._ask_at: float | None = None
         self.resumed = False
@@ -445,12 +451,24 @@ class TopicProducerMachine(PeerNotices):
                 machine.on_message(message, now)
         elif not self.resumed:
             self._on_resume_message(message, now)
+        elif cls is StoreHello:  # a store introducing itself to a partition (its writer id)
+            machine = self._by_id.get(message.consumer)  # type: ignore[union-attr]
+            if machine is not None:
+                machine.on_message(message, now)
 
-    def on_ack(self, ack: Ack, now: float, store: str) -> None:
-        """An ACK whose sender the runner knows (per-peer sockets, ``min_stores > 1``)."""
-        machine = self._by_id.get(ack.producer)
-        if machine is not None:
-            machine.on_ack(ack, now, store)
+    def on_message_from(self, message: DataMessage, now: float, sender: str) -> None:
+        """A message read from ``sender``'s socket: an ACK goes to its partition with it."""
+        if type(message) is not Ack:
+            self.on_message(message, now)
+            return
+        machine = self._by_id.get(message.producer)
+        if machine is None:
+            return
+        rejected = machine.rejected
+        machine.on_ack(message, now, sender)
+        if machine.rejected != rejected:
+            self.rejected += 1
+            self.last_rejection = machine.last_rejection
 
     def on_timer(self, now: float) -> None:
         if not self.resumed:

@@ -6,6 +6,7 @@ No sockets, no files, no clock: messages, timer ticks and driver events in, acti
 
 from dafka.node._cluster import ClusterMachine, ClusterView, StoreView
 from dafka.node._config import (
+    AcksFrom,
     BackpressurePolicy,
     ConsumerConfig,
     DiscoveryConfig,
@@ -26,6 +27,7 @@ from dafka.node.actions import (
     STORE_WRITER_PREFIXES,
     STORE_WRITER_SENDS,
     Action,
+    AttributedMessages,
     Connect,
     Deliver,
     DirectRecordRuns,
@@ -50,7 +52,9 @@ __all__ = [
     "LATENCY_BUCKETS",
     "STORE_WRITER_PREFIXES",
     "STORE_WRITER_SENDS",
+    "AcksFrom",
     "Action",
+    "AttributedMessages",
     "BackpressureError",
     "BackpressurePolicy",
     "ClusterMachine",

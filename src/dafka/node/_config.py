@@ -16,6 +16,7 @@ from dafka.protocol import MAX_MESSAGE_BYTES, message_limit_problem
 
 OffsetReset = Literal["earliest", "latest"]
 BackpressurePolicy = Literal["block", "error"]
+AcksFrom = Literal["stores", "any"]
 
 
 def _message_limit(owner: str, value: object) -> None:
@@ -70,6 +71,12 @@ class ProducerConfig:
     * ``max_message_bytes`` - the largest RECORD content a driver publishes (the cluster-wide
       limit, ``dafka.protocol.MAX_MESSAGE_BYTES`` by default): a driver refuses a larger one
       in the caller's thread (``PartitionProducer.publish``); the machine does not look.
+    * ``acks_from`` - whose ACKs count (no C key: C takes any). ``"stores"``: only an ACK
+      the driver attributes to a store that greeted this producer (STORE-HELLO naming the
+      store's writer id; see ``ProducerMachine`` and docs/nodes.md). ``"any"``: every ACK,
+      attributed or not - for clusters with C stores, whose writers never introduce
+      themselves; a forged or stray ACK then marks records stored. Either way an ACK counts
+      only up to the last sequence this producer has sent.
     """
 
     head_interval: float = 1.0
@@ -78,6 +85,7 @@ class ProducerConfig:
     max_unacked_bytes: int = 512 * 1024 * 1024
     backpressure: BackpressurePolicy = "block"
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    acks_from: AcksFrom = "stores"
 
     def __post_init__(self) -> None:
         _message_limit("producer", self.max_message_bytes)
@@ -88,6 +96,10 @@ class ProducerConfig:
         if self.backpressure not in ("block", "error"):
             raise ConfigError(
                 f"producer backpressure must be 'block' or 'error', got {self.backpressure!r}"
+            )
+        if self.acks_from not in ("stores", "any"):
+            raise ConfigError(
+                f"producer acks_from must be 'stores' or 'any', got {self.acks_from!r}"
             )
 
 

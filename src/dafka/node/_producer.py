@@ -11,12 +11,25 @@ releasing is O(1) amortised and a FETCH reads an exact slice: the record sent fo
 ``s`` is always the one published as ``s`` (the C producer sent wrong content after a
 partial ACK).
 
-ACKs carry no store identity on the wire (PROTOCOL.md section 1). ``min_stores`` counts
-distinct stores through :meth:`ProducerMachine.on_ack`, whose ``store`` argument the driver
-fills when it can tell senders apart (one SUB connection per discovered store: ZeroMQ
-delivers on the socket the peer is connected to). ACKs without a sender count as one store,
-so ``min_stores=1`` works with any driver and a larger value never releases records early.
-See docs/nodes.md.
+Whose ACKs count. An ACK releases records: believing a forged or stray one drops records
+no store holds. ACKs carry no store identity on the wire (PROTOCOL.md section 1), so the
+machine is an :class:`~dafka.node.actions.AttributedMessages`: the driver reads each peer on
+a socket of its own and names the sender (a store's ACK comes from its *writer* id). Stores
+introduce themselves: it subscribes to ``L`` + its id, and a store's reader that sees it
+subscribe to its ACKs (``K`` + id) sends STORE-HELLO naming the store's writer
+(``StoreMachine.on_subscription``). With ``acks_from="stores"`` (the default) an ACK counts
+only from a sender that greeted it so; with ``"any"`` (C stores, which never introduce their
+writer) every ACK does. Either way an ACK counts only up to the last sequence sent: one
+beyond it is no store's record of this run (a forgery, or a store holding what an earlier
+run of this id sent past our resume point). Refused ACKs are counted (``acks_from_unknown``,
+``acks_beyond_sent``) and reported through ``rejected`` / ``last_rejection``, which the
+driver logs, rate-limited. Authenticating peers is another matter: a peer that greets as a
+store is believed (issue 18 is about what the producer believes, not who may speak).
+
+``min_stores`` counts distinct senders of accepted ACKs through :meth:`ProducerMachine.on_ack`
+(its ``store`` argument); ACKs without a sender (``acks_from="any"`` with a driver that does
+not attribute) count as one store, so a larger value never releases records early. See
+docs/nodes.md.
 """
 
 from __future__ import annotations
@@ -26,7 +39,7 @@ from itertools import repeat
 
 from dafka.node._config import ProducerConfig
 from dafka.node._errors import BackpressureError, check_name, check_sequence
-from dafka.node.actions import Action, Send, SendRecords, Subscribe
+from dafka.node.actions import Action, AttributedMessages, Send, SendRecords, Subscribe
 from dafka.protocol import (
     Ack,
     DataMessage,
@@ -36,10 +49,14 @@ from dafka.protocol import (
     GetHeads,
     Head,
     Record,
+    StoreHello,
     constructor,
 )
 
 _COMPACT_AT = 4096
+MAX_STORES = 1024
+"""Stores remembered per partition: greetings beyond it are dropped (a peer greeting under
+ever new ids must not grow the producer without bound)."""
 
 # A frozen dataclass ``__init__`` sets each field through ``object.__setattr__``: for the
 # two objects built per published record that was a third of ``publish``. The values are
@@ -65,9 +82,15 @@ class ProducerStatistics:
     records_resent: int
     get_heads_answered: int
     dropped_messages: int
+    stores_known: int
+    """Stores that greeted this producer (their ACKs count with ``acks_from="stores"``)."""
+    acks_from_unknown: int
+    """ACKs refused: their sender is not a store that greeted us (or is not known at all)."""
+    acks_beyond_sent: int
+    """ACKs refused: beyond the last sequence this producer sent."""
 
 
-class ProducerMachine:
+class ProducerMachine(AttributedMessages):
     """Pure state machine of a producer; see the module docstring and docs/nodes.md."""
 
     def __init__(
@@ -105,10 +128,17 @@ class ProducerMachine:
         self._resent = 0
         self._get_heads = 0
         self._dropped = 0
+        self._stores: set[str] = set()
+        self._any_sender = self.config.acks_from == "any"
+        self._acks_unknown = 0
+        self._acks_beyond = 0
+        self.rejected = 0
+        self.last_rejection = ""
         pid = check_name("producer id", producer_id)
         out = self._out
         out.append(Subscribe(b"K" + pid))
         out.append(Subscribe(b"F" + pid))
+        out.append(Subscribe(b"L" + pid))  # stores greet us (STORE-HELLO): whose ACKs count
         # C producers ignore GET-HEADS; we answer them (PROTOCOL.md section 5).
         out.append(Subscribe(b"G" + topic_raw))
         if next_sequence > 0:
@@ -215,16 +245,32 @@ class ProducerMachine:
     # -- NodeMachine -----------------------------------------------------------------------
 
     def on_message(self, message: DataMessage, now: float) -> None:
+        """A message whose sender the driver does not know (an ACK then counts only with
+        ``acks_from="any"``)."""
         if type(message) is Ack:
             self.on_ack(message, now)
         elif type(message) is Fetch:
             self._on_fetch(message)
         elif type(message) is GetHeads:
             self._on_get_heads(message)
+        elif type(message) is StoreHello:
+            self._on_store_hello(message)
         else:
             self._dropped += 1
         if self._head_due is None and self._next > 0:
             self._head_due = now + self.config.head_interval
+
+    def on_message_from(self, message: DataMessage, now: float, sender: str) -> None:
+        """A message read from ``sender``'s socket: an ACK is that store's."""
+        if type(message) is Ack:
+            self.on_ack(message, now, sender)
+        else:
+            self.on_message(message, now)
+
+    @property
+    def stores(self) -> frozenset[str]:
+        """The stores (writer ids) that greeted this producer."""
+        return frozenset(self._stores)
 
     def on_ack(self, ack: Ack, now: float, store: str | None = None) -> None:
         """An ACK, with the store that sent it when the driver can tell (see module doc)."""
@@ -232,8 +278,27 @@ class ProducerMachine:
         if ack.producer != self.producer_id or ack.topic != self.topic:
             self._dropped += 1  # prefix leak or a stray ACK
             return
+        if not self._any_sender and (store is None or store not in self._stores):
+            self._acks_unknown += 1
+            self.rejected += 1
+            self.last_rejection = (
+                f"ACK of {ack.topic}/{ack.producer} through {ack.sequence} from "
+                f"{'an unknown sender' if store is None else repr(store)}: "
+                "not a store that greeted this producer"
+            )
+            return
+        if ack.sequence >= self._next:
+            self._acks_beyond += 1
+            self.rejected += 1
+            self.last_rejection = (
+                f"ACK of {ack.topic}/{ack.producer} through {ack.sequence} from "
+                f"{'an unknown sender' if store is None else repr(store)}: beyond the last "
+                f"sequence sent ({self._next - 1}); a store holding more than this run sent "
+                "means it resumed behind that store's head"
+            )
+            return
         self._acks += 1
-        sequence = min(ack.sequence, self._next - 1)
+        sequence = ack.sequence
         acked_by = self._acked_by
         if sequence <= acked_by.get(store, -1):
             return
@@ -282,6 +347,9 @@ class ProducerMachine:
             records_resent=self._resent,
             get_heads_answered=self._get_heads,
             dropped_messages=self._dropped,
+            stores_known=len(self._stores),
+            acks_from_unknown=self._acks_unknown,
+            acks_beyond_sent=self._acks_beyond,
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -329,6 +397,16 @@ class ProducerMachine:
                 )
             )
         self._resent += stop - first
+
+    def _on_store_hello(self, hello: StoreHello) -> None:
+        if hello.consumer != self.producer_id:
+            self._dropped += 1  # prefix leak: ``L`` + ``w.1`` also receives ``w.10``'s
+            return
+        if hello.store not in self._stores:
+            if len(self._stores) >= MAX_STORES:
+                self._dropped += 1
+                return
+            self._stores.add(hello.store)
 
     def _on_get_heads(self, request: GetHeads) -> None:
         if request.topic != self.topic or self._next == 0:

@@ -19,7 +19,8 @@ The *reader* answers from what is durable, read through the injected :class:`Rec
 ``[sequence, sequence + count)`` (at most ``max_fetch_reply``; the C store sent count + 1, and
 nothing unless the first existed), GET-HEADS and CONSUMER-HELLO -> one DIRECT-HEAD per stored
 partition of each topic, and a consumer's ``L`` + id subscription seen on the reader's XPUB
-(:meth:`StoreMachine.on_subscription`) -> STORE-HELLO.
+(:meth:`StoreMachine.on_subscription`) -> STORE-HELLO; a producer's ``K`` + id (it listens
+for its ACKs) -> STORE-HELLO naming the writer, whose ACKs the producer then counts.
 
 FETCH replies *stream*: a reply is a queued range served ``fetch_reply_slice`` records per
 runner turn (the machine asks for a turn at once through :meth:`StoreMachine.next_deadline`),
@@ -380,14 +381,22 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
                 self._hole_fetcher.restart(hole, now, self._out)
 
     def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
-        """An XPUB notice on the reader's socket; ``prefix`` without the 0x01/0x00 byte."""
+        """An XPUB notice on the reader's socket; ``prefix`` without the 0x01/0x00 byte.
+
+        ``L`` + a consumer's id: STORE-HELLO naming our reader (it answers FETCH and
+        GET-HEADS). ``K`` + a producer's id (it subscribes to its ACKs): STORE-HELLO to it
+        naming our *writer*, which sends the ACKs: a producer counts ACKs only from stores
+        that introduced themselves so (``ProducerMachine``; a C producer never subscribes
+        to ``L`` and never sees it)."""
         del now
-        if subscribed and len(prefix) > 1 and prefix[0] == 0x4C:  # 'L' + consumer id
-            if name_problem(prefix[1:]) is not None:
-                return  # not a consumer id (too long, NUL): no STORE-HELLO can name it
-            self._hellos += 1
-            consumer = prefix[1:].decode("utf-8", "surrogateescape")
-            self._out.append(Send(StoreHello(consumer, self.reader_id)))
+        if not subscribed or len(prefix) < 2 or prefix[0] not in b"LK":
+            return
+        if name_problem(prefix[1:]) is not None:
+            return  # not a node id (too long, NUL): no STORE-HELLO can name it
+        self._hellos += 1
+        peer = prefix[1:].decode("utf-8", "surrogateescape")
+        store = self.reader_id if prefix[0] == 0x4C else self.writer_id  # 'L' / 'K'
+        self._out.append(Send(StoreHello(peer, store)))
 
     def durable_heads(self) -> dict[tuple[str, str], int]:
         """The durable head of every partition, keyed by (topic, producer)."""

@@ -40,9 +40,9 @@ Besides :class:`NodeMachine`, a machine may offer driver events of its own. Each
 driver tests with ``isinstance`` (never ``getattr``): :class:`RecordRuns` (runs of RECORDs,
 store and consumer), :class:`DirectRecordRuns` (runs of DIRECT-RECORDs, consumer),
 :class:`SubscriptionNotices` (XPUB notices, store), :class:`DurableNotices` (what the driver
-made durable, store), :class:`HoleNotices` (the holes of a partition's log, store) and
-:class:`PeerNotices` (a new peer is connected). ``on_ack`` with the
-ACK's sender is not probed: the driver is given it (``NodeRunner(on_ack=...)``).
+made durable, store), :class:`HoleNotices` (the holes of a partition's log, store),
+:class:`PeerNotices` (a new peer is connected) and :class:`AttributedMessages` (each message
+with the peer that sent it, producer).
 """
 
 from __future__ import annotations
@@ -274,10 +274,29 @@ class PeerNotices(Protocol):
         """``node_id``'s endpoint is now connected."""
 
 
+@runtime_checkable
+class AttributedMessages(Protocol):
+    """Must know which peer sent each message (a producer: ACKs count only from the stores
+    that greeted it; ../shared/PROTOCOL.md: an ACK names no store).
+
+    ZeroMQ does not say who sent a message, but it delivers on the socket connected to the
+    sender: the driver reads each peer on a socket of its own and feeds what it reads there
+    to :meth:`on_message_from` (never to ``on_message``), with the peer's node id from its
+    beacon. ``rejected`` grows by one per message refused for its sender or its content,
+    ``last_rejection`` says why: the driver counts and logs them, rate-limited."""
+
+    rejected: int
+    last_rejection: str
+
+    def on_message_from(self, message: DataMessage, now: float, sender: str) -> None:
+        """``message`` as ``on_message`` takes it, read from ``sender``'s socket."""
+
+
 __all__ = [
     "STORE_WRITER_PREFIXES",
     "STORE_WRITER_SENDS",
     "Action",
+    "AttributedMessages",
     "Connect",
     "Deliver",
     "DirectRecordRuns",

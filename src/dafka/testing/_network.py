@@ -6,7 +6,12 @@ subscription that is a prefix of the message's ``ID + prefix field`` (ZeroMQ's m
 leaks included, so the machines' exact filtering is exercised), in FIFO order, and dropped
 with probability ``drop_rate`` (seeded: a failing run can be replayed). A machine's
 :class:`~dafka.node.Subscribe` is shown to the others as an XPUB notice (``on_subscription``),
-as a store's reader socket sees it. :class:`~dafka.node.Persist` is appended to the machine's
+as a store's reader socket sees it (every subscribe, as an ``XPUB_VERBOSE`` socket). A machine
+that asks who sent each message (:class:`~dafka.node.actions.AttributedMessages`, a
+producer) gets it through ``on_message_from`` with the sender's node id, as a per-peer
+socket tells it: a store's writer id for what its writer sends (``STORE_WRITER_SENDS``:
+ACK, FETCH, GET-HEADS), its reader id for the rest; any other machine's name in the network.
+:class:`~dafka.node.Persist` is appended to the machine's
 :class:`MemoryLog` and reported durable at once (``on_durable``); :class:`~dafka.node.Deliver`
 is recorded per machine.
 
@@ -22,7 +27,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from dafka.node import StoreMachine
 from dafka.node.actions import (
+    STORE_WRITER_SENDS,
+    AttributedMessages,
     Deliver,
     NodeMachine,
     Persist,
@@ -92,7 +100,7 @@ class MemoryNetwork:
         self._droppable = droppable
         self._batch = batch_size
         self._nodes: dict[str, _Node] = {}
-        self._queue: deque[tuple[_Node, DataMessage]] = deque()
+        self._queue: deque[tuple[_Node, DataMessage, str]] = deque()
         self.stats = NetworkStatistics()
 
     # -- membership ------------------------------------------------------------------------
@@ -134,11 +142,15 @@ class MemoryNetwork:
             return moved
         now = self.clock.now
         for _ in range(min(self._batch, len(queue))):
-            node, message = queue.popleft()
+            node, message, sender = queue.popleft()
             if self._nodes.get(node.name) is node:
                 node.received += 1
                 self.stats.delivered += 1
-                node.machine.on_message(message, now)
+                machine = node.machine
+                if isinstance(machine, AttributedMessages):
+                    machine.on_message_from(message, now, sender)
+                else:
+                    machine.on_message(message, now)
         return True
 
     def settle(self, max_steps: int = 1_000_000) -> None:
@@ -216,6 +228,13 @@ class MemoryNetwork:
     def _route(self, sender: _Node, message: DataMessage) -> None:
         self.stats.sent += 1
         prefix = prefix_of(message)
+        source = sender.machine
+        if isinstance(source, StoreMachine):  # two identities, two sockets
+            sender_id = (
+                source.writer_id if type(message) in STORE_WRITER_SENDS else source.reader_id
+            )
+        else:
+            sender_id = sender.name
         for node in self._nodes.values():
             if node is sender or not node.wants(prefix):
                 continue
@@ -226,7 +245,7 @@ class MemoryNetwork:
             ):
                 self.stats.dropped += 1
                 continue
-            self._queue.append((node, message))
+            self._queue.append((node, message, sender_id))
 
     def _persist(self, node: _Node, persist: Persist, now: float) -> None:
         if node.log is None:

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from dafka.node.actions import (
     Action,
+    AttributedMessages,
     Deliver,
     NodeMachine,
     Persist,
@@ -56,10 +57,19 @@ class ScriptedPeer:
     # -- the peer speaks -------------------------------------------------------------------
 
     def send(self, *messages: DataMessage) -> None:
-        """Deliver ``messages`` to the machine as one batch, then drain its outbox."""
+        """Deliver ``messages`` to the machine as one batch, then drain its outbox.
+
+        A machine that asks who sent each message (``AttributedMessages``, a producer) is
+        told ``peer_id``: to have a producer count this peer's ACKs, greet it first
+        (``send(StoreHello(producer_id, peer.peer_id))``, as a store does)."""
         now = self.clock.now
-        for message in messages:
-            self.machine.on_message(message, now)
+        machine = self.machine
+        if isinstance(machine, AttributedMessages):
+            for message in messages:
+                machine.on_message_from(message, now, self.peer_id)
+        else:
+            for message in messages:
+                machine.on_message(message, now)
         self.drain()
 
     def send_record(self, topic: str, sequence: int, content: bytes = b"CONTENT") -> None:

@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 import zmq
 
 from dafka.node import Discovery
-from dafka.node.actions import NodeMachine
+from dafka.node.actions import AttributedMessages, NodeMachine
 from dafka.protocol import (
-    Ack,
     DecodeError,
     DirectRecord,
     Record,
@@ -38,8 +37,6 @@ OnRecords = Callable[[str, str, int, list[bytes], float], None]
 """``on_records(topic, producer, first_sequence, contents, now)``."""
 OnDirectRecords = Callable[[str, str, str, int, list[bytes], float], None]
 """``on_direct_records(recipient, topic, producer, first_sequence, contents, now)``."""
-OnAck = Callable[[Ack, float, str], None]
-"""``on_ack(ack, now, sender)``: an ACK with the node id of the store that sent it."""
 OnNotice = Callable[[bytes, bool, float], None]
 """``on_subscription(prefix, subscribed, now)``: an XPUB notice."""
 DropInbound = Callable[[Sequence[bytes]], bool]
@@ -62,7 +59,7 @@ class Receiver:
         *,
         on_records: OnRecords | None,
         on_direct_records: OnDirectRecords | None,
-        on_ack: OnAck | None,
+        attributed: AttributedMessages | None,
         drop_inbound: DropInbound | None,
         on_welcome: Callable[[], None],
     ) -> None:
@@ -73,7 +70,7 @@ class Receiver:
         self._receive_batch = receive_batch
         self._on_records = on_records
         self._on_direct_records = on_direct_records
-        self._on_ack = on_ack
+        self._attributed = attributed
         self._drop_inbound = drop_inbound
         self._on_welcome = on_welcome
         self._welcomed = False
@@ -129,12 +126,14 @@ class Receiver:
         for DIRECT-RECORDs (a FETCH reply) with a machine that has ``on_direct_records``
         (the consumer): the header then also fixes the recipient.
 
-        ``sender`` names the peer of a per-peer socket: its ACKs go to ``on_ack``. A message
-        that ``drop_inbound`` drops is gone before any of this, as if never received: a run
-        it interrupts ends at the gap, exactly as with a real loss.
+        ``sender`` names the peer of a per-peer socket: what is read there goes to the
+        machine's ``on_message_from`` (an :class:`AttributedMessages`), and each message it
+        refuses (``rejected`` grew) is a counted, logged drop. A message that
+        ``drop_inbound`` drops is gone before any of this, as if never received: a run it
+        interrupts ends at the gap, exactly as with a real loss.
         """
         on_message = self._machine.on_message
-        on_ack = self._on_ack if sender is not None else None
+        attributed = self._attributed if sender is not None else None
         drop = self._drop_inbound
         on_records = self._on_records
         on_direct = self._on_direct_records
@@ -215,8 +214,11 @@ class Receiver:
                     run_expect = run_header + _pack_sequence(run_next) if run_next < _END else b""
                     run = [frames[1]]
                     continue
-                if on_ack is not None and message.__class__ is Ack:
-                    on_ack(message, now, sender)  # type: ignore[arg-type]
+                if attributed is not None:
+                    rejected = attributed.rejected
+                    attributed.on_message_from(message, now, sender)  # type: ignore[arg-type]
+                    if attributed.rejected != rejected:  # counted by the machine
+                        self._drops.drop(f"a message from {sender}", attributed.last_rejection)
                     continue
                 on_message(message, now)
         except zmq.Again:
@@ -230,4 +232,4 @@ class Receiver:
                 on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
 
 
-__all__ = ["DropInbound", "OnAck", "OnDirectRecords", "OnNotice", "OnRecords", "Receiver"]
+__all__ = ["DropInbound", "OnDirectRecords", "OnNotice", "OnRecords", "Receiver"]

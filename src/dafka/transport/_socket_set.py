@@ -5,7 +5,8 @@
 * the beacon PUB and SUB, connected to every tower (the SUB takes welcomes ``W`` and
   beacons ``B``);
 * the wake-up PAIR of the runner's mailbox;
-* with ACK attribution (``PeerSockets``), one more SUB per peer, created as peers appear.
+* with sender attribution (``PeerSockets``, a producer), one more SUB per peer, created as
+  peers appear.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ class SocketSet:
                     linger_ms=config.linger_ms,
                     hwm=config.high_watermark,
                 )
+                if identity.xpub:
+                    # Every subscribe, not only a prefix's first: a producer restarted
+                    # under the same id subscribes while its old connection may linger,
+                    # and must still be greeted (STORE-HELLO) to have its ACKs counted.
+                    pub.setsockopt(zmq.XPUB_VERBOSE, 1)
                 sub = make_socket(context, zmq.SUB, linger_ms=0, hwm=config.high_watermark)
                 owned += [pub, sub]
                 pub.bind(f"tcp://{config.bind_host}:*")
@@ -108,7 +114,8 @@ class PeerSockets:
     """One SUB per peer endpoint, so that an ACK read from it names its store.
 
     ZeroMQ does not say who sent a message, but it delivers on the socket connected to
-    the sender: a socket per peer is the attribution ``min_stores`` needs (docs/nodes.md).
+    the sender: a socket per peer is how a producer knows which store sent an ACK (whose
+    ACKs count, ``min_stores``; docs/nodes.md).
     Every peer socket carries every subscription (the identities' SUBs then stay idle).
     ``poller``, set by the poll loop, gets each new socket registered and each closed one
     unregistered.

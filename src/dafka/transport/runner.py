@@ -34,6 +34,7 @@ import zmq
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.node import Discovery, DiscoveryConfig
 from dafka.node.actions import (
+    AttributedMessages,
     Deliver,
     DirectRecordRuns,
     NodeMachine,
@@ -41,7 +42,7 @@ from dafka.node.actions import (
     RecordRuns,
     SubscriptionNotices,
 )
-from dafka.protocol import Ack, DataMessage
+from dafka.protocol import DataMessage
 from dafka.transport._drops import DropLog
 from dafka.transport._execute import Executor
 from dafka.transport._loop import PollLoop
@@ -66,9 +67,10 @@ class NodeNotReadyError(DafkaError):
 class NodeRunner:
     """Drives ``machine`` on sockets in a background thread until ``stop()``.
 
-    ``persistence`` (a store) is driven at fixed points of each turn; ``on_ack`` switches
-    on per-peer SUBs so that every ACK names its store (``min_stores``); ``on_deliver``
-    takes the consumer's runs; ``after_turn(now)`` runs at the end of every turn;
+    ``persistence`` (a store) is driven at fixed points of each turn; a machine that is an
+    :class:`~dafka.node.actions.AttributedMessages` (a producer) gets per-peer SUBs, so that
+    every message it reads names its sender (an ACK, its store); ``on_deliver`` takes the
+    consumer's runs; ``after_turn(now)`` runs at the end of every turn;
     ``receive_paused()`` true stops reading data (backpressure from the application);
     ``drop_inbound`` injects transport loss below decoding and run grouping (tests, chaos).
     """
@@ -85,7 +87,6 @@ class NodeRunner:
         route_send: Callable[[DataMessage], int] | None = None,
         route_subscribe: Callable[[bytes], int] | None = None,
         drop_inbound: DropInbound | None = None,
-        on_ack: Callable[[Ack, float, str], None] | None = None,
         on_deliver: Callable[[Deliver], None] | None = None,
         after_turn: Callable[[float], None] | None = None,
         receive_paused: Callable[[], bool] | None = None,
@@ -102,7 +103,6 @@ class NodeRunner:
         self._route_send = route_send
         self._route_subscribe = route_subscribe
         self._drop_inbound = drop_inbound
-        self._on_ack = on_ack
         self._on_deliver = on_deliver
         self._after_turn = after_turn
         self._receive_paused = receive_paused
@@ -221,8 +221,9 @@ class NodeRunner:
             return
         self._endpoints = sockets.endpoints
         self._bound.set()
-        peers = PeerSockets(self._context, self._config) if self._on_ack is not None else None
         machine = self.machine
+        attributed = machine if isinstance(machine, AttributedMessages) else None
+        peers = PeerSockets(self._context, self._config) if attributed is not None else None
         try:
             receiver = Receiver(
                 machine,
@@ -234,7 +235,7 @@ class NodeRunner:
                 on_direct_records=(
                     machine.on_direct_records if isinstance(machine, DirectRecordRuns) else None
                 ),
-                on_ack=self._on_ack,
+                attributed=attributed,
                 drop_inbound=self._drop_inbound,
                 on_welcome=self._welcomed,
             )

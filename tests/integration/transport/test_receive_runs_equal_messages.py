@@ -171,7 +171,7 @@ def test_runs_feed_what_decoding_each_message_gives(
         batch,
         on_records=machine.on_records,
         on_direct_records=machine.on_direct_records,
-        on_ack=None,
+        attributed=None,
         drop_inbound=(lambda _frames: False) if hook else None,
         on_welcome=lambda: None,
     )

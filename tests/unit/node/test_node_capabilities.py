@@ -1,10 +1,10 @@
 """Issue 8 item 7: optional machine hooks are typed capabilities, declared, never probed.
 
 A driver finds a machine's optional events (``on_records``, ``on_direct_records``,
-``on_subscription``, ``on_durable``, ``on_peer``) with ``isinstance`` against the capability
-protocols of ``dafka.node.actions``. A machine that defines such a method without
-declaring the capability would silently never be called: every machine class must declare
-exactly the capabilities whose methods it defines.
+``on_subscription``, ``on_durable``, ``on_peer``, ``on_message_from``) with ``isinstance``
+against the capability protocols of ``dafka.node.actions``. A machine that defines such a
+method without declaring the capability would silently never be called: every machine class
+must declare exactly the capabilities whose methods it defines.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 from dafka.client._topic_machine import TopicProducerMachine
 from dafka.node import (
+    AttributedMessages,
     ConsumerMachine,
     DirectRecordRuns,
     Discovery,
@@ -32,6 +33,7 @@ CAPABILITIES: dict[type, str] = {
     SubscriptionNotices: "on_subscription",
     DurableNotices: "on_durable",
     PeerNotices: "on_peer",
+    AttributedMessages: "on_message_from",
 }
 MACHINES = [StoreMachine, ConsumerMachine, ProducerMachine, HeadsMachine, TopicProducerMachine]
 
@@ -61,3 +63,6 @@ def test_drivers_see_the_capabilities_of_instances() -> None:
     assert not isinstance(consumer, DurableNotices)
     assert not isinstance(consumer, SubscriptionNotices)
     assert not isinstance(Discovery(["D" * 32]), RecordRuns)
+    assert isinstance(ProducerMachine("t", "P" * 32), AttributedMessages)
+    assert not isinstance(store, AttributedMessages)
+    assert not isinstance(consumer, AttributedMessages)

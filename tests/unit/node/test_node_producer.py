@@ -8,7 +8,16 @@ from hypothesis import strategies as st
 
 from dafka.errors import ConfigError, DafkaError
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, Send
-from dafka.protocol import Ack, DirectHead, DirectRecord, Fetch, GetHeads, Head, Record
+from dafka.protocol import (
+    Ack,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    Record,
+    StoreHello,
+)
 from dafka.testing import ScriptedPeer
 
 PID = "0123ABCD456789EF0123456789ABCDEF"
@@ -17,8 +26,11 @@ PID = "0123ABCD456789EF0123456789ABCDEF"
 def make(
     config: ProducerConfig | None = None, next_sequence: int = 0, now: float | None = None
 ) -> tuple[ProducerMachine, ScriptedPeer]:
+    """A producer and a peer that introduced itself as a store (its ACKs count)."""
     producer = ProducerMachine("hello", PID, config, next_sequence=next_sequence, now=now)
-    return producer, ScriptedPeer(producer)
+    peer = ScriptedPeer(producer)
+    peer.send(StoreHello(PID, peer.peer_id))
+    return producer, peer
 
 
 def test_publish_numbers_records_from_zero() -> None:
@@ -67,10 +79,14 @@ def test_ack_is_cumulative_and_exact_about_producer_and_topic() -> None:
     assert producer.unacked == 2
     peer.send(Ack(PID, "hello", 1))  # older ACK changes nothing
     assert producer.unacked == 2
-    peer.send(Ack(PID, "hello", 99))  # beyond the last record: clamped
+    peer.send(Ack(PID, "hello", 99))  # beyond the last record sent: no store of ours
+    assert producer.unacked == 2
+    peer.send(Ack(PID, "hello", 4))
     assert producer.unacked == 0
     stats = producer.statistics()
     assert (stats.acked_through, stats.unacked_bytes, stats.dropped_messages) == (4, 0, 2)
+    assert (stats.acks_received, stats.acks_beyond_sent, producer.rejected) == (3, 1, 1)
+    assert "beyond the last sequence sent (4)" in producer.last_rejection
 
 
 def test_fetch_after_partial_ack_returns_the_requested_records() -> None:
@@ -137,18 +153,56 @@ def test_backpressure_by_bytes_still_lets_one_large_record_through() -> None:
 
 def test_min_stores_counts_distinct_identified_stores() -> None:
     producer, peer = make(ProducerConfig(min_stores=2))
+    peer.send(StoreHello(PID, "STORE-A"), StoreHello(PID, "STORE-B"))
     for _ in range(10):
         producer.publish(b"x", 0.0)
     peer.drain()
     peer.send(Ack(PID, "hello", 9))
-    peer.send(Ack(PID, "hello", 9))  # anonymous ACKs count as one store, however many
+    peer.send(Ack(PID, "hello", 9))  # one store's ACKs count as one store, however many
     assert producer.unacked == 10
     producer.on_ack(Ack(PID, "hello", 5), 0.0, store="STORE-A")
-    assert producer.unacked == 4  # the anonymous store (9) and A (5): both hold 0..5
+    assert producer.unacked == 4  # the peer (9) and A (5): both hold 0..5
     producer.on_ack(Ack(PID, "hello", 7), 0.0, store="STORE-B")
     assert producer.unacked == 2  # second best is now 7
     producer.on_ack(Ack(PID, "hello", 9), 0.0, store="STORE-A")
     assert producer.unacked == 0
+
+
+def test_anonymous_acks_count_as_one_store_with_acks_from_any() -> None:
+    """A driver that cannot tell senders apart (C stores: ``acks_from="any"``)."""
+    producer = ProducerMachine("hello", PID, ProducerConfig(min_stores=2, acks_from="any"))
+    for _ in range(10):
+        producer.publish(b"x", 0.0)
+    producer.on_message(Ack(PID, "hello", 9), 0.0)
+    producer.on_message(Ack(PID, "hello", 9), 0.0)  # however many: one store
+    assert producer.unacked == 10
+    producer.on_ack(Ack(PID, "hello", 5), 0.0, store="NEVER-GREETED")  # any sender counts
+    assert producer.unacked == 4
+    producer.on_message(Ack(PID, "hello", 10), 0.0)  # still: only what was sent
+    assert producer.statistics().acks_beyond_sent == 1
+
+
+def test_acks_count_only_from_stores_that_greeted_this_producer() -> None:
+    """Issue 18, path 2: a forged or stray ACK must not mark records stored."""
+    producer = ProducerMachine("hello", PID)
+    peer = ScriptedPeer(producer, peer_id="STRANGER")
+    assert b"L" + PID.encode() in peer.subscriptions  # where stores greet it
+    for _ in range(5):
+        producer.publish(b"x", 0.0)
+    peer.drain()
+    peer.send(Ack(PID, "hello", 4))  # from a peer that never greeted it
+    producer.on_message(Ack(PID, "hello", 4), 0.0)  # from nobody knows whom
+    peer.send(StoreHello(PID + "0", "STRANGER"))  # a greeting for another producer (leak)
+    peer.send(Ack(PID, "hello", 4))
+    assert producer.unacked == 5
+    stats = producer.statistics()
+    assert (stats.acks_from_unknown, stats.acks_received, stats.stores_known) == (3, 0, 0)
+    assert producer.rejected == 3
+    assert "'STRANGER': not a store that greeted this producer" in producer.last_rejection
+    peer.send(StoreHello(PID, "STRANGER"))  # it introduces itself as a store
+    peer.send(Ack(PID, "hello", 4))
+    assert producer.unacked == 0
+    assert producer.stores == frozenset({"STRANGER"})
 
 
 def test_restart_continues_the_sequence_and_announces_its_head() -> None:
@@ -193,6 +247,7 @@ def test_unexpected_messages_are_counted_drops() -> None:
 )
 def test_held_records_always_match_a_simple_model(ops: list[tuple[str, int, int]]) -> None:
     producer = ProducerMachine("t", PID, ProducerConfig())
+    producer.on_message(StoreHello(PID, "STORE"), 0.0)
     producer.take_actions()
     published: list[bytes] = []
     acked = -1
@@ -204,8 +259,9 @@ def test_held_records_always_match_a_simple_model(ops: list[tuple[str, int, int]
                 published.append(content)
             producer.take_actions()
         elif kind == "ack":
-            producer.on_message(Ack(PID, "t", max(a, 0)), 0.0)
-            acked = max(acked, min(max(a, 0), len(published) - 1))
+            producer.on_ack(Ack(PID, "t", max(a, 0)), 0.0, "STORE")
+            if max(a, 0) < len(published):  # beyond what was sent: refused
+                acked = max(acked, a, 0)
         else:
             producer.on_message(Fetch(PID, "C", "t", a, b), 0.0)
             got = [

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, SendRecords
-from dafka.protocol import Ack, Fetch, Record
+from dafka.protocol import Ack, Fetch, Record, StoreHello
 from dafka.testing import ScriptedPeer
 
 PID = "0123ABCD456789EF0123456789ABCDEF"
@@ -45,7 +45,8 @@ def test_publish_many_equals_publish_one_by_one(
     for machine, peer in zip(machines, peers, strict=True):
         one_by_one(machine, before, 0.0)
         if acked >= 0:
-            machine.on_message(Ack(PID, "hello", acked), 0.0)
+            machine.on_message(StoreHello(PID, "STORE"), 0.0)
+            machine.on_ack(Ack(PID, "hello", acked), 0.0, "STORE")
         sent(peer)
     bulk, single = machines
     first = bulk.next_sequence
@@ -90,6 +91,7 @@ def test_publish_many_at_the_record_bound_takes_a_prefix_and_never_raises() -> N
     machine = ProducerMachine("hello", PID, ProducerConfig(max_unacked_records=2))
     assert machine.publish_many([b"a", b"b", b"c"], 0.0) == 2
     assert machine.publish_many([b"d"], 0.0) == 0
-    machine.on_message(Ack(PID, "hello", 0), 0.0)
+    machine.on_message(StoreHello(PID, "STORE"), 0.0)
+    machine.on_ack(Ack(PID, "hello", 0), 0.0, "STORE")
     assert machine.publish_many([b"d", b"e"], 0.0) == 1
     assert machine.next_sequence == 3

@@ -12,7 +12,7 @@ def test_producer_create_and_destroy() -> None:
     producer = ProducerMachine("dummy", make_id())
     peer = ScriptedPeer(producer)
     pid = producer.producer_id.encode()
-    assert peer.subscriptions == {b"K" + pid, b"F" + pid, b"Gdummy"}
+    assert peer.subscriptions == {b"K" + pid, b"F" + pid, b"Gdummy", b"L" + pid}  # L: ours
     peer.expect_nothing()  # nothing published: no records, no HEAD
     assert producer.next_deadline() is None
     assert not peer.tick()

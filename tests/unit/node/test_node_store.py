@@ -164,6 +164,20 @@ def test_consumer_subscription_notice_gets_a_store_hello() -> None:
     assert peer.recv_all() == [StoreHello("CONSUMER", RID)]
 
 
+def test_a_producer_listening_for_acks_is_greeted_with_the_writer_id() -> None:
+    """Issue 18, path 2: the producer counts ACKs only from stores that introduced
+    themselves, and a store's ACKs come from its writer."""
+    store, peer, _ = make()
+    store.on_subscription(b"KPRODUCER.0", True, 0.0)
+    store.on_subscription(b"KPRODUCER.0", True, 0.0)  # again (a restart): greeted again
+    store.on_subscription(b"KPRODUCER.1", False, 0.0)
+    store.on_subscription(b"K" + b"x" * 300, True, 0.0)  # no STORE-HELLO can name it
+    peer.drain()
+    hello = StoreHello("PRODUCER.0", store.writer_id)
+    assert peer.recv_all() == [hello, hello]
+    assert store.statistics().store_hellos_sent == 2
+
+
 def test_restarted_store_continues_from_recovered_heads() -> None:
     store, peer, log = make(filled_log(5))
     assert store.durable_heads() == {("hello", "P"): 4}
