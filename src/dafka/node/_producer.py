@@ -23,7 +23,12 @@ writer) every ACK does. Either way an ACK counts only up to the last sequence se
 beyond it is no store's record of this run (a forgery, or a store holding what an earlier
 run of this id sent past our resume point). Refused ACKs are counted (``acks_from_unknown``,
 ``acks_beyond_sent``) and reported through ``rejected`` / ``last_rejection``, which the
-driver logs, rate-limited. Authenticating peers is another matter: a peer that greets as a
+driver logs, rate-limited. A greeting can be lost (a PUB drops what exceeds its high-water
+mark; a simulated network drops anything): so an ACK refused from a sender it does not know
+makes the producer ask the stores to greet it again - it unsubscribes and subscribes to ``L``
++ its id, which every store sees as a new notice - at most once per ``head_interval``. A
+store not yet known then introduces itself, and its next ACK counts (stores ACK again on each
+HEAD). Authenticating peers is another matter: a peer that greets as a
 store is believed (issue 18 is about what the producer believes, not who may speak).
 
 ``min_stores`` counts distinct senders of accepted ACKs through :meth:`ProducerMachine.on_ack`
@@ -39,7 +44,14 @@ from itertools import repeat
 
 from dafka.node._config import ProducerConfig
 from dafka.node._errors import BackpressureError, check_name, check_sequence
-from dafka.node.actions import Action, AttributedMessages, Send, SendRecords, Subscribe
+from dafka.node.actions import (
+    Action,
+    AttributedMessages,
+    Send,
+    SendRecords,
+    Subscribe,
+    Unsubscribe,
+)
 from dafka.protocol import (
     Ack,
     DataMessage,
@@ -132,13 +144,15 @@ class ProducerMachine(AttributedMessages):
         self._any_sender = self.config.acks_from == "any"
         self._acks_unknown = 0
         self._acks_beyond = 0
+        self._regreet_at = float("-inf")
         self.rejected = 0
         self.last_rejection = ""
         pid = check_name("producer id", producer_id)
         out = self._out
         out.append(Subscribe(b"K" + pid))
         out.append(Subscribe(b"F" + pid))
-        out.append(Subscribe(b"L" + pid))  # stores greet us (STORE-HELLO): whose ACKs count
+        self._hello_prefix = b"L" + pid
+        out.append(Subscribe(self._hello_prefix))  # stores greet us: whose ACKs count
         # C producers ignore GET-HEADS; we answer them (PROTOCOL.md section 5).
         out.append(Subscribe(b"G" + topic_raw))
         if next_sequence > 0:
@@ -274,7 +288,6 @@ class ProducerMachine(AttributedMessages):
 
     def on_ack(self, ack: Ack, now: float, store: str | None = None) -> None:
         """An ACK, with the store that sent it when the driver can tell (see module doc)."""
-        del now
         if ack.producer != self.producer_id or ack.topic != self.topic:
             self._dropped += 1  # prefix leak or a stray ACK
             return
@@ -286,6 +299,9 @@ class ProducerMachine(AttributedMessages):
                 f"{'an unknown sender' if store is None else repr(store)}: "
                 "not a store that greeted this producer"
             )
+            if store is not None and now >= self._regreet_at:  # its greeting may be lost
+                self._regreet_at = now + self.config.head_interval
+                self._out += [Unsubscribe(self._hello_prefix), Subscribe(self._hello_prefix)]
             return
         if ack.sequence >= self._next:
             self._acks_beyond += 1

@@ -131,6 +131,11 @@ MAX_LEARNED_TOPICS = 10_000
 """Topics a store learns from GET-HEADS without holding a partition of them (_learn_topic)."""
 
 
+_MAX_LISTENING = 65_536
+"""Ids remembered per kind of subscription (``K``, ``L``): beyond it the oldest are
+forgotten (a peer subscribing under ever new ids must not grow the store without bound)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoreStatistics:
     """Counters of a :class:`StoreMachine` (a snapshot)."""
@@ -232,6 +237,8 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         self._served = 0
         self._heads_answered = 0
         self._hellos = 0
+        self._listening: dict[bytes, dict[str, None]] = {b"K": {}, b"L": {}}
+        """Ids subscribed to their ACKs (K) and to STORE-HELLO (L), from the XPUB notices."""
         self._declined = 0
         self._replies: deque[_Reply] = deque()
         self._learned = 0
@@ -384,19 +391,37 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         """An XPUB notice on the reader's socket; ``prefix`` without the 0x01/0x00 byte.
 
         ``L`` + a consumer's id: STORE-HELLO naming our reader (it answers FETCH and
-        GET-HEADS). ``K`` + a producer's id (it subscribes to its ACKs): STORE-HELLO to it
-        naming our *writer*, which sends the ACKs: a producer counts ACKs only from stores
-        that introduced themselves so (``ProducerMachine``; a C producer never subscribes
-        to ``L`` and never sees it)."""
+        GET-HEADS). A producer listening for its ACKs (``K`` + its id) *and* for
+        STORE-HELLO (``L`` + its id): STORE-HELLO naming our *writer*, which sends the ACKs,
+        since a producer counts ACKs only from stores that introduced themselves so
+        (``ProducerMachine``; a C producer never subscribes to ``L``). It is sent on the
+        notice of whichever of the two comes second: a peer's subscriptions are applied in
+        the order they arrive (ZeroMQ sends a new connection's in byte order, ``K`` before
+        ``L``), and a STORE-HELLO sent before its ``L`` was applied would be lost. The
+        reader's XPUB passes every subscribe (``XPUB_VERBOSE``): a producer restarted under
+        the same id is greeted again, even while its old connection lingers."""
         del now
-        if not subscribed or len(prefix) < 2 or prefix[0] not in b"LK":
+        if len(prefix) < 2 or prefix[0] not in b"LK":
             return
         if name_problem(prefix[1:]) is not None:
             return  # not a node id (too long, NUL): no STORE-HELLO can name it
-        self._hellos += 1
+        command, other = (b"L", b"K") if prefix[0] == 0x4C else (b"K", b"L")
         peer = prefix[1:].decode("utf-8", "surrogateescape")
-        store = self.reader_id if prefix[0] == 0x4C else self.writer_id  # 'L' / 'K'
-        self._out.append(Send(StoreHello(peer, store)))
+        listening = self._listening[command]
+        if not subscribed:
+            listening.pop(peer, None)
+            return
+        listening.pop(peer, None)
+        listening[peer] = None  # most recent last: the oldest go first at the bound
+        if len(listening) > _MAX_LISTENING:
+            del listening[next(iter(listening))]
+        out = self._out
+        if command == b"L":
+            self._hellos += 1
+            out.append(Send(StoreHello(peer, self.reader_id)))
+        if peer in self._listening[other]:
+            self._hellos += 1
+            out.append(Send(StoreHello(peer, self.writer_id)))
 
     def durable_heads(self) -> dict[tuple[str, str], int]:
         """The durable head of every partition, keyed by (topic, producer)."""

@@ -7,7 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dafka.errors import ConfigError, DafkaError
-from dafka.node import BackpressureError, ProducerConfig, ProducerMachine, Send
+from dafka.node import (
+    BackpressureError,
+    ProducerConfig,
+    ProducerMachine,
+    Send,
+    Subscribe,
+    Unsubscribe,
+)
 from dafka.protocol import (
     Ack,
     DirectHead,
@@ -273,3 +280,24 @@ def test_held_records_always_match_a_simple_model(ops: list[tuple[str, int, int]
             assert got == [(s, published[s]) for s in held]
         assert producer.unacked == len(published) - (acked + 1)
         assert producer.statistics().unacked_bytes == sum(len(p) for p in published[acked + 1 :])
+
+
+def test_an_ack_from_an_unknown_sender_asks_the_stores_to_greet_again() -> None:
+    """A lost STORE-HELLO must not leave a store's ACKs refused forever: the producer
+    re-subscribes to its greetings (a new XPUB notice at every store), at most once per
+    head_interval."""
+    producer = ProducerMachine("hello", PID, ProducerConfig(head_interval=1.0))
+    producer.publish(b"x", 0.0)
+    producer.take_actions()
+    hello = b"L" + PID.encode()
+    producer.on_ack(Ack(PID, "hello", 0), 5.0, "STORE")
+    assert producer.take_actions() == [Unsubscribe(hello), Subscribe(hello)]
+    producer.on_ack(Ack(PID, "hello", 0), 5.5, "STORE")  # within head_interval: once
+    producer.on_message(Ack(PID, "hello", 0), 6.0)  # no sender: nobody to greet
+    assert producer.take_actions() == []
+    producer.on_ack(Ack(PID, "hello", 0), 6.0, "STORE")
+    assert producer.take_actions() == [Unsubscribe(hello), Subscribe(hello)]
+    producer.on_message(StoreHello(PID, "STORE"), 6.1)
+    producer.on_ack(Ack(PID, "hello", 0), 6.2, "STORE")
+    assert producer.unacked == 0
+    assert producer.statistics().acks_from_unknown == 4

@@ -166,16 +166,28 @@ def test_consumer_subscription_notice_gets_a_store_hello() -> None:
 
 def test_a_producer_listening_for_acks_is_greeted_with_the_writer_id() -> None:
     """Issue 18, path 2: the producer counts ACKs only from stores that introduced
-    themselves, and a store's ACKs come from its writer."""
+    themselves, and a store's ACKs come from its writer. The greeting waits for both of the
+    producer's subscriptions (its ACKs, K; STORE-HELLO, L), whichever comes second: one sent
+    before L is applied would be lost."""
     store, peer, _ = make()
-    store.on_subscription(b"KPRODUCER.0", True, 0.0)
-    store.on_subscription(b"KPRODUCER.0", True, 0.0)  # again (a restart): greeted again
-    store.on_subscription(b"KPRODUCER.1", False, 0.0)
-    store.on_subscription(b"K" + b"x" * 300, True, 0.0)  # no STORE-HELLO can name it
+    writer_hello = StoreHello("PRODUCER.0", store.writer_id)
+    store.on_subscription(b"KPRODUCER.0", True, 0.0)  # a new connection: K comes before L
     peer.drain()
-    hello = StoreHello("PRODUCER.0", store.writer_id)
-    assert peer.recv_all() == [hello, hello]
-    assert store.statistics().store_hellos_sent == 2
+    peer.expect_nothing()
+    store.on_subscription(b"LPRODUCER.0", True, 0.0)
+    peer.drain()
+    assert peer.recv_all() == [StoreHello("PRODUCER.0", RID), writer_hello]
+    store.on_subscription(b"KPRODUCER.0", True, 0.0)  # a restart (verbose XPUB): again
+    peer.drain()
+    assert peer.recv_all() == [writer_hello]
+    store.on_subscription(b"LPRODUCER.0", False, 0.0)  # gone: no L any more
+    store.on_subscription(b"KPRODUCER.0", True, 0.0)
+    store.on_subscription(b"KCONSUMERX", True, 0.0)
+    store.on_subscription(b"K" + b"x" * 300, True, 0.0)  # no STORE-HELLO can name it
+    store.on_subscription(b"L" + b"x" * 300, True, 0.0)
+    peer.drain()
+    peer.expect_nothing()
+    assert store.statistics().store_hellos_sent == 3
 
 
 def test_restarted_store_continues_from_recovered_heads() -> None:
