@@ -3,7 +3,8 @@
 Theory. Every machine added is connected to every other one, as discovery makes them in a
 real cluster. A :class:`~dafka.node.Send` is delivered to each *other* machine with a
 subscription that is a prefix of the message's ``ID + prefix field`` (ZeroMQ's matching,
-leaks included, so the machines' exact filtering is exercised), in FIFO order, and dropped
+leaks included, so the machines' exact filtering is exercised), in FIFO order (or, with
+``interleave``, in a seeded random merge of the (sender, recipient) streams), and dropped
 with probability ``drop_rate`` (seeded: a failing run can be replayed). A machine's
 :class:`~dafka.node.Subscribe` is shown to the others as an XPUB notice (``on_subscription``),
 as a store's reader socket sees it (every subscribe, as an ``XPUB_VERBOSE`` socket). A machine
@@ -90,8 +91,13 @@ class MemoryNetwork:
         seed: int = 0,
         droppable: Callable[[DataMessage, str], bool] | None = None,
         batch_size: int = 512,
+        interleave: bool = False,
     ) -> None:
-        """``droppable(message, recipient name)`` limits losses to some messages (None: all)."""
+        """``droppable(message, recipient name)`` limits losses to some messages (None: all).
+
+        ``interleave``: deliver each batch in a seeded random order that keeps the order of
+        each (sender, recipient) pair, as separate connections do (one TCP connection per
+        pair is FIFO, nothing orders two of them); the default is one FIFO for all."""
         if not 0.0 <= drop_rate < 1.0:
             raise ValueError("drop_rate must be in [0, 1)")
         self.clock = clock or ManualClock()
@@ -100,7 +106,9 @@ class MemoryNetwork:
         self._droppable = droppable
         self._batch = batch_size
         self._nodes: dict[str, _Node] = {}
-        self._queue: deque[tuple[_Node, DataMessage, str]] = deque()
+        self._queue: deque[tuple[_Node, DataMessage, str, str]] = deque()
+        """(recipient, message, sender's node id, sender's name)."""
+        self._interleave = interleave
         self.stats = NetworkStatistics()
 
     # -- membership ------------------------------------------------------------------------
@@ -118,8 +126,14 @@ class MemoryNetwork:
         self._nodes[name] = node
 
     def remove(self, name: str) -> None:
-        """Disconnect a node (it crashed or closed): messages in flight to it are lost."""
-        del self._nodes[name]
+        """Disconnect a node (it crashed or closed): messages in flight to it are lost, and
+        the others' XPUBs see its subscriptions leave, as when its connections close."""
+        node = self._nodes.pop(name)
+        now = self.clock.now
+        for other in self._nodes.values():
+            if isinstance(other.machine, SubscriptionNotices):
+                for prefix in node.subscriptions:
+                    other.machine.on_subscription(prefix, False, now)
 
     def machine(self, name: str) -> NodeMachine:
         return self._nodes[name].machine
@@ -141,8 +155,10 @@ class MemoryNetwork:
         if not queue:
             return moved
         now = self.clock.now
-        for _ in range(min(self._batch, len(queue))):
-            node, message, sender = queue.popleft()
+        batch = [queue.popleft() for _ in range(min(self._batch, len(queue)))]
+        if self._interleave:
+            batch = self._interleaved(batch)
+        for node, message, sender, _ in batch:
             if self._nodes.get(node.name) is node:
                 node.received += 1
                 self.stats.delivered += 1
@@ -225,6 +241,25 @@ class MemoryNetwork:
                 # Connect / Disconnect / SendBeacon: discovery is not simulated here.
         return moved
 
+    def _interleaved(
+        self, batch: list[tuple[_Node, DataMessage, str, str]]
+    ) -> list[tuple[_Node, DataMessage, str, str]]:
+        """A random merge of the batch's (sender, recipient) streams, each kept in order."""
+        streams: dict[tuple[str, str], deque[tuple[_Node, DataMessage, str, str]]] = {}
+        for entry in batch:
+            streams.setdefault((entry[3], entry[0].name), deque()).append(entry)
+        pending = list(streams.values())
+        out = []
+        rng = self._rng
+        while pending:
+            i = rng.randrange(len(pending))
+            stream = pending[i]
+            out.append(stream.popleft())
+            if not stream:
+                pending[i] = pending[-1]
+                pending.pop()
+        return out
+
     def _route(self, sender: _Node, message: DataMessage) -> None:
         self.stats.sent += 1
         prefix = prefix_of(message)
@@ -245,7 +280,7 @@ class MemoryNetwork:
             ):
                 self.stats.dropped += 1
                 continue
-            self._queue.append((node, message, sender_id))
+            self._queue.append((node, message, sender_id, sender.name))
 
     def _persist(self, node: _Node, persist: Persist, now: float) -> None:
         if node.log is None:
