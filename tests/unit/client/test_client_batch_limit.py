@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
 from dafka.node import ProducerConfig
-from dafka.protocol import Ack, Record
+from dafka.protocol import Ack, Record, StoreHello
 from dafka.records import BATCH_OF_ONE, decode_batch
 from dafka.testing import ScriptedPeer
 
@@ -37,6 +37,7 @@ def make() -> tuple[TopicProducerMachine, ScriptedPeer]:
         now=0.0,
         max_message_bytes=LIMIT,
     )
+    machine.on_message(StoreHello(PARTITION, "STORE"), 0.0)  # its ACKs count
     return machine, ScriptedPeer(machine)
 
 
@@ -93,7 +94,7 @@ def test_every_record_fits_and_holds_each_message_once_in_order(
     got = [v for r in sent for v in decode_batch(r.content).values]
     assert got == [e[1] for e in entries[: len(batch)]] + values
     for record in sent:
-        machine.on_message(Ack(PARTITION, TOPIC, record.sequence), 0.0)
+        machine.on_message_from(Ack(PARTITION, TOPIC, record.sequence), 0.0, "STORE")
     delivered = machine.take_delivered()
     futures = [t[0] for _, _, tokens in delivered for t in tokens if t.__class__ is not Chunk]
     assert [f for f in futures if f is not None] == [f"f{i}" for i, m in enumerate(batch) if m[3]]
