@@ -8,7 +8,8 @@ A tower and two ``dafka store`` processes; two named producers (in this process)
 RECORD per value, values ``b"a:<offset>"``); a Spark driver process (``local[2,4]``: task
 retries) streams ``sc-in`` through ``repartition(3)`` into the dafka sink (topic ``sc-out``)
 with a checkpoint; every run of it fails the first attempt of task 0 of a few micro-batches
-after 5 rows (``DAFKA_SPARK_SINK_FAIL``: the failed attempt's rows stay behind, uncommitted).
+after 5 rows (``dafka.testing.fail_sink_task`` on the writer of ``tests/spark/faults.py``'s
+sink: the failed attempt's rows stay behind, uncommitted).
 Until the time is up, every 15-45 s of a running query one of:
 
 * **kill**: SIGKILL the driver (JVM and Python workers) and start it again on the same
@@ -26,7 +27,8 @@ reads ``sc-out``. Prints records, faults, lost, duplicated (expected by the rese
 unexpected); exit 1 if anything was lost, duplicated outside a reset's window, or a run
 failed.
 
-``spark_chaos.py drive TOWERS CHECKPOINT STARTING TRIGGER`` is the driver process itself.
+``spark_chaos.py drive TOWERS CHECKPOINT STARTING TRIGGER FAIL`` is the driver process itself
+(``FAIL``: the micro-batches whose task 0 fails once, comma-separated, or empty).
 """
 
 from __future__ import annotations
@@ -65,7 +67,6 @@ from dafka.server import free_port_pair  # noqa: E402
 IN_TOPIC = "sc-in"
 OUT_TOPIC = "sc-out"
 PARTITIONS = ("sc-a", "sc-b")
-FAIL_ENV = "DAFKA_SPARK_SINK_FAIL"  # dafka.spark._sink.FAIL_ENV (not imported: no pyspark here)
 CONNECT_BACK = "failed to connect back"
 Offsets = dict[str, int]
 """partition -> next offset, of the one input topic."""
@@ -74,11 +75,14 @@ Offsets = dict[str, int]
 # -- the driver process ----------------------------------------------------------------------
 
 
-def drive(towers: str, checkpoint: str, starting: str, trigger: str) -> None:
+def drive(towers: str, checkpoint: str, starting: str, trigger: str, fail: str) -> None:
     """``sc-in`` -> ``repartition(3)`` -> the dafka sink ``sc-out``; ``batch N`` per batch."""
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
+    from tests.spark.faults import register_faulty_sink
+
+    from dafka.testing import fail_sink_task
 
     spark = (
         SparkSession.builder.master("local[2,4]")
@@ -92,6 +96,9 @@ def drive(towers: str, checkpoint: str, starting: str, trigger: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    sink = "dafka"
+    if fail:
+        sink = register_faulty_sink(spark, fail_sink_task(map(int, fail.split(",")), rows=5))
     source = (
         spark.readStream.format("dafka")
         .option("towers", towers)
@@ -104,7 +111,7 @@ def drive(towers: str, checkpoint: str, starting: str, trigger: str) -> None:
     last = -1
     for attempt in range(3):
         writer = (
-            out.writeStream.format("dafka")
+            out.writeStream.format(sink)
             .option("towers", towers)
             .option("topic", OUT_TOPIC)
             .option("checkpointLocation", checkpoint)
@@ -213,10 +220,9 @@ def start_run(
     towers: str, checkpoint: Path, starting: str, trigger: str, logs: Path, n: int, fail: list[int]
 ) -> Run:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if fail:
-        env[FAIL_ENV] = ",".join(map(str, fail)) + ":5"
+    failing = ",".join(map(str, fail))
     proc = subprocess.Popen(
-        [sys.executable, __file__, "drive", towers, str(checkpoint), starting, trigger],
+        [sys.executable, __file__, "drive", towers, str(checkpoint), starting, trigger, failing],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -254,7 +260,7 @@ def checkpoint_offsets(checkpoint: Path, log: str) -> tuple[int, Offsets] | None
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["drive"]:
-        drive(*argv[1:5])
+        drive(*argv[1:6])
         return 0
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--minutes", type=float, default=10.0)

@@ -3,8 +3,9 @@
 ``python eos_driver.py TOWERS CHECKPOINT BATCHES`` runs ``local[2,4]`` (task retries) with
 ``availableNow`` until the input topic is read to its end. In each micro-batch listed in
 ``BATCHES`` (comma-separated ids) the first attempt of the sink's task 0 fails once it has
-stored 25 rows (``dafka.spark._sink.FAIL_ENV``): Spark retries the task and the first
-attempt's rows stay behind, uncommitted. Prints ``batch N`` after
+stored 25 rows (the sink's fault injector, ``dafka.testing.fail_sink_task``, on the writer of
+``tests/spark/faults.py``'s ``dafka_faulty`` sink): Spark retries the task
+and the first attempt's rows stay behind, uncommitted. Prints ``batch N`` after
 each micro-batch so that the test can kill it mid-run.
 
 Load: Spark starts a streaming Python source's driver-side process with a connect-back
@@ -26,7 +27,8 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 
 from pyspark.sql import SparkSession
 
-from dafka.spark._sink import FAIL_ENV
+from dafka.testing import fail_sink_task
+from tests.spark.faults import register_faulty_sink
 
 START_ATTEMPTS = 3
 CONNECT_BACK = "failed to connect back"
@@ -34,7 +36,6 @@ CONNECT_BACK = "failed to connect back"
 
 def main() -> None:
     towers, checkpoint, batches = sys.argv[1], sys.argv[2], sys.argv[3]
-    os.environ[FAIL_ENV] = f"{batches}:25"  # inherited by the JVM and its Python workers
     spark = (
         SparkSession.builder.master("local[2,4]")
         .appName("dafka-eos")
@@ -49,6 +50,7 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    sink = register_faulty_sink(spark, fail_sink_task(map(int, batches.split(",")), rows=25))
 
     source = (
         spark.readStream.format("dafka")
@@ -66,7 +68,7 @@ def main() -> None:
     last = -1
     for attempt in range(START_ATTEMPTS):
         query = (
-            out.writeStream.format("dafka")
+            out.writeStream.format(sink)
             .option("towers", towers)
             .option("topic", "eos-out")
             .option("checkpointLocation", checkpoint)

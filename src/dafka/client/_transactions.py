@@ -17,8 +17,10 @@ in docs/exactly-once.md. In short:
 * an instance is fenced (:class:`ProducerFencedError`) once it reads the EPOCH of a newer
   instance of its id; it checks before every INTENT and at least every ``txn_lease / 4``.
 
-Test hook: ``DAFKA_TEST_KILL_AFTER_ACKS=k`` makes ``commit_transaction`` SIGKILL its own
-process once ``k`` ACKs of the commit are stored (integration tests kill it mid-commit).
+Fault injection: ``commit_fault=`` (a :class:`CommitFault`, e.g.
+``dafka.testing.crash_mid_commit(k)``) is called between the ACKs of a commit's fan-out, so
+that a test can kill the process with exactly ``k`` ACKs stored; the producer reads no
+environment and has no test branch of its own.
 """
 
 from __future__ import annotations
@@ -27,12 +29,11 @@ import contextlib
 import dataclasses
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol
 
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
@@ -69,7 +70,16 @@ from dafka.records import (
 )
 from dafka.transport.sockets import ZmqContext
 
-KILL_AFTER_ACKS_ENV = "DAFKA_TEST_KILL_AFTER_ACKS"
+
+class CommitFault(Protocol):
+    """A fault injected into a commit's ACK fan-out (``TransactionalProducer(commit_fault=)``).
+
+    Called before each ACK is sent with how many ACKs of this commit are stored; with one
+    installed the fan-out stores the ACKs one at a time, so that the count is exact. What it
+    does is the fault: ``dafka.testing.crash_mid_commit`` SIGKILLs the process."""
+
+    def __call__(self, stored: int) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +105,8 @@ class TransactionalProducer(Closing):
     Settings are :class:`ProducerSettings` (``partitions``, ``towers``, ``batch_size``...);
     ``name`` is the transactional id. ``txn_lease``: seconds a new instance waits before it
     writes where its predecessor wrote (larger than the time a running instance needs to
-    notice it: a few ``beacon_interval`` s).
+    notice it: a few ``beacon_interval`` s). ``commit_fault``: a fault injector for tests
+    (:class:`CommitFault`).
     """
 
     def __init__(
@@ -107,6 +118,7 @@ class TransactionalProducer(Closing):
         txn_lease: float = 5.0,
         log_topic: str = TXN_TOPIC,
         context: ZmqContext | None = None,
+        commit_fault: CommitFault | None = None,
         **fields: Any,
     ) -> None:
         if not isinstance(transactional_id, str) or not transactional_id or "~" in transactional_id:
@@ -141,7 +153,7 @@ class TransactionalProducer(Closing):
         self._mine: tuple[int, str] | None = None  # (epoch, nonce) once the EPOCH is written
         self._stop = threading.Event()
         self._logs: dict[str, list[bytes]] = {}
-        self._kill_after = int(os.environ.get(KILL_AFTER_ACKS_ENV, "-1"))
+        self._commit_fault = commit_fault
         self._log: Producer | None = None
         self._watch: Consumer | None = None
         self._data: Producer | None = None
@@ -463,11 +475,12 @@ class TransactionalProducer(Closing):
             # A successor that claimed meanwhile decides from our log after its lease:
             # write no ACK once fenced (it finishes the commit or rolls it back whole).
             self._fence_check()
-            for done, (partition, ack) in enumerate(acks):
-                if done == self._kill_after:
-                    os.kill(os.getpid(), signal.SIGKILL)
+            fault = self._commit_fault
+            for stored, (partition, ack) in enumerate(acks):
+                if fault is not None:
+                    fault(stored)
                 self._send_ack(partition, ack)
-                if self._kill_after >= 0:
+                if fault is not None:
                     self._flush_data(timeout)
             self._flush_data(timeout)
             self._last_ack.update(acks)
@@ -607,7 +620,7 @@ def _routing_keys(producer: Producer, n: int) -> list[bytes]:
 
 
 __all__ = [
-    "KILL_AFTER_ACKS_ENV",
+    "CommitFault",
     "ProducerFencedError",
     "TransactionError",
     "TransactionalProducer",

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 from dafka.errors import DataLossError  # the one class (the Spark API names it too)
 from dafka.spark._options import parse_sink_options, parse_source_options
 from dafka.spark._schema import SOURCE_SCHEMA
-from dafka.spark._sink import DafkaBatchWriter, DafkaStreamWriter, sink_name
+from dafka.spark._sink import DafkaBatchWriter, DafkaStreamWriter, SinkFault, sink_name
 from dafka.spark._source import DafkaBatchReader, DafkaStreamReader
 
 
@@ -55,4 +55,11 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(DafkaDataSource)
 
 
-__all__ = ["DafkaDataSource", "DataLossError", "register"]
+__all__ = [
+    "DafkaBatchWriter",
+    "DafkaDataSource",
+    "DafkaStreamWriter",
+    "DataLossError",
+    "SinkFault",
+    "register",
+]

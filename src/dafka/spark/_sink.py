@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -63,9 +63,16 @@ from dafka.spark._txn import (
     uuid_run,
 )
 
-FAIL_ENV = "DAFKA_SPARK_SINK_FAIL"
-"""Fault injection for tests: ``"B,B2,...:N"`` fails the first attempt of task 0 of each
-listed micro-batch once it has stored N rows (the partial output a crashed task leaves)."""
+
+class SinkFault(Protocol):
+    """A fault injected into the sink's tasks (the writers' ``fault``; tests install
+    ``dafka.testing.fail_sink_task``): called after each Arrow batch a task sent, with the
+    micro-batch, the task, its attempt and the rows it sent; True makes the task store what
+    it sent and fail (the partial output a crashed task leaves). The micro-batch is Spark's
+    id (0 for ``df.write``). Pickled to the executors with the writer."""
+
+    def __call__(self, batch: int, task: int, attempt: int, rows: int) -> bool: ...
+
 
 ROWS_PER_RECORD = 2048
 BYTES_PER_RECORD = 256 * 1024
@@ -359,6 +366,7 @@ def write_task(
     query: str,
     spark_batch: int,
     data: Iterator[pa.RecordBatch],
+    fault: SinkFault | None = None,
 ) -> TaskCommit:
     """What one Spark task does with its rows (see the module docstring)."""
     ctx = TaskContext.get()
@@ -371,7 +379,6 @@ def write_task(
             pass
         return TaskCommit(query, batch, [], 0, skipped=True)
     writers: dict[str, _TopicWriter] = {}
-    fail_at = _injected_failure(spark_batch, task, attempt)
     try:
         for record_batch in data:
             for topic, values, keys, headers in _rows_by_topic(record_batch, options.topic):
@@ -382,26 +389,20 @@ def write_task(
                 writer.add_many(batch, attempt, values, keys, headers)
             for writer in writers.values():
                 writer.send()  # one RECORD per Arrow batch at most: rows leave as they come
-            if fail_at is not None and sum(w.rows for w in writers.values()) >= fail_at:
-                for writer in writers.values():
-                    writer.producer.flush(_FLUSH_TIMEOUT)
-                raise SinkError(f"injected failure ({FAIL_ENV}) in batch {batch} after rows")
+            if fault is not None:
+                rows = sum(w.rows for w in writers.values())
+                if fault(spark_batch, task, attempt, rows):
+                    for writer in writers.values():
+                        writer.producer.flush(_FLUSH_TIMEOUT)
+                    raise SinkError(
+                        f"injected failure in micro-batch {spark_batch} after {rows} rows"
+                    )
         touched = [w.finish(batch) for w in writers.values()]
     except BaseException:
         for w in writers.values():
             w.abandon()
         raise
     return TaskCommit(query, batch, touched, sum(w.rows for w in writers.values()))
-
-
-def _injected_failure(batch: int, task: int, attempt: int) -> int | None:
-    spec = os.environ.get(FAIL_ENV)
-    if not spec or task != 0 or attempt != 0:
-        return None
-    batches, _, rows = spec.partition(":")
-    if str(batch) not in batches.split(","):
-        return None
-    return int(rows)
 
 
 # -- pyspark writers -------------------------------------------------------------------------
@@ -428,11 +429,14 @@ def sink_name(options: SinkOptions, raw: dict[str, str]) -> str:
 class DafkaStreamWriter(DataSourceStreamArrowWriter):
     """Created on the driver per micro-batch; ``write`` runs in the tasks."""
 
-    def __init__(self, options: SinkOptions, sink: str, schema: StructType) -> None:
+    def __init__(
+        self, options: SinkOptions, sink: str, schema: StructType, fault: SinkFault | None = None
+    ) -> None:
         check_schema(schema, options)
         self.options = options
         self.sink = sink
         self.state = read_control(options, sink)
+        self.fault = fault
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         ctx = TaskContext.get()
@@ -440,7 +444,9 @@ class DafkaStreamWriter(DataSourceStreamArrowWriter):
         query = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
         if raw is None or not query:
             raise SinkError("no streaming batch id or query id in the task context")
-        return write_task(self.options, self.sink, self.state, query, int(raw), iterator)
+        return write_task(
+            self.options, self.sink, self.state, query, int(raw), iterator, self.fault
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         commit_batch(self.options, self.sink, batchId, messages)
@@ -454,15 +460,18 @@ class DafkaBatchWriter(DataSourceArrowWriter):
     """``df.write``: one transaction, numbered after the sink's last committed batch (a
     query of one batch, with an id of its own)."""
 
-    def __init__(self, options: SinkOptions, sink: str, schema: StructType) -> None:
+    def __init__(
+        self, options: SinkOptions, sink: str, schema: StructType, fault: SinkFault | None = None
+    ) -> None:
         check_schema(schema, options)
         self.options = options
         self.sink = sink
         self.state = read_control(options, sink)
         self.query = f"write-{uuid.uuid4()}"
+        self.fault = fault
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return write_task(self.options, self.sink, self.state, self.query, 0, iterator)
+        return write_task(self.options, self.sink, self.state, self.query, 0, iterator, self.fault)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         commit_batch(self.options, self.sink, 0, messages)
@@ -471,4 +480,4 @@ class DafkaBatchWriter(DataSourceArrowWriter):
         """As the stream writer's: nothing to undo."""
 
 
-__all__ = ["DafkaBatchWriter", "DafkaStreamWriter", "TaskCommit", "sink_name"]
+__all__ = ["DafkaBatchWriter", "DafkaStreamWriter", "SinkFault", "TaskCommit", "sink_name"]

@@ -6,10 +6,15 @@
 * :class:`ScriptedPeer` - the C suite's test peer: drive one machine message by message;
 * :class:`MemoryLog` - the storage engine's API in memory, for stores;
 * :func:`lossy_records` - transport loss for a real runner (``NodeRunner(drop_inbound=)``,
-  ``Consumer(drop_inbound=)``): drops a seeded share of the RECORDs it receives.
+  ``Consumer(drop_inbound=)``): drops a seeded share of the RECORDs it receives;
+* :func:`crash_mid_commit` - ``TransactionalProducer(commit_fault=)``: SIGKILLs the process
+  with a chosen number of a commit's ACKs stored;
+* :func:`fail_sink_task` - the Spark sink's ``fault``: the first attempt of a task fails
+  after it stored some rows.
 """
 
 from dafka.testing._clock import ManualClock, Timed
+from dafka.testing._crash import CrashMidCommit, FailSinkTask, crash_mid_commit, fail_sink_task
 from dafka.testing._faults import LossyRecords, lossy_records
 from dafka.testing._memory_log import LogContractError, MemoryLog
 from dafka.testing._network import MemoryNetwork, NetworkStalledError, NetworkStatistics
@@ -17,7 +22,9 @@ from dafka.testing._scripted_peer import ScriptedPeer
 from dafka.testing._wire import Delivered, flatten, prefix_of
 
 __all__ = [
+    "CrashMidCommit",
     "Delivered",
+    "FailSinkTask",
     "LogContractError",
     "LossyRecords",
     "ManualClock",
@@ -27,6 +34,8 @@ __all__ = [
     "NetworkStatistics",
     "ScriptedPeer",
     "Timed",
+    "crash_mid_commit",
+    "fail_sink_task",
     "flatten",
     "lossy_records",
     "prefix_of",

@@ -1,7 +1,8 @@
 """Programs the exactly-once tests run as real processes (and SIGKILL).
 
 ``writer``: commits transaction A, then leaves transaction B open (or, with
-``DAFKA_TEST_KILL_AFTER_ACKS`` set, dies in the middle of committing C).
+``--kill-after-acks K``, dies in the middle of committing C with K of its ACKs stored:
+``dafka.testing.crash_mid_commit``).
 ``pipeline``: consume -> transform -> produce with checkpoints stored in the output
 transactions; resumes from the last committed checkpoint after a kill.
 Progress goes to stdout, one line per step, flushed.
@@ -15,7 +16,8 @@ import sys
 import time
 from typing import Any
 
-from dafka.client import ReadCommittedConsumer, TransactionalProducer
+from dafka import ReadCommittedConsumer, TransactionalProducer
+from dafka.testing import crash_mid_commit
 
 CHECKPOINT_HEADER = "checkpoint"
 
@@ -36,12 +38,14 @@ def say(event: str, **fields: Any) -> None:
 
 
 def writer(args: argparse.Namespace) -> None:
+    crash = None if args.kill_after_acks is None else crash_mid_commit(args.kill_after_acks)
     p = TransactionalProducer(
         args.topic,
         args.tid,
         partitions=args.partitions,
         txn_lease=args.lease,
         batch_size=1,  # every message its own RECORD: sent at once, visible read-uncommitted
+        commit_fault=crash,
         **common(args.towers),
     )
     say("started", log=p.log_partition)
@@ -61,7 +65,7 @@ def writer(args: argparse.Namespace) -> None:
             p.send(b"C-%d" % i, key=b"%d" % i)
         say("committing_c")
         p.commit_transaction()
-        say("committed_c")  # not reached when the kill hook fires
+        say("committed_c")  # not reached when the crash fires
     while True:
         time.sleep(1)  # wait for SIGKILL
 
@@ -132,6 +136,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--output", default="out")
     parser.add_argument("--total", type=int, default=0)
     parser.add_argument("--txn-size", type=int, default=20)
+    parser.add_argument("--kill-after-acks", type=int, default=None)
     args = parser.parse_args(argv)
     writer(args) if args.program == "writer" else pipeline(args)
 

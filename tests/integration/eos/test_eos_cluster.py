@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 import dafka
-from dafka.client import Consumer, Producer, ReadCommittedConsumer
-from dafka.client._transactions import KILL_AFTER_ACKS_ENV, TransactionalProducer
+from dafka.client import Consumer, Producer, ReadCommittedConsumer, TransactionalProducer
 from dafka.records import ProducerFencedError, Record, TransactionError
 from dafka.server import LocalCluster
 from tests.integration.cluster.cluster_procs import Proc, Processes
@@ -42,22 +41,8 @@ def common(cluster: LocalCluster) -> dict[str, Any]:
     }
 
 
-def app(
-    procs: Processes,
-    name: str,
-    cluster: LocalCluster,
-    *args: str,
-    env: dict[str, str] | None = None,
-) -> Proc:
-    argv = [sys.executable, APP, *args, "--towers", cluster.towers]
-    if env:
-        os.environ.update(env)
-        try:
-            return procs.spawn(name, argv)
-        finally:
-            for key in env:
-                del os.environ[key]
-    return procs.spawn(name, argv)
+def app(procs: Processes, name: str, cluster: LocalCluster, *args: str) -> Proc:
+    return procs.spawn(name, [sys.executable, APP, *args, "--towers", cluster.towers])
 
 
 def read_all(cluster: LocalCluster, topic: str, *, committed: bool, expect: int) -> list[Record]:
@@ -122,7 +107,8 @@ def test_a_producer_killed_mid_commit_is_finished_by_its_successor(
         topic,
         "--mode",
         "commit",
-        env={KILL_AFTER_ACKS_ENV: str(acks_before_kill)},
+        "--kill-after-acks",
+        str(acks_before_kill),
     )
     writer.wait_event("committing_c", timeout=DEADLINE)
     assert writer.wait_exit(DEADLINE) == -signal.SIGKILL
