@@ -7,8 +7,10 @@ key and the environment variable, and its default is the table's: --help, the TO
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -16,6 +18,7 @@ from dafka.config import SETTINGS, TOPIC, Setting
 from dafka.errors import ConfigError
 from dafka.storage import FsyncPolicy, RetentionPolicy, StorageConfig
 from dafka.transport.config import TransportConfig
+from dafka.transport.security import Security
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -90,7 +93,52 @@ node_options = stack(
     setting_option("bind", param="bind_host"),
     setting_option("beacon/interval"),
 )
-"""``--tower``, ``--advertise``, ``--bind``, ``--beacon-interval``: joining a cluster."""
+"""``--tower``, ``--advertise``, ``--bind``, ``--beacon-interval``: joining a cluster
+(with :func:`security_options`, its keys)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityOptions:
+    """``--key``, ``--authorized-keys``, ``--tower-key`` as given ("" when not)."""
+
+    key: str = ""
+    authorized_keys: str = ""
+    tower_key: str = ""
+
+    def load(self) -> Security | None:
+        """The node's :class:`Security` (None: plaintext); a bad file is a ConfigError."""
+        if not self.key:
+            if self.authorized_keys or self.tower_key:
+                raise ConfigError(
+                    "--authorized-keys/--tower-key need --key (this node's secret certificate)"
+                )
+            return None
+        return Security.load(self.key, self.authorized_keys, self.tower_key or None)
+
+    def client_fields(self) -> dict[str, Any]:
+        """The clients' settings fields (``key``, ``authorized_keys``, ``tower_key``)."""
+        self.load()  # the same checks, before a client starts
+        return {
+            "key": self.key or None,
+            "authorized_keys": self.authorized_keys or None,
+            "tower_key": self.tower_key or None,
+        }
+
+
+def security_options(fn: F) -> F:
+    """``--key``, ``--authorized-keys``, ``--tower-key``, given to the command as one
+    ``security: SecurityOptions`` argument."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, key: str, authorized_keys: str, tower_key: str, **kwargs: Any) -> Any:
+        return fn(*args, security=SecurityOptions(key, authorized_keys, tower_key), **kwargs)
+
+    return stack(
+        setting_option("security/key", param="key"),
+        setting_option("security/authorized_keys", param="authorized_keys"),
+        setting_option("security/tower_key", param="tower_key"),
+    )(cast(F, wrapper))
+
 
 storage_options = stack(
     setting_option("store/segment_bytes"),
@@ -136,7 +184,11 @@ def json_option(what: str) -> Callable[[F], F]:
 
 
 def transport_config(
-    towers: tuple[str, ...] | str, advertise: str, bind_host: str, beacon_interval: float
+    towers: tuple[str, ...] | str,
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    security: SecurityOptions | None = None,
 ) -> TransportConfig:
     """The transport of a daemon or watcher joining the cluster of ``towers`` (the node
     options), built as every node's is (:meth:`TransportConfig.for_towers`)."""
@@ -145,11 +197,16 @@ def transport_config(
         advertised_host=advertise,
         bind_host=bind_host,
         beacon_interval=beacon_interval,
+        security=None if security is None else security.load(),
     )
 
 
 def client_fields(
-    towers: tuple[str, ...] | str, advertise: str, bind_host: str, beacon_interval: float
+    towers: tuple[str, ...] | str,
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    security: SecurityOptions | None = None,
 ) -> dict[str, Any]:
     """The node options as the clients' settings fields (``Producer(**fields)``): the same
     towers, in the same grammar; the settings build the same transport."""
@@ -158,6 +215,7 @@ def client_fields(
         "advertised_host": advertise,
         "bind_host": bind_host,
         "beacon_interval": beacon_interval,
+        **(security.client_fields() if security is not None else {}),
     }
 
 
@@ -166,6 +224,7 @@ def _joined(towers: tuple[str, ...] | str) -> str:
 
 
 __all__ = [
+    "SecurityOptions",
     "SettingType",
     "TopicType",
     "client_fields",
@@ -173,6 +232,7 @@ __all__ = [
     "log_options",
     "metrics_options",
     "node_options",
+    "security_options",
     "setting_option",
     "stack",
     "storage_config_of",

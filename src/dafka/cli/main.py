@@ -17,6 +17,7 @@ import click
 from dafka import __version__
 from dafka.cli._errors import DafkaGroup, UserError
 from dafka.cli._options import (
+    SecurityOptions,
     SettingType,
     TopicType,
     client_fields,
@@ -24,6 +25,7 @@ from dafka.cli._options import (
     log_options,
     metrics_options,
     node_options,
+    security_options,
     setting_option,
     stack,
     storage_config_of,
@@ -76,11 +78,13 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 @main.command()
 @setting_option("tower/sub_address", param="sub_address")
 @setting_option("tower/pub_address", param="pub_address")
+@security_options
 @metrics_options
 @log_options
 def tower(
     sub_address: str,
     pub_address: str,
+    security: SecurityOptions,
     metrics_port: int,
     metrics_host: str,
     log_format: str,
@@ -89,7 +93,7 @@ def tower(
     """Run a tower: the beacon forwarder nodes use to find each other."""
     from dafka.transport.tower import Tower
 
-    t = Tower(sub_address, pub_address)
+    t = Tower(sub_address, pub_address, security=security.load())
 
     def samples() -> Any:
         from dafka.metrics import tower_samples  # prometheus-client: only with a port
@@ -111,6 +115,7 @@ def tower(
 @storage_options
 @setting_option("max_message_bytes")
 @node_options
+@security_options
 @metrics_options
 @log_options
 def store(
@@ -125,6 +130,7 @@ def store(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    security: SecurityOptions,
     metrics_port: int,
     metrics_host: str,
     log_format: str,
@@ -136,7 +142,7 @@ def store(
 
     node = StoreNode(
         data_dir,
-        transport_config(towers, advertise, bind_host, beacon_interval),
+        transport_config(towers, advertise, bind_host, beacon_interval, security),
         storage_config=storage_config_of(
             fsync, segment_bytes, retention_bytes, retention_age, retention_check
         ),
@@ -166,6 +172,7 @@ def store(
 @storage_options
 @setting_option("max_message_bytes")
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
+@security_options
 @log_options
 def up(
     data_dir: Path,
@@ -179,6 +186,7 @@ def up(
     retention_check: float,
     max_message_bytes: int,
     metrics_port: int,
+    security: SecurityOptions,
     log_format: str,
     verbose: bool,
 ) -> None:
@@ -204,6 +212,7 @@ def up(
         echo=lambda line: click.echo(line, err=True),
         log_format=log_format,
         metrics_port=metrics_port,  # the members serve their own
+        **security.client_fields(),
     )
 
     def announce() -> None:
@@ -235,6 +244,7 @@ def _delimiter(text: str) -> bytes:
 @main.command()
 @click.argument("topic", type=TopicType())
 @node_options
+@security_options
 @setting_option("producer/flush_timeout")
 @click.option("-D", "--delimiter", default="\\n", show_default=True, help="Message delimiter.")
 @click.option("-z", "--null", is_flag=True, help="Messages are separated by NUL bytes.")
@@ -283,6 +293,7 @@ def produce(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    security: SecurityOptions,
     flush_timeout: float,
     delimiter: str,
     null: bool,
@@ -324,7 +335,7 @@ def produce(
     else:
         messages = with_keys(split(sys.stdin.buffer, separator), keys)
     settings: dict[str, Any] = {
-        **client_fields(towers, advertise, bind_host, beacon_interval),
+        **client_fields(towers, advertise, bind_host, beacon_interval, security),
         "partitions": partitions,
         "name": name or None,
         "batching": not no_batching,
@@ -372,6 +383,7 @@ def produce(
 @main.command()
 @click.argument("topics", nargs=-1, required=True, type=TopicType())
 @node_options
+@security_options
 @click.option(
     "-o",
     "--offset",
@@ -414,6 +426,7 @@ def consume(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    security: SecurityOptions,
     offset: str | None,
     offset_reset: str,
     isolation: str,
@@ -449,7 +462,7 @@ def consume(
     run(
         topics,
         {
-            **client_fields(towers, advertise, bind_host, beacon_interval),
+            **client_fields(towers, advertise, bind_host, beacon_interval, security),
             "max_message_bytes": max_message_bytes,
         },
         offset_reset=offset_reset,
@@ -479,11 +492,12 @@ def _watch(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    security: SecurityOptions,
     wait: float | None,
 ) -> dict[str, Any]:
     from dafka.cli._status import default_wait, report, towers_of, watch
 
-    transport = transport_config(towers, advertise, bind_host, beacon_interval)
+    transport = transport_config(towers, advertise, bind_host, beacon_interval, security)
     snapshot = watch(topics, transport, wait or default_wait(beacon_interval))
     return report(snapshot, towers_of(transport), topics)
 
@@ -491,6 +505,7 @@ def _watch(
 @main.command()
 @click.argument("topics", nargs=-1, type=TopicType())
 @node_options
+@security_options
 @json_option("object")
 @_wait_option
 def status(
@@ -499,6 +514,7 @@ def status(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    security: SecurityOptions,
     as_json: bool,
     wait: float | None,
 ) -> None:
@@ -511,7 +527,7 @@ def status(
 
     from dafka.cli._status import status_lines
 
-    found = _watch(topics, towers, advertise, bind_host, beacon_interval, wait)
+    found = _watch(topics, towers, advertise, bind_host, beacon_interval, security, wait)
     if as_json:
         click.echo(json.dumps(found, indent=2))
     else:
@@ -520,6 +536,7 @@ def status(
 
 @main.command()
 @node_options
+@security_options
 @json_option("array")
 @_wait_option
 def topics(
@@ -527,6 +544,7 @@ def topics(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    security: SecurityOptions,
     as_json: bool,
     wait: float | None,
 ) -> None:
@@ -535,7 +553,7 @@ def topics(
 
     from dafka.cli._status import topics_lines, topics_rows
 
-    rows = topics_rows(_watch((), towers, advertise, bind_host, beacon_interval, wait))
+    rows = topics_rows(_watch((), towers, advertise, bind_host, beacon_interval, security, wait))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     else:
@@ -545,6 +563,7 @@ def topics(
 @main.command()
 @click.argument("topics", nargs=-1, type=TopicType())
 @node_options
+@security_options
 @click.option(
     "--interval",
     type=click.FloatRange(0.1, 3600),
@@ -560,6 +579,7 @@ def top(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
+    security: SecurityOptions,
     interval: float,
     iterations: int | None,
     once: bool,
@@ -567,7 +587,7 @@ def top(
     """A live view of topics, partitions, heads, rates and stores (Ctrl-C quits)."""
     from dafka.cli._top import top as run
 
-    transport = transport_config(towers, advertise, bind_host, beacon_interval)
+    transport = transport_config(towers, advertise, bind_host, beacon_interval, security)
     try:
         run(topics, transport, interval, 1 if once else iterations)
     except KeyboardInterrupt:  # Ctrl-C is how one leaves top: not an error
@@ -640,6 +660,21 @@ def demo(records: int, size: int, data_dir: Path | None) -> None:
     from dafka.cli._demo import run_demo
 
     run_demo(records, size, data_dir)
+
+
+@main.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def keygen(path: Path) -> None:
+    """Write a new CURVE keypair: PATH.key (public, to share) and PATH.key_secret (secret).
+
+    The files are ZeroMQ certificates (zmq.auth's format). Give a node its secret with
+    --key PATH.key_secret; copy PATH.key into the --authorized-keys directory of every node
+    that must accept it (docs/security.md).
+    """
+    from dafka.transport.security import keygen as write
+
+    public, secret = write(path)
+    click.echo(f"public key: {public}\nsecret key: {secret} (keep it private: mode 600)")
 
 
 def _add_pipeline() -> None:

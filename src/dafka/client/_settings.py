@@ -29,6 +29,7 @@ from dafka.errors import ConfigError
 from dafka.node import ConsumerConfig, FetchPolicy, ProducerConfig
 from dafka.protocol import MAX_MESSAGE_BYTES, message_limit_problem
 from dafka.transport.config import TransportConfig
+from dafka.transport.security import Security
 
 DEFAULT_TOWERS = "127.0.0.1:5556"
 
@@ -88,6 +89,15 @@ class _CommonSettings:
     ``dafka config``): a producer refuses a message whose RECORD would be larger
     (:class:`MessageTooLargeError` at the call); a consumer skips a larger RECORD, and the
     drop notice a store keeps in place of one (counted: ``poll_statistics()``)."""
+    key: str | Path | None = None
+    """``security/key``: this client's secret certificate (``dafka keygen``); with it every
+    socket is CURVE (docs/security.md). None: plaintext, as the C reference."""
+    authorized_keys: str | Path | None = None
+    """``security/authorized_keys``: directory of the public certificates allowed to connect
+    to this client's sockets (needed with ``key``; re-read when it changes)."""
+    tower_key: str | Path | None = None
+    """``security/tower_key``: the towers' public certificate (None: ``tower.key`` in
+    ``authorized_keys``, else this client's own key)."""
 
     def _check_common(self) -> None:
         check_towers(self.towers)
@@ -118,6 +128,11 @@ class _CommonSettings:
         problem = message_limit_problem(self.max_message_bytes)
         if problem is not None:
             raise ConfigError(f"max_message_bytes {problem}")
+        for field in ("key", "authorized_keys", "tower_key"):
+            value = getattr(self, field)
+            _require(field, value is None or isinstance(value, str | Path), value, "a path")
+        if self.key in (None, "") and self.authorized_keys not in (None, ""):
+            raise ConfigError("authorized_keys needs key (this client's secret certificate)")
 
     def transport(self) -> TransportConfig:
         """The runner's :class:`TransportConfig` for these settings."""
@@ -130,6 +145,15 @@ class _CommonSettings:
             high_watermark=self.high_watermark,
             linger_ms=self.socket_linger_ms,
             receive_batch=self.receive_batch,
+            security=(
+                None
+                if self.key in (None, "")
+                else Security.load(
+                    self.key,
+                    self.authorized_keys,
+                    self.tower_key,
+                )
+            ),
         )
 
 

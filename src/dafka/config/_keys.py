@@ -64,6 +64,32 @@ _TABLE = [
         "Largest RECORD content, in bytes, on every node: producers refuse a bigger message, "
         "stores keep a drop notice in place of a bigger RECORD, consumers skip both.",
     ),
+    # -- security (docs/security.md) --------------------------------------------------------
+    Setting(
+        "security/key",
+        "--key",
+        v.OPTIONAL_TEXT,
+        "",
+        "This node's secret certificate (dafka keygen PATH writes PATH.key_secret): every "
+        "socket becomes CURVE (encrypted, authenticated); empty: plaintext, as the C "
+        "reference.",
+    ),
+    Setting(
+        "security/authorized_keys",
+        "--authorized-keys",
+        v.OPTIONAL_TEXT,
+        "",
+        "Directory of the public certificates (*.key) allowed to connect, re-read when it "
+        "changes; needed with --key.",
+    ),
+    Setting(
+        "security/tower_key",
+        "--tower-key",
+        v.OPTIONAL_TEXT,
+        "",
+        "The towers' public certificate (default: tower.key in --authorized-keys, else this "
+        "node's own key).",
+    ),
     # -- tower ------------------------------------------------------------------------------
     Setting("tower/sub_address", "--sub", v.ENDPOINT, "tcp://127.0.0.1:5556", "Beacons in (XSUB)."),
     Setting(
@@ -214,6 +240,9 @@ CLIENT_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
     "beacon/address": ("advertised_host", frozenset({"producer", "consumer"})),
     "bind": ("bind_host", frozenset({"producer", "consumer"})),
     "max_message_bytes": ("max_message_bytes", frozenset({"producer", "consumer"})),
+    "security/key": ("key", frozenset({"producer", "consumer"})),
+    "security/authorized_keys": ("authorized_keys", frozenset({"producer", "consumer"})),
+    "security/tower_key": ("tower_key", frozenset({"producer", "consumer"})),
     "producer/partitions": ("partitions", frozenset({"producer"})),
     "producer/name": ("name", frozenset({"producer"})),
     "producer/linger_ms": ("linger_ms", frozenset({"producer"})),

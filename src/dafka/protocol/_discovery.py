@@ -4,7 +4,9 @@ Not part of the RFC; bytes from the C reference (``../shared/PROTOCOL.md`` secti
 frame is ASCII text, with no inline topic and no version byte:
 
 * node -> tower: ``B | node id | advertised host | port as decimal``;
-* tower -> nodes: ``B | node id | tcp://host:port``;
+* tower -> nodes: ``B | node id | tcp://host:port``, and from a secured (CURVE) tower a 4th
+  frame, the Z85 public key the beacon authenticated with (``B | id | tcp://h:p | key``: told
+  from a node beacon by its 40 characters where a port has at most 5 digits);
 * tower -> every new subscriber: the single frame ``W``.
 """
 
@@ -20,6 +22,11 @@ from dafka.protocol.messages import Beacon, DiscoveryMessage, PeerEndpoint, Welc
 
 WELCOME = Welcome()
 MAX_PORT = 65535
+Z85_KEY_LENGTH = 40
+"""A CURVE public key (32 bytes) in Z85 text."""
+_Z85 = frozenset(
+    b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+)
 _MAX_PORT_DIGITS = len(str(MAX_PORT))
 
 
@@ -38,7 +45,13 @@ def encode_peer_endpoint(m: PeerEndpoint) -> list[bytes]:
     endpoint = wire(m.endpoint, "endpoint")
     if not endpoint:
         raise EncodeError("endpoint must not be empty")
-    return [BEACON_ID, name(m.node_id, "node_id"), endpoint]
+    frames = [BEACON_ID, name(m.node_id, "node_id"), endpoint]
+    if m.public_key:
+        key = wire(m.public_key, "public_key")
+        if len(key) != Z85_KEY_LENGTH:
+            raise EncodeError(f"public key must be {Z85_KEY_LENGTH} Z85 characters")
+        frames.append(key)
+    return frames
 
 
 def encode_welcome(m: Welcome) -> list[bytes]:
@@ -85,6 +98,18 @@ def _decode(frames: Sequence[bytes]) -> DiscoveryMessage:
         return WELCOME
     if first != BEACON_ID:
         raise DecodeError(f"not a beacon or welcome: frame 0 is {preview(first)}")
+    if count == 4 and len(frames[3]) == Z85_KEY_LENGTH:
+        key = frames[3]
+        if not _Z85.issuperset(key):
+            raise DecodeError("public key is not Z85 text", "PEER-ENDPOINT")
+        endpoint = frames[2]
+        if not endpoint:
+            raise DecodeError("endpoint is empty", "PEER-ENDPOINT")
+        return PeerEndpoint(
+            _node_id(frames[1], "PEER-ENDPOINT"),
+            _free_text(endpoint, "endpoint", "PEER-ENDPOINT"),
+            key.decode("ascii"),
+        )
     if count == 4:
         return Beacon(
             _node_id(frames[1], "BEACON"),

@@ -126,10 +126,16 @@ class Beacon:
 
 @dataclass(frozen=True, slots=True)
 class PeerEndpoint:
-    """A beacon as a tower forwards it: frames ``B | node id | tcp://host:port``."""
+    """A beacon as a tower forwards it: frames ``B | node id | tcp://host:port``.
+
+    A secured tower (CURVE) adds a 4th frame, ``public_key``: the Z85 public key (40 ASCII
+    characters) that the beacon's connection authenticated with, so that peers connect to
+    ``endpoint`` expecting that key. Plaintext towers never add it (C's format).
+    """
 
     node_id: str
     endpoint: str
+    public_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

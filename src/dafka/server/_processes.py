@@ -144,6 +144,9 @@ class LocalCluster(Running):
     1 << 30}``), passed as the keys' ``dafka store`` flags.
     ``max_message_bytes``: the stores' limit (None: as ``dafka store`` reads it, 64 MiB by
     default); give clients the same.
+    ``key``, ``authorized_keys``, ``tower_key``: a secured cluster (docs/security.md): the
+    tower and every store run with this secret certificate and admit the keys of the
+    directory; clients give their own ``key=`` and ``authorized_keys=``.
     """
 
     def __init__(
@@ -162,6 +165,9 @@ class LocalCluster(Running):
         log_format: str = "text",
         metrics_port: int = 0,
         store_settings: Mapping[str, object] | None = None,
+        key: str | Path | None = None,
+        authorized_keys: str | Path | None = None,
+        tower_key: str | Path | None = None,
     ) -> None:
         if stores < 0:
             raise ClusterError(f"stores must be >= 0, got {stores}")
@@ -180,6 +186,14 @@ class LocalCluster(Running):
         self._log_format = log_format
         self._metrics_port = metrics_port
         self._store_args = _store_args(store_settings or {})
+        self._security_args: list[str] = []
+        for flag, value in (
+            ("--key", key),
+            ("--authorized-keys", authorized_keys),
+            ("--tower-key", tower_key),
+        ):
+            if value not in (None, ""):
+                self._security_args += [flag, str(value)]
         self.tower: Member | None = None
         self.stores: list[Member] = []
         self._lock = threading.Lock()
@@ -348,7 +362,7 @@ class LocalCluster(Running):
     def _common_args(self, offset: int) -> list[str]:
         """Log format, and the metrics port: ``metrics_port`` for the tower, the next ports
         for the stores in order."""
-        args = ["--log-format", self._log_format]
+        args = ["--log-format", self._log_format, *self._security_args]
         if self._metrics_port:
             args += ["--metrics-port", str(self._metrics_port + offset)]
         return args

@@ -87,8 +87,11 @@ class Executor:
         route_subscribe: Callable[[bytes], int] | None,
         on_deliver: Callable[[Deliver], None] | None,
         on_peer: OnPeer | None,
+        peer_keys: dict[str, bytes] | None = None,
     ) -> None:
         self._machine = machine
+        self._peer_keys: dict[str, bytes] = {} if peer_keys is None else peer_keys
+        """Endpoint -> the Z85 key its secured beacon came with (filled by the Receiver)."""
         self._discovery = discovery
         self._sockets = sockets
         self._config = config
@@ -227,15 +230,31 @@ class Executor:
         return count
 
     def _connect(self, action: Connect, peers: PeerSockets | None) -> None:
-        """Connect to a new peer: its own SUB with ``peers``, else every identity's SUB."""
+        """Connect to a new peer: its own SUB with ``peers``, else every identity's SUB.
+
+        A secured node connects as a CURVE client of the key the peer's beacon came with; a
+        peer whose beacon carried none cannot be reached securely (counted, not connected).
+        """
+        security = self._config.security
+        server_key: bytes | None = None
+        if security is not None:
+            server_key = self._peer_keys.get(action.endpoint)
+            if server_key is None:
+                self._stats.keyless_peers += 1
+                self._drops.drop(
+                    "a peer", f"{action.node_id[:64]!r} at {action.endpoint!r} has no key"
+                )
+                return
         try:
             if peers is not None:
                 if action.endpoint in peers:
                     return
-                peers.add(action.node_id, action.endpoint)
+                peers.add(action.node_id, action.endpoint, server_key)
             else:
                 try:
                     for e in self._sockets.endpoints:
+                        if security is not None and server_key is not None:
+                            security.client(e.sub, server_key)
                         e.sub.connect(action.endpoint)
                 except zmq.ZMQError:
                     for e in self._sockets.endpoints:

@@ -19,6 +19,7 @@ from dafka.node.actions import AttributedMessages, NodeMachine
 from dafka.protocol import (
     DecodeError,
     DirectRecord,
+    PeerEndpoint,
     Record,
     decode_data,
     decode_discovery,
@@ -30,6 +31,8 @@ log = logging.getLogger("dafka.transport.runner")
 
 _pack_sequence = struct.Struct(">Q").pack
 """The u64 big-endian sequence that ends frame 0 of a RECORD."""
+_MAX_PEER_KEYS = 100_000
+"""Endpoint keys remembered at most (each secured beacon's endpoint; live ones refill)."""
 _END = 1 << 64
 """No sequence reaches it: a run that ends at 2**64 - 1 expects nothing after it."""
 
@@ -62,8 +65,11 @@ class Receiver:
         attributed: AttributedMessages | None,
         drop_inbound: DropInbound | None,
         on_welcome: Callable[[], None],
+        peer_keys: dict[str, bytes] | None = None,
     ) -> None:
         self._machine = machine
+        self._peer_keys = peer_keys
+        """Secured nodes: endpoint -> the key of the beacon that named it (for Connect)."""
         self._discovery = discovery
         self._stats = stats
         self._drops = drops
@@ -89,6 +95,11 @@ class Receiver:
                 self._stats.undecodable += 1
                 self._drops.drop("an undecodable beacon", exc)
                 continue
+            peer_keys = self._peer_keys
+            if peer_keys is not None and isinstance(message, PeerEndpoint) and message.public_key:
+                if len(peer_keys) >= _MAX_PEER_KEYS and message.endpoint not in peer_keys:
+                    peer_keys.clear()  # a bound: the live peers' beacons refill it
+                peer_keys[message.endpoint] = message.public_key.encode()
             rejected = discovery.rejected
             discovery.on_message(message, now)
             if discovery.rejected != rejected:

@@ -17,6 +17,7 @@ import zmq
 
 from dafka.errors import DafkaError
 from dafka.transport.config import TransportConfig
+from dafka.transport.security import Gate
 from dafka.transport.sockets import bound_port, make_socket
 
 
@@ -52,12 +53,15 @@ class SocketSet:
         beacon_sub: zmq.Socket[bytes],
         wake: zmq.Socket[bytes],
         owned: list[zmq.Socket[bytes]],
+        gate: Gate | None = None,
     ) -> None:
         self.endpoints = endpoints
         self.beacon_pub = beacon_pub
         self.beacon_sub = beacon_sub
         self.wake = wake
         self._owned = owned
+        self.gate = gate
+        """The ZAP gate of a secured node (its data PUBs are CURVE servers); None: plaintext."""
 
     @classmethod
     def open(
@@ -68,8 +72,14 @@ class SocketSet:
         wake_endpoint: str,
         name: str,
     ) -> SocketSet:
-        """Create, bind and connect; raises :class:`DafkaError` (nothing left open) on failure."""
+        """Create, bind and connect; raises :class:`DafkaError` (nothing left open) on failure.
+
+        A secured node (``config.security``) binds CURVE servers checked by its own ZAP gate
+        and connects to the towers as a CURVE client of their key.
+        """
         owned: list[zmq.Socket[bytes]] = []
+        security = config.security
+        gate = Gate.open(context, security, name) if security is not None else None
         try:
             endpoints = []
             for identity in identities:
@@ -86,6 +96,8 @@ class SocketSet:
                     pub.setsockopt(zmq.XPUB_VERBOSE, 1)
                 sub = make_socket(context, zmq.SUB, linger_ms=0, hwm=config.high_watermark)
                 owned += [pub, sub]
+                if security is not None and gate is not None:
+                    security.server(pub, gate)
                 pub.bind(f"tcp://{config.bind_host}:*")
                 endpoints.append(Endpoint(identity, pub, sub, bound_port(pub)))
             beacon_pub = make_socket(context, zmq.PUB, linger_ms=0)
@@ -95,6 +107,9 @@ class SocketSet:
             wake.bind(wake_endpoint)
             beacon_sub.setsockopt(zmq.SUBSCRIBE, b"W")
             beacon_sub.setsockopt(zmq.SUBSCRIBE, b"B")
+            if security is not None:
+                security.client(beacon_pub, security.tower_key)
+                security.client(beacon_sub, security.tower_key)
             for address in config.tower_sub_addresses:
                 beacon_pub.connect(address)
             for address in config.tower_pub_addresses:
@@ -102,12 +117,16 @@ class SocketSet:
         except zmq.ZMQError as exc:
             for sock in owned:
                 sock.close()
+            if gate is not None:
+                gate.close()
             raise DafkaError(f"{name}: cannot set up sockets: {exc}") from exc
-        return cls(endpoints, beacon_pub, beacon_sub, wake, owned)
+        return cls(endpoints, beacon_pub, beacon_sub, wake, owned, gate)
 
     def close(self) -> None:
         for sock in self._owned:
             sock.close()
+        if self.gate is not None:
+            self.gate.close()
 
 
 class PeerSockets:
@@ -124,6 +143,7 @@ class PeerSockets:
     def __init__(self, context: zmq.Context[zmq.Socket[bytes]], config: TransportConfig) -> None:
         self._context = context
         self._hwm = config.high_watermark
+        self._security = config.security
         self._by_endpoint: dict[str, tuple[str, zmq.Socket[bytes]]] = {}
         self.senders: dict[zmq.Socket[bytes], str] = {}
         """Socket -> the node id of the peer it is connected to."""
@@ -142,12 +162,15 @@ class PeerSockets:
         for _, sock in self._by_endpoint.values():
             sock.setsockopt(option, prefix)
 
-    def add(self, node_id: str, endpoint: str) -> None:
-        """Open a SUB to ``endpoint``; raises ``zmq.ZMQError`` (nothing left open) if refused."""
+    def add(self, node_id: str, endpoint: str, server_key: bytes | None = None) -> None:
+        """Open a SUB to ``endpoint`` (a CURVE client of ``server_key`` on a secured node);
+        raises ``zmq.ZMQError`` (nothing left open) if refused."""
         sock = make_socket(self._context, zmq.SUB, linger_ms=0, hwm=self._hwm)
         try:
             for prefix in self._prefixes:
                 sock.setsockopt(zmq.SUBSCRIBE, prefix)
+            if self._security is not None and server_key is not None:
+                self._security.client(sock, server_key)
             sock.connect(endpoint)
         except zmq.ZMQError:
             sock.close()

@@ -23,6 +23,12 @@ class RunnerStats:
     STORE-HELLO to a subscriber whose id is not a valid name."""
     connect_errors: int = 0
     """Peers ZeroMQ refused to connect to (the endpoint passed our checks but not its)."""
+    keyless_peers: int = 0
+    """Secured node: peers whose beacon carried no public key (not connected)."""
+    refused_keys: int = 0
+    """Secured node: connections to its sockets refused by ZAP (key not authorized)."""
+    failed_handshakes: int = 0
+    """Secured node: connections to its sockets whose CURVE handshake failed (no key...)."""
 
 
 __all__ = ["RunnerStats"]

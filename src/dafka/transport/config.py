@@ -15,6 +15,7 @@ from typing import Any
 from dafka.config import tower_endpoints, tower_spec
 from dafka.errors import ConfigError
 from dafka.node import host_problem
+from dafka.transport.security import Security
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,8 @@ class TransportConfig:
     """Messages read from one socket before the machine's outbox is executed."""
     listen_first: float = 0.0
     """Seconds to connect to the peers already there before beaconing (``DiscoveryConfig``)."""
+    security: Security | None = None
+    """CURVE on every TCP socket (``--key``, ``--authorized-keys``); None: plaintext, as C."""
 
     def __post_init__(self) -> None:
         if not self.tower_sub_addresses or not self.tower_pub_addresses:

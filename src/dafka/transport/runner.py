@@ -120,6 +120,7 @@ class NodeRunner:
         self.failure.add_listener(lambda _error: self._ready_or_failed.set())
         self._mailbox = Mailbox(self._context, name, self.failure)
         self._endpoints: list[Endpoint] = []
+        self._sockets: SocketSet | None = None
         self.discovery = Discovery(
             [i.node_id for i in identities],
             DiscoveryConfig(
@@ -143,9 +144,16 @@ class NodeRunner:
         self._mailbox.open()
         if ready_timeout is not None and not self._ready_or_failed.wait(ready_timeout):
             self.stop()
+            secured = self._config.security
             raise NodeNotReadyError(
                 f"{self._name}: no welcome from any tower at "
                 f"{', '.join(self._config.tower_pub_addresses)} within {ready_timeout}s"
+                + (
+                    f" (secured: is {secured.key_file}'s public key in the tower's "
+                    "authorized keys, and is the tower's key the one this node expects?)"
+                    if secured is not None
+                    else ""
+                )
             )
 
         if self.failure.error is not None:
@@ -197,7 +205,13 @@ class NodeRunner:
 
     def statistics(self) -> RunnerStats:
         self.failure.check()
-        return RunnerStats(**vars(self._stats))
+        stats = RunnerStats(**vars(self._stats))
+        sockets = self._sockets
+        if sockets is not None and sockets.gate is not None:
+            gate = sockets.gate.statistics()
+            stats.refused_keys = gate.refused_keys
+            stats.failed_handshakes = gate.failed_handshakes
+        return stats
 
     # -- the thread -------------------------------------------------------------------------
 
@@ -220,10 +234,12 @@ class NodeRunner:
             self._bound.set()
             return
         self._endpoints = sockets.endpoints
+        self._sockets = sockets
         self._bound.set()
         machine = self.machine
         attributed = machine if isinstance(machine, AttributedMessages) else None
         peers = PeerSockets(self._context, self._config) if attributed is not None else None
+        peer_keys: dict[str, bytes] | None = {} if self._config.security is not None else None
         try:
             receiver = Receiver(
                 machine,
@@ -238,6 +254,7 @@ class NodeRunner:
                 attributed=attributed,
                 drop_inbound=self._drop_inbound,
                 on_welcome=self._welcomed,
+                peer_keys=peer_keys,
             )
             executor = Executor(
                 machine,
@@ -254,6 +271,7 @@ class NodeRunner:
                 route_subscribe=self._route_subscribe,
                 on_deliver=self._on_deliver,
                 on_peer=machine.on_peer if isinstance(machine, PeerNotices) else None,
+                peer_keys=peer_keys,
             )
             PollLoop(
                 machine,

@@ -16,6 +16,11 @@ A tower is an XSUB (beacons in, default ``tcp://*:5556``) and an XPUB (beacons o
 
 Several towers may serve one cluster; nodes connect to all of them and keep working while at
 least one is alive.
+
+A secured tower (``security=``) binds both sockets as CURVE servers that admit only the keys
+of its authorized-keys directory (:mod:`dafka.transport.security`), and forwards each beacon
+with a 4th frame: the Z85 public key its connection authenticated with, the key peers then
+expect from that endpoint. A beacon without an authenticated key is dropped and counted.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import zmq
 from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
 from dafka.transport.failure import FailureLatch
+from dafka.transport.security import Gate, Security, peer_key
 from dafka.transport.sockets import bound_endpoint, make_socket
 
 log = logging.getLogger(__name__)
@@ -44,6 +50,12 @@ class TowerStats:
     beacons_forwarded: int = 0
     subscriptions_forwarded: int = 0
     dropped_malformed: int = 0
+    dropped_unauthenticated: int = 0
+    """Secured tower: beacons whose connection carried no authenticated key."""
+    refused_keys: int = 0
+    """Secured tower: connections refused by ZAP (a key not in the directory)."""
+    failed_handshakes: int = 0
+    """Secured tower: connections whose CURVE handshake failed (a peer without a key...)."""
 
 
 def rewrite_beacon(frames: list[bytes], peer_address: str | None) -> list[bytes] | None:
@@ -75,8 +87,11 @@ class Tower:
         pub_address: str = "tcp://*:5557",
         *,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        security: Security | None = None,
     ) -> None:
         self._context = context or zmq.Context.instance()
+        self._security = security
+        self._gate: Gate | None = None
         self._sub_address = sub_address
         self._pub_address = pub_address
         self._stats = TowerStats()
@@ -91,7 +106,13 @@ class Tower:
         self.pub_endpoint = ""
 
     def statistics(self) -> TowerStats:
-        return TowerStats(**vars(self._stats))
+        stats = TowerStats(**vars(self._stats))
+        gate = self._gate
+        if gate is not None:
+            counts = gate.statistics()
+            stats.refused_keys = counts.refused_keys
+            stats.failed_handshakes = counts.failed_handshakes
+        return stats
 
     def health(self) -> str | None:
         """None while it forwards; why not once its thread died (the daemons' /healthz)."""
@@ -133,7 +154,12 @@ class Tower:
         xsub = make_socket(self._context, zmq.XSUB, linger_ms=0)
         xpub = make_socket(self._context, zmq.XPUB, linger_ms=0)
         control = make_socket(self._context, zmq.PAIR, linger_ms=0)
+        security = self._security
         try:
+            if security is not None:
+                self._gate = Gate.open(self._context, security, "tower")
+                security.server(xsub, self._gate)
+                security.server(xpub, self._gate)
             xpub.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME)
             xsub.bind(self._sub_address)
             xpub.bind(self._pub_address)
@@ -146,6 +172,7 @@ class Tower:
             )
             for sock in (xsub, xpub, control):
                 sock.close()
+            self._close_gate()
             self._ready.set()
             return
         log.info("tower ready: beacons in on %s, out on %s", self.sub_endpoint, self.pub_endpoint)
@@ -166,6 +193,11 @@ class Tower:
         finally:
             for sock in (xsub, xpub, control):
                 sock.close()
+            self._close_gate()
+
+    def _close_gate(self) -> None:
+        if self._gate is not None:
+            self._gate.close()
 
     def _forward_beacons(self, xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> None:
         while True:
@@ -178,6 +210,12 @@ class Tower:
             if out is None:
                 self._stats.dropped_malformed += 1
                 continue
+            if self._security is not None:
+                key = peer_key(parts[0])
+                if not key:
+                    self._stats.dropped_unauthenticated += 1
+                    continue
+                out.append(key.encode())
             xpub.send_multipart(out)
             self._stats.beacons_forwarded += 1
 
