@@ -20,7 +20,12 @@ On a timer of its own, every 3-10 s, the "oversized messages" operation
 (``scripts/chaos_oversized.py``): a message over ``max_message_bytes`` and a timestamp out of
 range refused at our producer's call, a foreign RECORD over the stores' limit kept as a drop
 notice; checked at the end against a live and a late consumer of its topic and the stores'
-logs.
+logs. On a timer of its own, every 20-60 s, the "named-producer restart while a store lags"
+operation (``scripts/chaos_named_restart.py``, issue 18; ``--no-named-restarts`` leaves it
+out): a store is killed while a named producer stores thousands of records in the other one,
+restarted, and the producer restarted while it catches up (the store ahead answering late in
+half the runs); each run of the producer must resume exactly after what was acknowledged,
+and its partition is read back and compared with both stores' logs at the end.
 
 At the end: every producer must have had every record ACKed; every consumer must have
 received every record of every producer exactly once and in order (``cluster_client.py``
@@ -45,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from chaos_corruption import Corruption  # noqa: E402
+from chaos_named_restart import NamedRestart  # noqa: E402
 from chaos_oversized import OversizedMessages, configure_stores  # noqa: E402
 from tests.integration.cluster.cluster_probe import read_log  # noqa: E402
 from tests.integration.cluster.cluster_procs import (  # noqa: E402
@@ -98,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     parser.add_argument(
+        "--no-named-restarts",
+        action="store_true",
+        help="leave out the named-producer restart while a store lags",
+    )
+    parser.add_argument(
         "--disk-mb", type=int, default=0, help="store 0's tmpfs size (0: fits the run + 50%%)"
     )
     args = parser.parse_args(argv)
@@ -114,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     disk_fills = 0
     hostile_runs = 0
     corruption = Corruption(TOPIC)
+    named = NamedRestart(rng)
     failures: list[str] = []
     mounts = contextlib.ExitStack()
     try:
@@ -132,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         stores = [procs.store(data_dirs[i], [tower], fsync="ms:5") for i in range(2)]
         oversized = OversizedMessages(tower.spec, rng, logs)
         next_oversized = time.monotonic() + rng.uniform(3, 10)
+        next_named = None if args.no_named_restarts else time.monotonic() + rng.uniform(20, 60)
         budget = str(seconds + 300)
         consumers = [
             procs.client(
@@ -218,12 +231,17 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 next_fault = time.monotonic() + rng.uniform(5, 20)
+            if next_named is not None and time.monotonic() >= next_named:
+                named.run(procs, stores, tower)
+                print(f"{time.strftime('%H:%M:%S')} named restarts: {named.report()}", flush=True)
+                next_named = time.monotonic() + rng.uniform(20, 60)
             if time.monotonic() >= next_oversized:
                 oversized.run()
                 next_oversized = time.monotonic() + rng.uniform(3, 10)
             oversized.poll()
             time.sleep(0.2)
         oversized.finish()
+        named.finish(f"127.0.0.1:{port}")
         if hostile is not None:
             hostile.wait_exit(60)
         for producer in producers:
@@ -249,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         logs_a, logs_b = (read_log(s.data_dir) for s in stores)
         oversized.check_logs([logs_a, logs_b])
         failures += [f"oversized messages: {f}" for f in oversized.failures]
+        named.check_logs([logs_a, logs_b])
+        failures += [f"named restarts: {f}" for f in named.failures]
         ours = {k: v for k, v in logs_a.items() if k[0] == TOPIC}
         theirs = {k: v for k, v in logs_b.items() if k[0] == TOPIC}
         if ours != theirs:
@@ -275,13 +295,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"kills          {kills['store']} stores, {kills['tower']} towers (SIGKILL)")
         print(
-            f"faults         {kills['store'] + kills['tower'] + disk_fills + corruption.done} "
+            f"faults         "
+            f"{kills['store'] + kills['tower'] + disk_fills + corruption.done + named.runs} "
             f"({kills['store'] + kills['tower']} kills, {disk_fills} disk fills, "
-            f"{corruption.done} corruptions)"
+            f"{corruption.done} corruptions, {named.runs} named restarts while a store lagged)"
         )
         print(f"hostile runs   {hostile_runs}")
         print(f"oversized      {oversized.report()}")
         print(f"corruptions    {corruption.report()}")
+        print(f"named restarts {named.report()}")
         if corruption.lost or corruption.duplicated or corruption.found < corruption.done:
             failures.append(f"corruption: {corruption.report()}")
         print(f"drops          {dropped} live RECORDs lost in transit ({args.drop:.1%} a consumer)")
