@@ -20,6 +20,7 @@ import click
 
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
 from dafka.cli._output import Formatter
+from dafka.node import ConsumerStatistics
 
 
 def consume(
@@ -73,10 +74,15 @@ def consume(
                         break
                 if batch:
                     out.flush()
-                if not lookout.done and time.monotonic() - started >= settle:
+                if not lookout.done and lookout.ready(consumer, time.monotonic() - started, settle):
                     lookout.check(consumer.heads())
                     lookout.close()
-                if not batch and exit_at_end and _at_end(consumer, started, settle):
+                if (
+                    not batch
+                    and exit_at_end
+                    and lookout.done
+                    and _at_end(consumer, started, settle)
+                ):
                     break
         except KeyboardInterrupt:
             pass
@@ -96,7 +102,9 @@ def consume(
 
 class _Lookout:
     """What the cluster said about the topics and the ``--offset`` partitions, checked once,
-    after the consumer had ``settle`` seconds to hear every store's heads.
+    after the consumer had ``settle`` seconds to hear every store's heads and a store greeted
+    it (and the head watcher), or after ``4 * settle`` (a cluster without a store). ``-e``
+    exits only after the check.
 
     A consumer waits for records that may come later (a producer that has not started yet,
     a partition that grows), so waiting is right; waiting without a word is not. So: a
@@ -128,6 +136,16 @@ class _Lookout:
             transport = ConsumerSettings(**joining).transport()
             self._watcher = HeadWatcher(sorted({t for t, _ in starts}), transport)
         self.done = False
+
+    def ready(self, consumer: _Heard, elapsed: float, settle: float) -> bool:
+        """Time to look: what the cluster says is in (on a loaded machine the stores may
+        take longer than ``settle`` to greet us: silence then is not absence)."""
+        if elapsed < settle:
+            return False
+        if elapsed >= 4 * settle:
+            return True
+        watcher = self._watcher
+        return consumer.statistics().stores_known > 0 and (watcher is None or watcher.stores > 0)
 
     def close(self) -> None:
         if self._watcher is not None:
@@ -171,6 +189,10 @@ def _notice(line: str) -> None:
 
 class _EndAware(Protocol):
     def at_end(self) -> bool: ...
+
+
+class _Heard(Protocol):
+    def statistics(self) -> ConsumerStatistics: ...
 
 
 def _at_end(consumer: _EndAware, started: float, settle: float) -> bool:
