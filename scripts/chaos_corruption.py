@@ -127,14 +127,12 @@ class Corruption:
         self.filled = len(self.FILLED.findall(text))
 
     def report(self) -> str:
+        skipped = f" ({self.skipped} skipped: nothing both stores held)" if self.skipped else ""
         return (
-            f"{self.done} stores' records flipped (3 bytes) and read through: {self.checked} "
-            f"records read back, {self.lost} lost, {self.duplicated} duplicated"
-            + (
-                f" ({self.skipped} skipped: nothing held by both stores yet)"
-                if self.skipped
-                else ""
-            )
+            f"{self.done} records flipped (3 bytes) in one store's copy and read through: "
+            f"{self.checked} records read back, {self.lost} lost, {self.duplicated} duplicated; "
+            f"stores logged {self.found} damaged records and {self.filled} fills from a peer"
+            f"{skipped}"
         )
 
 

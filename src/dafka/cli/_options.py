@@ -145,9 +145,11 @@ storage_options = stack(
     setting_option("store/retention/bytes"),
     setting_option("store/retention/age"),
     setting_option("store/retention/check"),
+    setting_option("store/scrub_rate"),
 )
-"""``--segment-bytes``, ``--retention-bytes``, ``--retention-age``, ``--retention-check``:
-how a store's log is cut into segments and how much of it is kept."""
+"""``--segment-bytes``, ``--retention-bytes``, ``--retention-age``, ``--retention-check``,
+``--scrub-rate``: how a store's log is cut into segments, how much of it is kept, and how
+fast it is checked in the background."""
 
 
 def storage_config_of(
@@ -156,8 +158,9 @@ def storage_config_of(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
+    scrub_rate: int = 1 << 20,
 ) -> StorageConfig:
-    """A store's :class:`StorageConfig` from its options (0: no retention limit)."""
+    """A store's :class:`StorageConfig` from its options (0: no retention limit, no scrub)."""
     return StorageConfig(
         fsync=FsyncPolicy.parse(fsync),
         segment_bytes=segment_bytes,
@@ -165,6 +168,7 @@ def storage_config_of(
             max_bytes=retention_bytes or None, max_age_s=retention_age or None
         ),
         retention_check_s=retention_check,
+        scrub_bytes_per_s=scrub_rate,
     )
 
 

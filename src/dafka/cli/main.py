@@ -125,6 +125,7 @@ def store(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
+    scrub_rate: int,
     max_message_bytes: int,
     towers: tuple[str, ...],
     advertise: str,
@@ -144,7 +145,7 @@ def store(
         data_dir,
         transport_config(towers, advertise, bind_host, beacon_interval, security),
         storage_config=storage_config_of(
-            fsync, segment_bytes, retention_bytes, retention_age, retention_check
+            fsync, segment_bytes, retention_bytes, retention_age, retention_check, scrub_rate
         ),
         store_config=StoreConfig(max_message_bytes=max_message_bytes),
     )
@@ -184,6 +185,7 @@ def up(
     retention_bytes: int,
     retention_age: float,
     retention_check: float,
+    scrub_rate: int,
     max_message_bytes: int,
     metrics_port: int,
     security: SecurityOptions,
@@ -207,6 +209,7 @@ def up(
             "store/retention/bytes": retention_bytes,
             "store/retention/age": retention_age,
             "store/retention/check": retention_check,
+            "store/scrub_rate": scrub_rate,
         },
         max_message_bytes=max_message_bytes,
         echo=lambda line: click.echo(line, err=True),

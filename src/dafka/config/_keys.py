@@ -135,6 +135,14 @@ _TABLE = [
         60.0,
         "Seconds between two applications of retention by a running store.",
     ),
+    Setting(
+        "store/scrub_rate",
+        "--scrub-rate",
+        v.size(1024, 1 << 40, zero="off"),
+        1 << 20,
+        "Bytes per second of the store's background check of its logs (1M, 512K...; damage "
+        "found is repaired from the other stores); 0: off.",
+    ),
     # -- up ---------------------------------------------------------------------------------
     Setting("up/db", "--data", v.DIRECTORY, "./dafka-data", "Where the stores keep their data."),
     Setting("up/stores", "--stores", v.integer(0, 64), 1, "How many stores to run."),

@@ -2,8 +2,10 @@
 
 Store: the runner's counters (messages in/out, undecodable, peers), the store machine's
 (records stored, ACKs sent, FETCHes sent/answered, records served, drops by reason,
-partitions), its persistence's (records persisted, failed appends; histograms of append,
-fsync and write-to-durable (ACK) seconds) and the size of its data directory. Tower:
+partitions, holes in its logs and what filled them), its persistence's (records persisted,
+failed appends, damage found and records it cost; histograms of append, fsync and
+write-to-durable (ACK) seconds), its background scrub's (rate, bytes checked, passes, how far
+the current pass is, damage found) and the size of its data directory. Tower:
 beacons and subscriptions forwarded, malformed messages dropped.
 """
 
@@ -29,7 +31,22 @@ _LATENCY_HELP = {
     "durable_seconds": "persistence: seconds from a partition's first write not yet durable "
     "to its durability (its ACK leaves then)",
 }
-_STORE_GAUGES = {"partitions", "fetches_in_flight", "fetch_replies_pending"}
+_STORE_GAUGES = {
+    "partitions",
+    "fetches_in_flight",
+    "fetch_replies_pending",
+    "partitions_blocked",
+    "holes",
+    "hole_records",
+}
+_SCRUB_HELP: dict[str, tuple[Kind, str]] = {
+    "bytes_per_s": ("gauge", "scrub: the rate it checks the logs at, bytes/s (0: off)"),
+    "bytes_checked": ("counter", "scrub: bytes of records checked (CRC-32C, offset, length)"),
+    "passes": ("counter", "scrub: complete passes over every partition"),
+    "pass_progress": ("gauge", "scrub: how far the current pass is, 0 to 1"),
+    "damage": ("counter", "scrub: damaged stretches found (each salvaged, refetched)"),
+    "records_lost": ("counter", "scrub: records those cost (holes the store refetches)"),
+}
 
 
 def directory_bytes(path: Path) -> int:
@@ -67,6 +84,12 @@ def store_samples(node: StoreNode) -> list[Sample]:
                 runner.call(lambda _now: persistence.statistics())
             ).items()
         ]
+        scrubber = node.scrubber
+        if scrubber is not None:
+            scrub = runner.call(lambda _now: scrubber.statistics())
+            for name, value in dataclasses.asdict(scrub).items():
+                kind, text = _SCRUB_HELP[name]
+                out.append(Sample(f"store_scrub_{name}", float(value), text, kind))
         for name, latency in runner.call(lambda _now: persistence.latencies()).items():
             out.append(
                 Sample(

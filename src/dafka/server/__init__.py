@@ -11,6 +11,7 @@
 from dafka.server._cluster import InProcessCluster
 from dafka.server._persistence import PersistenceStats, StorePersistence
 from dafka.server._processes import ClusterError, LocalCluster, Member, free_port_pair
+from dafka.server._scrub import Scrubber, ScrubStatistics
 from dafka.server._store import StoreNode
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "LocalCluster",
     "Member",
     "PersistenceStats",
+    "ScrubStatistics",
+    "Scrubber",
     "StoreNode",
     "StorePersistence",
     "free_port_pair",

@@ -21,6 +21,7 @@ from dafka.lifecycle import Running
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage, new_node_id
 from dafka.server._persistence import StorePersistence
+from dafka.server._scrub import Scrubber
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
@@ -82,6 +83,7 @@ class StoreNode(Running):
         self.runner: NodeRunner | None = None
         self.machine: StoreMachine | None = None
         self.persistence: StorePersistence | None = None
+        self.scrubber: Scrubber | None = None
         self.writer_id = ""
         self.reader_id = ""
 
@@ -94,6 +96,7 @@ class StoreNode(Running):
         self.storage = storage
         self.machine = StoreMachine(self.writer_id, self.reader_id, storage, self._store_config)
         self.persistence = StorePersistence(storage, self.machine, self._name)
+        self.scrubber = Scrubber(storage, self._storage_config.scrub_bytes_per_s)
         self.runner = NodeRunner(
             self.machine,
             [Identity(self.writer_id), Identity(self.reader_id, xpub=True)],
@@ -102,7 +105,7 @@ class StoreNode(Running):
             persistence=self.persistence,
             route_send=_route_send,
             route_subscribe=_route_subscribe,
-            after_turn=self._retention_turn,
+            after_turn=self._after_turn,
             name=self._name,
         )
         self._retention_due = 0.0
@@ -118,6 +121,12 @@ class StoreNode(Running):
             self.reader_id,
             self.runner.ports,
         )
+
+    def _after_turn(self, now: float) -> None:
+        """Retention and the scrub, after each turn of the runner (in its thread)."""
+        self._retention_turn(now)
+        if self.scrubber is not None:
+            self.scrubber.turn(now)
 
     def _retention_turn(self, now: float) -> None:
         """Apply retention every ``retention_check_s`` (in the runner thread, after a turn).

@@ -20,6 +20,7 @@ How the store node uses it::
     storage.apply_retention(time.time())  # whole old segments, never the active one
     storage.take_truncations()            # damage found by reads (the store refetches it)
     storage.holes(topic, partition)       # [(first, end), ...] below the head, not held
+    storage.scrub(budget_bytes)           # the background scrub's step; scrub_progress
     storage.fill(topic, partition, first, payloads)   # into the hole starting at first
     storage.flush(); storage.close()      # fsync all (advances left for sync_due); or `with`
 
@@ -59,7 +60,7 @@ from dafka.storage._errors import (
 from dafka.storage._format import Payload
 from dafka.storage._naming import directory_name, name_from_directory
 from dafka.storage._partition_log import PartitionLog
-from dafka.storage._report import RecoveryReport, Truncation
+from dafka.storage._report import RecoveryReport, ScrubProgress, Truncation
 from dafka.storage._segment import Segment
 from dafka.storage._storage import Storage
 
@@ -74,6 +75,7 @@ __all__ = [
     "Payload",
     "RecoveryReport",
     "RetentionPolicy",
+    "ScrubProgress",
     "Segment",
     "Storage",
     "StorageClosedError",

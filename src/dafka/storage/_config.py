@@ -140,6 +140,10 @@ class StorageConfig:
     topic_retention: Mapping[str, RetentionPolicy] = field(default_factory=dict)
     retention_check_s: float = 60.0
     """How often a running store applies retention (``StoreNode``; seconds)."""
+    scrub_bytes_per_s: float = 1024 * 1024
+    """The rate at which a running store checks its logs in the background (``StoreNode``:
+    ``Storage.scrub``), bytes of records per second; 0 turns the scrub off. 1 MiB/s (the
+    HDFS block scanner's default) costs a few ms of a core per second."""
     first_offset: int | None = 0
     verify_on_open: bool = False
     clock: Callable[[], float] | None = None
@@ -149,6 +153,10 @@ class StorageConfig:
             raise ConfigError(f"segment_bytes must be in (24, 2**31], got {self.segment_bytes}")
         if not self.retention_check_s > 0:
             raise ConfigError(f"retention_check_s must be > 0, got {self.retention_check_s}")
+        if not 0 <= self.scrub_bytes_per_s <= 1 << 40:
+            raise ConfigError(
+                f"scrub_bytes_per_s must be in [0, 2**40], got {self.scrub_bytes_per_s}"
+            )
         if self.index_interval_bytes < 1:
             raise ConfigError(f"index_interval_bytes must be >= 1, got {self.index_interval_bytes}")
         if self.index_flush_entries < 1:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, repeat
 from operator import add as _add
@@ -64,6 +64,18 @@ from dafka.storage._segment import (
     write_all,
 )
 
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScrubPosition:
+    """Where a scrub of a log goes on: byte ``position`` of the segment based at ``base``,
+    which holds ``offset``, as of the log's ``generation``."""
+
+    base: int
+    position: int
+    offset: int
+    generation: int = -1
+
+
 _READ_CHUNK_MIN = 64 * 1024
 _READ_CHUNK_MAX = 4 * 1024 * 1024
 
@@ -90,6 +102,9 @@ class PartitionLog:
         self.dir_dirty = False  # segment files created or removed since the last sync
         self._new_dirs = False  # the partition (and maybe topic) directory is new too
         self.truncations: list[Truncation] = []  # found by reads, taken by the Storage
+        self.generation = 0
+        """Bumped whenever segments are removed, replaced or cut (not by appends): a scrub
+        position taken before is not trusted after."""
 
     # ---------------------------------------------------------------- state
 
@@ -487,6 +502,7 @@ class PartitionLog:
 
     def _skip_to(self, offset: int) -> None:
         """Continue the log at ``offset``: ``[next_offset, offset)`` becomes a hole."""
+        self.generation += 1
         active = self.segments[-1]
         if active.records or len(self.segments) == 1:
             if not active.records:
@@ -506,6 +522,7 @@ class PartitionLog:
 
     def _rebase(self, base: int) -> None:
         """Replace the empty log by one empty segment at ``base`` (mid-stream start)."""
+        self.generation += 1
         try:
             for seg in self.segments:
                 seg.delete()
@@ -624,6 +641,7 @@ class PartitionLog:
                 if seg.size + size > limit and seg.size > SEGMENT_HEADER_SIZE:
                     seg = Segment.create(self.directory, offset, self.config.index_interval_bytes)
                     segs.insert(i + 1, seg)
+                    self.generation += 1
                     self.bases.insert(i + 1, offset)
                     self.dir_dirty = True
                     i += 1
@@ -801,6 +819,59 @@ class PartitionLog:
             i += 1
         return found
 
+    def scrub_step(self, at: ScrubPosition | None, budget: int) -> tuple[ScrubPosition | None, int]:
+        """Check about ``budget`` bytes of records from ``at`` (None: the log's start) - one
+        step of the store's background scrub. Returns where to go on (None: the log is done)
+        and the bytes checked. Damage is salvaged as a read would (queued in
+        :attr:`truncations`). A position from before a change of the segments
+        (:attr:`generation`) is not trusted: its segment is checked again from its start."""
+        if at is None:
+            at = ScrubPosition(self.segments[0].base, SEGMENT_HEADER_SIZE, self.segments[0].base)
+        i = bisect_right(self.bases, at.base) - 1
+        if i < 0 or self.segments[i].base != at.base or at.generation != self.generation:
+            i = max(0, bisect_left(self.bases, at.base) if i < 0 else i)
+            if self.segments[i].base < at.base:  # that segment is gone: the next one
+                i += 1
+            if i >= len(self.segments):
+                return None, 0
+            seg = self.segments[i]
+            at = ScrubPosition(seg.base, SEGMENT_HEADER_SIZE, seg.base)
+        seg = self.segments[i]
+        if at.position >= seg.size:
+            if i + 1 >= len(self.segments):
+                return None, 0
+            nxt = self.segments[i + 1]
+            return ScrubPosition(nxt.base, SEGMENT_HEADER_SIZE, nxt.base, self.generation), 0
+        records = max(1, int(budget / max(seg.average_record(), 1.0)))
+        try:
+            fd, close = seg.read_fd()
+            try:
+                res = scan(
+                    fd,
+                    at.position,
+                    seg.size,
+                    at.offset,
+                    max_length=self.config.max_record_bytes,
+                    stop_offset=at.offset + records,
+                )
+            finally:
+                if close:
+                    os.close(fd)
+        except OSError as exc:
+            raise StorageIOError(f"scrub of {seg.path} failed: {exc}") from exc
+        checked = res.position - at.position
+        if res.problem is not None:
+            before = len(self.segments)
+            self.truncations += self._repair(
+                i, res.position, res.next_offset, res.problem, res.detail
+            )
+            nxt_i = i + 1 + len(self.segments) - before  # what the salvage made is checked
+            if nxt_i >= len(self.segments):
+                return None, checked
+            nxt = self.segments[nxt_i]
+            return ScrubPosition(nxt.base, SEGMENT_HEADER_SIZE, nxt.base, self.generation), checked
+        return ScrubPosition(seg.base, res.position, res.next_offset, self.generation), checked
+
     def _repair(
         self, i: int, position: int, offset: int, problem: Problem, detail: str
     ) -> list[Truncation]:
@@ -814,6 +885,7 @@ class PartitionLog:
         seg = self.segments[i]
         end_offset = seg.next_offset
         last = i == len(self.segments) - 1
+        self.generation += 1
         try:
             fd = os.open(seg.path, os.O_RDWR | os.O_CLOEXEC)
             try:
@@ -886,6 +958,7 @@ class PartitionLog:
             removed.append(seg.path)
             total -= seg.size
             del self.segments[0]
+            self.generation += 1
             del self.bases[0]
             self.dir_dirty = True
         return removed
@@ -907,4 +980,4 @@ def _file_size(directory: Path, base: int) -> int:
         return 0
 
 
-__all__ = ["PartitionLog", "fsync_directory"]
+__all__ = ["PartitionLog", "ScrubPosition", "fsync_directory"]

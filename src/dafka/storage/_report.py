@@ -105,4 +105,21 @@ class RecoveryReport:
         )
 
 
-__all__ = ["RecoveryReport", "Truncation", "TruncationReason"]
+@dataclass(slots=True)
+class ScrubProgress:
+    """What the background scrub (:meth:`Storage.scrub`) has done since open.
+
+    ``bytes_checked`` / ``records_checked``: every record read and CRC-checked; ``passes``:
+    complete passes over every partition; ``pass_bytes`` of ``pass_total`` (the logs' size
+    when the pass began): how far the current pass is; ``damage`` / ``records_lost``: what
+    it found (each salvaged and reported like a read's, see :class:`Truncation`)."""
+
+    bytes_checked: int = 0
+    passes: int = 0
+    pass_bytes: int = 0
+    pass_total: int = 0
+    damage: int = 0
+    records_lost: int = 0
+
+
+__all__ = ["RecoveryReport", "ScrubProgress", "Truncation", "TruncationReason"]

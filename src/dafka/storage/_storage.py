@@ -22,9 +22,9 @@ from dafka.storage._errors import (
 )
 from dafka.storage._format import MAX_OFFSET, Payload
 from dafka.storage._naming import directory_name, name_from_directory
-from dafka.storage._partition_log import PartitionLog, fsync_directory
+from dafka.storage._partition_log import PartitionLog, ScrubPosition, fsync_directory
 from dafka.storage._quarantine import QUARANTINE_DIR
-from dafka.storage._report import RecoveryReport, Truncation
+from dafka.storage._report import RecoveryReport, ScrubProgress, Truncation
 
 _logger = logging.getLogger(__name__)
 
@@ -56,6 +56,11 @@ class Storage(Closing):
         self._truncations: list[Truncation] = []
         self._closed = False
         self._root_dirty = False
+        self.scrub_progress = ScrubProgress()
+        """What :meth:`scrub` has checked and found (read it in the store's thread)."""
+        self._scrub_keys: list[Key] = []
+        self._scrub_at = 0
+        self._scrub_position: ScrubPosition | None = None
 
     # ---------------------------------------------------------------- open / close
 
@@ -348,9 +353,9 @@ class Storage(Closing):
         finally:
             self._collect_truncations(log)
 
-    def _collect_truncations(self, plog: PartitionLog) -> None:
+    def _collect_truncations(self, plog: PartitionLog, when: str = "read") -> None:
         if plog.truncations:
-            _warn(self.root, plog.truncations, "read")
+            _warn(self.root, plog.truncations, when)
             self._truncations.extend(plog.truncations)
             plog.truncations.clear()
 
@@ -373,6 +378,45 @@ class Storage(Closing):
             found += plog.verify()
         _warn(self.root, found, "verify")
         return found
+
+    def scrub(self, budget: int) -> int:
+        """Check about ``budget`` bytes of records (CRC-32C, offsets, lengths): one step of
+        the store's background scrub, which finds damage that no read met yet. Partitions
+        are checked in turn, each from its first segment to its head, and pass after pass
+        (:attr:`scrub_progress`); the next call goes on where this one stopped. Damage found
+        is salvaged as a read's is: logged at WARNING (``scrub:``), reported by
+        :meth:`take_truncations` (the store fetches what it lost from its peers). A call
+        ends where a pass ends. Returns the bytes checked (0: nothing to check)."""
+        self._check_open()
+        progress = self.scrub_progress
+        if self._scrub_at >= len(self._scrub_keys):  # a new pass
+            self._scrub_keys = sorted(self._logs)
+            self._scrub_at = 0
+            self._scrub_position = None
+            progress.pass_bytes = 0
+            progress.pass_total = sum(log.size_bytes for log in self._logs.values())
+        checked = 0
+        for _ in range(64 + 2 * len(self._scrub_keys)):  # bounded: a turn stays short
+            if checked >= budget or self._scrub_at >= len(self._scrub_keys):
+                break
+            log = self._logs.get(self._scrub_keys[self._scrub_at])
+            position: ScrubPosition | None = None
+            if log is not None:  # (else gone since the pass began)
+                position, done = log.scrub_step(self._scrub_position, budget - checked)
+                if log.truncations:
+                    for cut in log.truncations:
+                        progress.damage += 1
+                        progress.records_lost += cut.lost or 0
+                    self._collect_truncations(log, "scrub")
+                checked += done
+                progress.pass_bytes += done
+            self._scrub_position = position
+            if position is None:
+                self._scrub_at += 1
+                if self._scrub_at >= len(self._scrub_keys):
+                    progress.passes += 1  # the next call begins the next pass
+        progress.bytes_checked += checked
+        return checked
 
     # ---------------------------------------------------------------- heads
 
