@@ -17,7 +17,7 @@ import zmq
 
 from dafka.errors import DafkaError
 from dafka.transport.config import TransportConfig
-from dafka.transport.security import Gate
+from dafka.transport.security import Gate, warn_if_exposed
 from dafka.transport.sockets import bound_port, make_socket
 
 
@@ -79,6 +79,7 @@ class SocketSet:
         """
         owned: list[zmq.Socket[bytes]] = []
         security = config.security
+        warn_if_exposed(config.bind_host, security, name)
         gate = Gate.open(context, security, name) if security is not None else None
         try:
             endpoints = []

@@ -422,6 +422,26 @@ class ZapHandler:
                 )
 
 
+def beyond_loopback(host: str) -> bool:
+    """Whether binding ``host`` (an interface, ``*``, or a ``tcp://host:port`` endpoint)
+    listens beyond this machine's loopback."""
+    if host.startswith("tcp://"):
+        host = host.removeprefix("tcp://").rsplit(":", 1)[0]
+    host = host.strip("[]")
+    return not (host in {"localhost", "::1"} or host.startswith("127."))
+
+
+def warn_if_exposed(host: str, security: Security | None, name: str) -> None:
+    """The one WARNING line of a plaintext node that listens beyond loopback (at start)."""
+    if security is None and beyond_loopback(host):
+        log.warning(
+            "%s: listening on %s without security: anyone who reaches it can read and write "
+            "every topic (give --key and --authorized-keys; docs/security.md)",
+            name,
+            host,
+        )
+
+
 def peer_key(frame: zmq.Frame) -> str:
     """The Z85 public key a message's connection authenticated with ("" if none)."""
     try:
@@ -438,6 +458,8 @@ __all__ = [
     "KeyRing",
     "Security",
     "ZapHandler",
+    "beyond_loopback",
     "keygen",
     "peer_key",
+    "warn_if_exposed",
 ]

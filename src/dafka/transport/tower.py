@@ -35,7 +35,7 @@ import zmq
 from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
 from dafka.transport.failure import FailureLatch
-from dafka.transport.security import Gate, Security, peer_key
+from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
 from dafka.transport.sockets import bound_endpoint, make_socket
 
 log = logging.getLogger(__name__)
@@ -155,6 +155,7 @@ class Tower:
         xpub = make_socket(self._context, zmq.XPUB, linger_ms=0)
         control = make_socket(self._context, zmq.PAIR, linger_ms=0)
         security = self._security
+        warn_if_exposed(self._sub_address, security, "tower")
         try:
             if security is not None:
                 self._gate = Gate.open(self._context, security, "tower")

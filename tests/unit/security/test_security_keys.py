@@ -14,7 +14,7 @@ import zmq.auth
 
 from dafka import ConfigError
 from dafka.protocol import Beacon, DecodeError, PeerEndpoint, decode_discovery, encode
-from dafka.transport.security import KeyRing, Security, keygen
+from dafka.transport.security import KeyRing, Security, keygen, warn_if_exposed
 
 
 def test_keygen_writes_a_zmq_certificate_pair_and_never_overwrites(tmp_path: Path) -> None:
@@ -106,3 +106,30 @@ def test_a_keyed_peer_endpoint_round_trips_and_c_formats_are_unchanged() -> None
     )
     with pytest.raises(DecodeError, match="Z85"):
         decode_discovery([b"B", b"node", b"tcp://10.0.0.1:4000", b"\x00" * 40])
+
+
+@pytest.mark.parametrize(
+    ("host", "exposed"),
+    [
+        ("127.0.0.1", False),
+        ("127.0.0.2", False),
+        ("localhost", False),
+        ("::1", False),
+        ("tcp://127.0.0.1:5556", False),
+        ("tcp://[::1]:5556", False),
+        ("*", True),
+        ("0.0.0.0", True),
+        ("10.0.0.5", True),
+        ("tcp://*:5556", True),
+        ("eth0", True),
+    ],
+)
+def test_a_plaintext_node_beyond_loopback_says_so_once(
+    host: str, exposed: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    warn_if_exposed(host, None, "node")
+    assert len([r for r in caplog.records if "without security" in r.message]) == exposed
+    caplog.clear()
+    _, secret = keygen(tmp_path / "n")
+    warn_if_exposed(host, Security.load(secret, tmp_path), "node")
+    assert not caplog.records

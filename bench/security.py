@@ -1,0 +1,144 @@
+"""Secured (CURVE) vs plaintext, in one run (issue 19): throughput and latency of a real cluster.
+
+For each mode a ``LocalCluster`` (a ``dafka tower`` and ``dafka store`` process, ``--fsync
+ms:5``; secured: ``--key``/``--authorized-keys``) and clients in this process (their node
+threads; secured: their own ``key=``/``authorized_keys=``):
+
+* producer throughput, batched (``Producer.produce``, many messages per RECORD) and
+  per-record (``batching=False``, one RECORD per message): first ``produce`` until every
+  message is ACKed (``flush``), messages/s;
+* consumer throughput: a consumer started afterwards reads every message back from the
+  store (constructor to last message), for both topics;
+* ACK latency: one message at a time, ``send`` until ``flush`` returns, p50 and p99.
+
+Then the ratio secured / plaintext of each figure (target: throughput >= 0.7x). The modes
+alternate within one run on one machine; the last column is the load average.
+
+Run: ``.venv/bin/python bench/security.py [--records N] [--samples N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from _procs import percentile
+from dafka import Consumer, Producer
+from dafka.server import LocalCluster
+from dafka.transport.security import keygen
+
+SIZE = 100
+
+
+def _keys(root: Path) -> dict[str, Any]:
+    keys, auth = root / "keys", root / "auth"
+    keys.mkdir()
+    auth.mkdir()
+    for name in ("tower", "client"):
+        public, _ = keygen(keys / name)
+        shutil.copy(public, auth)
+    return {
+        "cluster": {"key": keys / "tower.key_secret", "authorized_keys": auth},
+        "client": {"key": keys / "client.key_secret", "authorized_keys": auth},
+    }
+
+
+def _produce(common: dict[str, Any], topic: str, n: int, batching: bool) -> float:
+    value = b"x" * SIZE
+    with Producer(topic, batching=batching, **common) as producer:
+        start = time.perf_counter()
+        for _ in range(n):
+            producer.produce(value)
+        left = producer.flush(300)
+        elapsed = time.perf_counter() - start
+    if left:
+        raise SystemExit(f"{left} messages not ACKed")
+    return n / elapsed
+
+
+def _consume(common: dict[str, Any], topic: str, n: int) -> float:
+    start = time.perf_counter()
+    got = 0
+    with Consumer([topic], offset_reset="earliest", **common) as consumer:
+        deadline = time.monotonic() + 300
+        while got < n and time.monotonic() < deadline:
+            got += len(consumer.poll(0.5))
+    if got < n:
+        raise SystemExit(f"read {got} of {n}")
+    return n / (time.perf_counter() - start)
+
+
+def _ack_latency(common: dict[str, Any], samples: int) -> tuple[float, float]:
+    waits = []
+    with Producer(f"lat-{uuid.uuid4().hex[:6]}", linger_ms=0, **common) as producer:
+        producer.send(b"warm")
+        producer.flush(30)
+        for _ in range(samples):
+            start = time.perf_counter()
+            producer.send(b"x" * SIZE)
+            producer.flush(30)
+            waits.append((time.perf_counter() - start) * 1e6)
+    waits.sort()
+    return percentile(waits, 0.5), percentile(waits, 0.99)
+
+
+def run(
+    mode: str, root: Path, keys: dict[str, Any], records: int, samples: int
+) -> dict[str, float]:
+    secured = mode == "secured"
+    with LocalCluster(
+        root / mode,
+        stores=1,
+        beacon_interval=0.2,
+        **(keys["cluster"] if secured else {}),
+    ) as cluster:
+        common: dict[str, Any] = {
+            "towers": cluster.towers,
+            "beacon_interval": 0.2,
+            "bind_host": "127.0.0.1",
+            **(keys["client"] if secured else {}),
+        }
+        out = {
+            "batched produce": _produce(common, "batched", records, True),
+            "per-record produce": _produce(common, "single", records // 4, False),
+            "batched consume": _consume(common, "batched", records),
+            "per-record consume": _consume(common, "single", records // 4),
+        }
+        p50, p99 = _ack_latency(common, samples)
+        out["ack p50 us"], out["ack p99 us"] = p50, p99
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--samples", type=int, default=500)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="dafka-bench-security-"))
+    try:
+        keys = _keys(root)
+        results = {
+            mode: run(mode, root, keys, args.records, args.samples)
+            for mode in ("plaintext", "secured")
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    plain, secured = results["plaintext"], results["secured"]
+    print(f"{'figure':<22}{'plaintext':>14}{'secured':>14}{'secured/plain':>15}")
+    for name in plain:
+        unit = "" if name.startswith("ack") else " msg/s"
+        print(
+            f"{name:<22}{plain[name]:>14,.0f}{secured[name]:>14,.0f}"
+            f"{secured[name] / plain[name]:>14.2f}x{unit}"
+        )
+    print(f"records {args.records:,} of {SIZE} B, load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
