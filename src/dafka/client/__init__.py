@@ -14,7 +14,7 @@ from dafka.client._heads import HeadWatcher
 from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
 from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
-from dafka.client._read_committed import ReadCommittedConsumer
+from dafka.client._read_committed import ReadCommittedConsumer, replay_from_stores
 from dafka.client._settings import ConsumerSettings, ProducerSettings
 from dafka.client._transactions import TransactionalProducer
 from dafka.client._txn_state import TransactionState
@@ -38,4 +38,5 @@ __all__ = [
     "ReadCommittedConsumer",
     "TransactionState",
     "TransactionalProducer",
+    "replay_from_stores",
 ]

@@ -3,7 +3,8 @@
 The filter (``dafka.records``) is pure: committed records out of all records, each once, ACKs
 hidden. This consumer feeds it what it polls and serves the filter's replays (a span that
 left the sequencer's ring) with a bounded ``Consumer(assign=..., end_offsets=...)`` read of
-the stores. See docs/exactly-once.md.
+the stores: :func:`replay_from_stores`, public so that any owner of a filter (the Spark
+source) composes the same pieces. See docs/exactly-once.md.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from dafka.client._consumer import Consumer
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError
-from dafka.records import CommittedFilter, Record, RecordColumns
+from dafka.records import CommittedFilter, Record, RecordColumns, ReplayFunc
 from dafka.transport.runner import DropInbound
 
 Key = tuple[str, str]
@@ -55,9 +56,9 @@ class ReadCommittedConsumer(Consumer):
             )
         wanted = resolve_settings(ConsumerSettings, settings, fields)
         wanted = dataclasses.replace(wanted, isolation_level="read_committed")
-        self._filter = CommittedFilter(checkpoint, replay=self._replay, buffer=buffer)
-        self._replay_timeout = replay_timeout
         self._inner_settings = dataclasses.replace(wanted, isolation_level="read_uncommitted")
+        replay = replay_from_stores(self._inner_settings, replay_timeout)
+        self._filter = CommittedFilter(checkpoint, replay=replay, buffer=buffer)
         starts = dict(start_positions or {})
         starts.update(self._filter.start_positions())
         assigned = dict(assign or {})
@@ -112,21 +113,23 @@ class ReadCommittedConsumer(Consumer):
         """Spans served by a bounded read of the stores."""
         return self._filter.replays
 
-    def _replay(self, topic: str, partition: str, first: int, last: int) -> list[Record]:
+
+def replay_from_stores(settings: ConsumerSettings, idle_timeout: float = 30.0) -> ReplayFunc:
+    """The ``replay`` a :class:`CommittedFilter` calls for a span that left its ring, served
+    by a bounded read of the stores: ``Consumer(assign={key: first}, end_offsets={key: last
+    + 1})`` with ``settings`` (read_uncommitted), read to its end. Records that are gone, or
+    that do not come within ``idle_timeout`` seconds, raise :class:`DataLossError` (the
+    filter keeps what it holds, and its next ``feed`` retries the replay)."""
+    inner = dataclasses.replace(
+        settings, isolation_level="read_uncommitted", latest_settle=0.0, fail_on_data_loss=True
+    )
+
+    def replay(topic: str, partition: str, first: int, last: int) -> list[Record]:
         key = (topic, partition)
-        with Consumer(
-            settings=self._inner_settings,
-            assign={key: first},
-            end_offsets={key: last + 1},
-        ) as reader:
-            records: list[Record] = []
-            deadline = time.monotonic() + self._replay_timeout
-            while not reader.at_end():
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"replay of {topic}/{partition} [{first}, {last}]")
-                records.extend(reader.poll(0.1))
-            records.extend(reader.poll(0))
-        return records
+        with Consumer(settings=inner, assign={key: first}, end_offsets={key: last + 1}) as reader:
+            return [record for columns in reader.read_to_end(idle_timeout) for record in columns]
+
+    return replay
 
 
-__all__ = ["ReadCommittedConsumer"]
+__all__ = ["ReadCommittedConsumer", "replay_from_stores"]

@@ -192,18 +192,22 @@ def drop_notice(size: int) -> bytes:
     return MAGIC + struct.pack("<I", crc32c(body)) + body
 
 
-def check_header(content: bytes) -> tuple[int, int, int]:
+def check_header(content: bytes, *, crc: bool = True) -> tuple[int, int, int]:
     """``(count, flags, base_timestamp)`` of a batch whose header passes every check (magic,
     CRC-32C of the whole content, known flags, reserved zero, a count that fits); raises
     :class:`CorruptBatchError` otherwise, :class:`DroppedRecordError` for a drop notice.
-    Decoders of the columns start from here."""
+    Decoders of the columns start from here.
+
+    ``crc=False`` skips the CRC (the one check that reads every byte) for a batch that
+    :func:`check_batch` passed already: a consumer checks what it takes, and its Arrow
+    columns need not check the same bytes twice."""
     size = len(content)
     if size < HEADER_SIZE:
         raise CorruptBatchError(f"batch of {size} bytes is shorter than its header")
-    magic, crc, count, flags, reserved, base = _HEADER.unpack_from(content)
+    magic, stored_crc, count, flags, reserved, base = _HEADER.unpack_from(content)
     if magic != MAGIC:
         raise CorruptBatchError("not a batch (wrong magic or version)")
-    if crc32c(memoryview(content)[12:]) != crc:
+    if crc and crc32c(memoryview(content)[12:]) != stored_crc:
         raise CorruptBatchError("batch CRC-32C mismatch")
     if flags == FLAG_DROPPED and not count and not reserved and size == HEADER_SIZE and base > 0:
         raise DroppedRecordError(base)

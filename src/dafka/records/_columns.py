@@ -191,7 +191,7 @@ class BatchSlice:
         from dafka.records.arrow import batch_chunk
 
         batch = self.batch
-        return batch_chunk(batch.offset, batch.content, self.start, self.stop)
+        return batch_chunk(batch.offset, batch.content, self.start, self.stop, checked=True)
 
 
 class RecordRun:
@@ -249,6 +249,15 @@ class RecordColumns:
     @classmethod
     def from_records(cls, records: list[Record]) -> RecordColumns:
         return cls([RecordRun(records)] if records else [])
+
+    @classmethod
+    def concat(cls, many: Sequence[RecordColumns]) -> RecordColumns:
+        """The messages of ``many``, in order, as one :class:`RecordColumns` (their parts
+        joined: nothing is decoded or copied, and ``to_arrow()`` of the result builds one
+        batch per run of a partition where each would have built its own)."""
+        if len(many) == 1:
+            return many[0]
+        return cls([part for columns in many for part in columns._parts])
 
     def __len__(self) -> int:
         return self._size

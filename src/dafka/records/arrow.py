@@ -3,9 +3,9 @@
 :data:`SCHEMA` is one row per message: ``topic, partition, offset, index, key, value,
 headers, timestamp, uuid`` - the columns of a :class:`Record`, and exactly the Arrow form of
 the Spark source's schema (``dafka.spark._schema``; a test holds the two equal).
-:meth:`RecordColumns.to_arrow <dafka.client.RecordColumns.to_arrow>` and the Spark source's
-row builder (``dafka.spark._rows``) both build their arrays here. pyarrow is optional for
-the core install: this module is imported only when Arrow is asked for (``dafka[arrow]``).
+:meth:`RecordColumns.to_arrow <dafka.records.RecordColumns.to_arrow>` builds its arrays
+here (the Spark source's tasks use it for their rows). pyarrow is optional for the core
+install: this module is imported only when Arrow is asked for (``dafka[arrow]``).
 
 A batched RECORD becomes Arrow arrays straight from its layout. The batch format
 (``dafka.records._batch``) is columnar: fixed-width length, timestamp and UUID columns, then
@@ -99,11 +99,13 @@ def _offsets(lengths: pa.Array, start: int) -> tuple[pa.Buffer, int]:
     return pa.py_buffer(start.to_bytes(4, "little") + data), end
 
 
-def batch_arrays(content: bytes) -> tuple[int, list[pa.Array]] | None:
+def batch_arrays(content: bytes, *, checked: bool = False) -> tuple[int, list[pa.Array]] | None:
     """``(count, [key, value, timestamp, uuid])`` of a batched RECORD, or None when it has
-    headers. Raises :class:`CorruptBatchError` when a check fails."""
+    headers. Raises :class:`CorruptBatchError` when a check fails. ``checked``: the batch
+    passed :func:`~dafka.records.check_batch` already (its CRC is not computed again; the
+    other checks are cheap and stay)."""
     size = len(content)
-    count, flags, base = check_header(content)
+    count, flags, base = check_header(content, crc=not checked)
     if flags & FLAG_HEADERS:
         return None
     buf = pa.py_buffer(content)
@@ -216,11 +218,19 @@ def plain_chunk(first: int, contents: Sequence[bytes]) -> Chunk:
     ]
 
 
-def batch_chunk(sequence: int, content: bytes, start: int = 0, stop: int | None = None) -> Chunk:
+def batch_chunk(
+    sequence: int,
+    content: bytes,
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    checked: bool = False,
+) -> Chunk:
     """Messages ``[start, stop)`` of the batched RECORD ``sequence`` (default: all of them).
 
-    Raises :class:`CorruptBatchError` when the batch fails a check."""
-    found = batch_arrays(content)
+    Raises :class:`CorruptBatchError` when the batch fails a check (``checked``: see
+    :func:`batch_arrays`)."""
+    found = batch_arrays(content, checked=checked)
     if found is None:  # headers: the reference decoder
         cols = decode_batch(content)
         n = len(cols.values)

@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 
 from dafka import Consumer, DataLossError, Producer
+from dafka.client import ConsumerSettings, ReadCommittedConsumer, replay_from_stores
+from dafka.message import Flags, build_uuid
+from dafka.records import encode_batch
 from dafka.server import InProcessCluster, free_port_pair
 from dafka.storage import FsyncPolicy, RetentionPolicy, StorageConfig
 
@@ -162,3 +165,28 @@ def test_records_that_never_arrive_end_the_read_or_raise(trimmed: Trimmed) -> No
         with pytest.raises(DataLossError, match=rf"records {RECORDS}\.\.{end - 1} did not arrive"):
             read()
         assert got == list(range(start, RECORDS))
+
+
+def test_replay_from_stores_serves_a_span_that_left_the_ring(trimmed: Trimmed) -> None:
+    """The read-committed consumer's replays are bounded reads of the stores
+    (replay_from_stores, which the Spark source's filters use too)."""
+    pid = b"\x01abcde"
+    values = [b"m%02d" % i for i in range(40)]
+    with Producer("txn", towers=trimmed.towers, name="t", batching=False) as producer:
+        for clock, value in enumerate(values, 1):  # one CONTINUE per RECORD: a long span
+            uuid = build_uuid(pid, clock, Flags.CONTINUE_TXN).bytes
+            producer.send(encode_batch([value], uuids=[uuid]))
+        producer.send(encode_batch([b""], uuids=[build_uuid(pid, 41, Flags.ACK_TXN).bytes]))
+        assert producer.flush(DEADLINE) == 0
+    key = ("txn", "t.0")
+    settings = trimmed.settings()
+    with ReadCommittedConsumer(
+        assign={key: 0}, end_offsets={key: 41}, buffer=8, **settings
+    ) as consumer:
+        got = [r.value for columns in consumer.read_to_end(DEADLINE) for r in columns]
+        assert got == values
+        assert consumer.replays >= 1
+    replay = replay_from_stores(ConsumerSettings(**settings), idle_timeout=1.0)
+    assert [r.offset for r in replay("txn", "t.0", 3, 5)] == [3, 4, 5]
+    with pytest.raises(DataLossError, match=r"txn/t\.0: records 41\.\.44 did not arrive"):
+        replay("txn", "t.0", 40, 44)

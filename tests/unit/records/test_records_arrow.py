@@ -247,6 +247,53 @@ def test_columns_of_records_of_any_partitions() -> None:
     assert empty.schema == SCHEMA
 
 
+def test_a_checked_batch_is_not_crc_checked_again_by_its_arrow_columns() -> None:
+    """A consumer checks a batch when it takes it (check_batch: CRC and structure); its Arrow
+    columns then skip the CRC, the one check that reads every byte, and keep the rest."""
+    good = encode_batch([b"abc", b"de"])
+    bad = good[:-1] + bytes([good[-1] ^ 1])  # a payload byte flipped: only the CRC sees it
+    with pytest.raises(CorruptBatchError, match="CRC"):
+        batch_arrays(bad)
+    found = batch_arrays(bad, checked=True)
+    assert found is not None
+    assert found[1][1].to_pylist() == [b"abc", b"dd"]
+    with pytest.raises(CorruptBatchError):  # the structure is still checked
+        batch_arrays(good[:-1], checked=True)
+    checked = _checked("t", "p", 0, good)
+    assert _table_rows(RecordColumns([BatchSlice(checked, 0, 2)]).to_arrow()) == _arrow_rows(
+        _reference([("t", "p", 0, good, 0, 2)])
+    )
+
+
+def test_concat_joins_the_parts_of_several_polls() -> None:
+    rng = random.Random(9)
+    polls: list[RecordColumns] = []
+    spec: list[tuple[str, str, int, bytes, int, int]] = []
+    for offset in range(0, 12, 2):
+        content = random_batch(rng, headers=offset == 4)
+        checked = _checked("t", "p", offset, content)
+        plain = b"x%d" % offset
+        polls.append(
+            RecordColumns(
+                [BatchSlice(checked, 0, checked.count), PlainRun("t", "p", offset + 1, [plain])]
+            )
+        )
+        spec += [
+            ("t", "p", offset, content, 0, checked.count),
+            ("t", "p", offset + 1, plain, 0, 1),
+        ]
+    joined = RecordColumns.concat(polls)
+    expected = _reference(spec)
+    assert joined.records() == expected
+    assert len(joined) == sum(map(len, polls))
+    table = joined.to_arrow()
+    assert table.num_rows == len(expected)
+    assert len(table.to_batches()) == 1  # one partition: one batch, not one per poll
+    assert _table_rows(table) == _arrow_rows(expected)
+    assert RecordColumns.concat(polls[:1]) is polls[0]
+    assert not RecordColumns.concat([])
+
+
 def test_plain_values_are_the_contents_themselves() -> None:
     contents = [b"a", b"b"]
     columns = RecordColumns([PlainRun("t", "p", 0, contents)])
