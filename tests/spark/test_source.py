@@ -81,6 +81,23 @@ def test_batch_read_starting_and_ending_offsets(spark: SparkSession, cluster: Cl
     )
 
 
+def test_planned_records_that_never_arrive_fail_or_are_skipped(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    """failOnDataLoss is the task consumer's fail_on_data_loss: records planned past what any
+    store holds fail the task naming them, or the range ends where the records end.
+    (fetchTimeout counts from the task's start too: 5 s lets a loaded machine's task read
+    the records that exist first.)"""
+    publish(cluster, "b5", "b5.0", [b"z0", b"z1", b"z2"])
+    end = json.dumps({"b5": {"b5.0": 6}})
+    with pytest.raises(Exception, match=r"b5/b5\.0: records 3\.\.5 did not arrive within 5"):
+        read(spark, cluster, subscribe="b5", endingOffsets=end, fetchTimeout="5").collect()
+    rows = read(
+        spark, cluster, subscribe="b5", endingOffsets=end, fetchTimeout="5", failOnDataLoss="false"
+    )
+    assert values(rows.collect()) == [b"z0", b"z1", b"z2"]
+
+
 def test_subscribe_pattern(spark: SparkSession, cluster: Cluster) -> None:
     publish(cluster, "pat-a", "pa.0", [b"a"])
     publish(cluster, "pat-b", "pb.0", [b"b"])

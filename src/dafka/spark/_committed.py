@@ -21,17 +21,20 @@ a reader of the whole partition would be at ``start``:
      "producers": {topic: {partition: [[producer_hex, last_ack], ...]}}}
 
 **Driver** (:class:`CutTracker`): a read-committed reader of the subscribed topics, in its
-own thread, from the query's start (with the producer states of the start offsets). After
-each poll it feeds each partition's records in steps that end where a RECORD ends with a
-message that can close spans (an ACK, a message without a UUID, an OUTSIDE message) - the
-last such RECORD of the poll, or about every ``maxRecordsPerTrigger / 8`` RECORDs when a
-cap is set - and at the end of the poll, and records a :class:`Cut` whenever nothing is
-pending after a step. ``latestOffset`` only reads the recorded cuts (a copy under a lock).
+own thread, from the query's start (with the producer states of the start offsets), built
+from the public pieces of the read-committed consumer: a ``Consumer`` of the topics and a
+``CommittedFilter`` this module owns (resumed from :meth:`CommittedOffsets.checkpoint`,
+replaying through :func:`~dafka.client.replay_from_stores`). After each poll it feeds
+each partition's records in steps that end where a RECORD ends with a message that can
+close spans (an ACK, a message without a UUID, an OUTSIDE message) - the last such RECORD
+of the poll, or about every ``maxRecordsPerTrigger / 8`` RECORDs when a cap is set - and at
+the end of the poll, and records a :class:`Cut` whenever nothing is pending after a step.
+``latestOffset`` only reads the recorded cuts (a copy under a lock).
 
-**Executors** (:func:`read_committed_range`): the read-committed consumer's filter
-(``CommittedFilter``), restored at ``start`` with the producer states of the start offsets,
-over the RECORDs of ``[start, end)`` fetched as read_uncommitted fetches them; it yields
-what the filter delivers. Because ``end`` is a clean cut, every
+**Executors** (``dafka.spark._read``): a ``CommittedFilter`` restored at ``start`` with the
+producer states of the start offsets, over the RECORDs of ``[start, end)`` read by the
+same bounded consumer as read_uncommitted; the task yields what the filter delivers.
+Because ``end`` is a clean cut, every
 message of the range is decided by messages of the range, and the task emits exactly the
 committed ones: the union over the batches is the committed log, each message once.
 
@@ -47,17 +50,14 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
-from dafka.client import Consumer, ReadCommittedConsumer
+from dafka.client import Consumer, ConsumerSettings, replay_from_stores
 from dafka.errors import ConfigError, DafkaError
-from dafka.records import CommittedFilter, CorruptBatchError, Record, decode_batch, is_batch
-from dafka.spark._fetch import read_range
+from dafka.records import CommittedFilter, Record
 from dafka.spark._options import Offsets
-from dafka.transport.config import TransportConfig
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,8 @@ ProducerStates = tuple[tuple[str, int], ...]
 """``((producer_hex, last_ack), ...)`` of one partition at a cut."""
 
 _INDEX_BITS = 32
+_REPLAY_TIMEOUT = 30.0
+"""Seconds a replay of a span that left the filter's ring may go without a RECORD."""
 _MAX_CUTS = 4096
 """Cuts remembered per partition (the oldest are forgotten: only the cap's precision
 suffers, every remembered cut stays exact)."""
@@ -124,22 +126,42 @@ class CommittedOffsets:
         """Positions without producer states (the start of a partition, or a user's JSON)."""
         return cls({(t, p): o for t, parts in offsets.items() for p, o in parts.items()}, {})
 
-
-def filter_checkpoint(key: Key, position: int, producers: ProducerStates) -> dict[str, Any]:
-    """The read-committed consumer's checkpoint of one partition at a clean cut."""
-    topic, partition = key
-    return {
-        "version": 1,
-        "offsets": [[topic, partition, position << _INDEX_BITS]],
-        "producers": [[topic, partition, h, a, -1] for h, a in producers],
-    }
+    def checkpoint(self) -> dict[str, Any]:
+        """The read-committed consumer's checkpoint (its documented JSON form,
+        docs/exactly-once.md) at these cuts: what a :class:`CommittedFilter` resumes from
+        to read on from them exactly as a reader of the whole partitions would."""
+        return {
+            "version": 1,
+            "offsets": [[t, p, o << _INDEX_BITS] for (t, p), o in sorted(self.positions.items())],
+            "producers": [
+                [t, p, h, a, -1] for (t, p), states in self.producers.items() for h, a in states
+            ],
+        }
 
 
 # -- the driver's tracker -----------------------------------------------------------------------
 
 
-class _CutReader(ReadCommittedConsumer):
-    """A read-committed consumer that reports clean cuts instead of committed records."""
+class _CutReader:
+    """A consumer of the subscribed topics and the read-committed filter over what it reads,
+    fed in steps, reporting clean cuts (not committed records): the read-committed consumer
+    taken apart into its public pieces."""
+
+    def __init__(
+        self, towers: str, start: CommittedOffsets, topics: Sequence[str], fail_on_data_loss: bool
+    ) -> None:
+        settings = ConsumerSettings(
+            towers=towers,
+            offset_reset="earliest",
+            heads_refresh=1.0,
+            fail_on_data_loss=fail_on_data_loss,  # failOnDataLoss, as the tasks
+        )
+        self.filter = CommittedFilter(
+            start.checkpoint(), replay=replay_from_stores(settings, _REPLAY_TIMEOUT)
+        )
+        self.consumer = Consumer(
+            list(topics), settings=settings, start_positions=self.filter.start_positions()
+        )
 
     def read_cuts(
         self, timeout: float, every: int | None
@@ -147,7 +169,7 @@ class _CutReader(ReadCommittedConsumer):
         """Poll once; the clean cuts found in every partition polled, and how far each got
         (RECORD offsets: the next one to read). ``every``: look for cuts about every so many
         RECORDs (``maxRecordsPerTrigger`` needs them); None: only at the end of the poll."""
-        records = Consumer.poll(self, timeout, max_records=1 << 30)
+        records = self.consumer.poll(timeout, max_records=1 << 30)
         if not records:
             return {}, {}
         by_key: dict[Key, list[Record]] = collections.defaultdict(list)
@@ -155,7 +177,7 @@ class _CutReader(ReadCommittedConsumer):
             by_key[(record[0], record[1])].append(record)
         cuts: dict[Key, list[Cut]] = {}
         reached: dict[Key, int] = {}
-        feed = self._filter.feed
+        feed = self.filter.feed
         for key, recs in by_key.items():
             reached[key] = recs[-1][2] + 1
             at = 0
@@ -165,16 +187,21 @@ class _CutReader(ReadCommittedConsumer):
                 feed(recs[at:stop])
                 at = stop
                 position = recs[stop - 1][2] + 1
-                if self.last_stable_position(*key) == position:
+                if self.filter.last_stable_position(*key) == position:
                     cuts.setdefault(key, []).append(Cut(position, self._states(key)))
         return cuts, reached
 
     def _states(self, key: Key) -> ProducerStates:
         return tuple(
             (producer, last_ack)
-            for topic, partition, producer, last_ack, _begin in self.checkpoint()["producers"]
+            for topic, partition, producer, last_ack, _begin in self.filter.checkpoint()[
+                "producers"
+            ]
             if (topic, partition) == key
         )
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def _closes(record: Record) -> bool:
@@ -227,6 +254,7 @@ class CutTracker:
         topics: Sequence[str],
         topic_source: Any = None,
         every: int | None = None,
+        fail_on_data_loss: bool = True,
     ) -> None:
         self._every = every
         self._lock = threading.Lock()
@@ -235,20 +263,7 @@ class CutTracker:
         self._error: BaseException | None = None
         self._closed = threading.Event()
         self._topic_source = topic_source
-        checkpoint = {
-            "version": 1,
-            "offsets": [[t, p, o << _INDEX_BITS] for (t, p), o in sorted(start.positions.items())],
-            "producers": [
-                [t, p, h, a, -1] for (t, p), states in start.producers.items() for h, a in states
-            ],
-        }
-        self._reader = _CutReader(
-            list(topics),
-            checkpoint=checkpoint,
-            towers=towers,
-            offset_reset="earliest",
-            heads_refresh=1.0,
-        )
+        self._reader = _CutReader(towers, start, topics, fail_on_data_loss)
         self._subscribed = set(topics)
         self._thread = threading.Thread(target=self._run, name="dafka-spark-cuts", daemon=True)
         self._thread.start()
@@ -319,7 +334,7 @@ class CutTracker:
         for topic in self._topic_source():
             if topic not in self._subscribed:
                 self._subscribed.add(topic)
-                self._reader.subscribe(topic)
+                self._reader.consumer.subscribe(topic)
 
 
 def plan_end(
@@ -360,90 +375,9 @@ def plan_end(
     return CommittedOffsets(positions, producers)
 
 
-# -- the executors' read --------------------------------------------------------------------------
-
-
-def records_of(topic: str, partition: str, first: int, contents: Sequence[bytes]) -> list[Record]:
-    """The messages of consecutive RECORDs as :class:`Record` s (corrupt batches skipped,
-    as the consumer does: a read-committed reader of them would skip them too)."""
-    out: list[Record] = []
-    for sequence, content in enumerate(contents, first):
-        if not is_batch(content):
-            out.append(Record(topic, partition, sequence, 0, None, content, (), None, None))
-            continue
-        try:
-            cols = decode_batch(content)
-        except CorruptBatchError:
-            log.error(
-                "read_committed: skipped a corrupt batch at %s/%s@%d", topic, partition, sequence
-            )
-            continue
-        out += map(
-            Record._make,
-            zip(
-                repeat(topic),
-                repeat(partition),
-                repeat(sequence),
-                range(len(cols.values)),
-                cols.keys,
-                cols.values,
-                cols.headers,
-                cols.timestamps,
-                cols.uuids,
-                strict=False,
-            ),
-        )
-    return out
-
-
-def read_committed_range(
-    transport: TransportConfig,
-    key: Key,
-    start: int,
-    end: int,
-    producers: ProducerStates,
-    *,
-    timeout: float,
-    fail_on_data_loss: bool,
-) -> Iterator[list[Record]]:
-    """The committed messages of RECORDs ``[start, end)`` (a range between clean cuts).
-
-    The filter is the read-committed consumer's (:class:`CommittedFilter`), restored at
-    ``start`` from the producer states the driver planned; RECORDs come from the same
-    bounded FETCH reads as read_uncommitted (:func:`read_range`), and so do the replays of
-    spans longer than the filter's ring.
-    """
-    topic, partition = key
-
-    def replay(t: str, p: str, first: int, last: int) -> list[Record]:
-        out: list[Record] = []
-        for at, contents in read_range(
-            transport, t, p, first, last + 1, timeout=timeout, fail_on_data_loss=True
-        ):
-            out += records_of(t, p, at, contents)
-        return out
-
-    committed = CommittedFilter(filter_checkpoint(key, start, producers), replay=replay)
-    for first, contents in read_range(
-        transport,
-        topic,
-        partition,
-        start,
-        end,
-        timeout=timeout,
-        fail_on_data_loss=fail_on_data_loss,
-    ):
-        out = committed.feed(records_of(topic, partition, first, contents))
-        if out:
-            yield out
-
-
 __all__ = [
     "CommittedOffsets",
     "Cut",
     "CutTracker",
-    "filter_checkpoint",
     "plan_end",
-    "read_committed_range",
-    "records_of",
 ]

@@ -40,11 +40,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from dafka.client import HeadWatcher, Producer
+from dafka.client import Consumer, ConsumerSettings, HeadWatcher, Producer
 from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID
 from dafka.records import ack_uuid, encode_batch
-from dafka.spark._fetch import read_range
 from dafka.spark._options import SinkOptions, towers_transport
 from dafka.spark._txn import (
     CONTROL_TOPIC,
@@ -77,6 +76,8 @@ class SinkFault(Protocol):
 ROWS_PER_RECORD = 2048
 BYTES_PER_RECORD = 256 * 1024
 _FLUSH_TIMEOUT = 60.0
+_READ_TIMEOUT = 30.0
+"""Seconds the control record may take to arrive (a ``DataLossError`` then says it is gone)."""
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 """The task-local property with Spark's query id: kept by the checkpoint, new with a new one."""
 
@@ -119,19 +120,14 @@ def read_control(options: SinkOptions, sink: str) -> ControlState:
         heads = watcher.wait_quiet(0.3, 10.0, min_stores=1)
         if watcher.stores < 1:
             raise SinkError("no dafka store answered: cannot read the sink's control state")
-    head = heads.get((CONTROL_TOPIC, partition))
+    key = (CONTROL_TOPIC, partition)
+    head = heads.get(key)
     if head is None:
         return ControlState()
-    for _, contents in read_range(
-        towers_transport(options.towers),
-        CONTROL_TOPIC,
-        partition,
-        head,
-        head + 1,
-        timeout=30.0,
-        fail_on_data_loss=True,
-    ):
-        return decode_control(contents[-1])
+    settings = ConsumerSettings(towers=options.towers, latest_settle=0.0, fail_on_data_loss=True)
+    with Consumer(assign={key: head}, end_offsets={key: head + 1}, settings=settings) as reader:
+        for columns in reader.read_to_end(_READ_TIMEOUT):
+            return decode_control(columns.values[-1])
     raise SinkError(f"control record {head} of {partition} could not be read")
 
 

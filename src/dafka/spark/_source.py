@@ -2,15 +2,15 @@
 
 Where things run (see ``docs/spark.md``): the driver plans offsets from partition heads alone
 (a :class:`~dafka.client.HeadWatcher` kept for the life of the driver's Python process, never
-pickled); each executor task reads one planned range by FETCH and yields Arrow batches.
-Everything a task needs travels in its :class:`RangePartition`.
+pickled); each executor task reads one planned range with a bounded consumer and yields
+Arrow batches (``dafka.spark._read``). Everything a task needs travels in its
+:class:`~dafka.spark._read.RangePartition`.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -24,10 +24,9 @@ from pyspark.sql.streaming.datasource import (
 
 from dafka.client import HeadWatcher
 from dafka.spark import _plan
-from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end, read_committed_range
-from dafka.spark._fetch import read_range
+from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end
 from dafka.spark._options import Offsets, SourceOptions, towers_transport
-from dafka.spark._rows import RowBuilder
+from dafka.spark._read import RangePartition, read_partition
 
 _QUIET = 0.1
 """Seconds without news, once a store has greeted the watcher (its heads came with the
@@ -48,23 +47,6 @@ def _first_heads(watcher: HeadWatcher, options: SourceOptions) -> dict[tuple[str
     partition at all (at most ``_FIRST_ANSWERS`` seconds: a cluster without stores)."""
     least = _HEAD_INTERVAL if options.pattern is not None else 0.0
     return watcher.wait_quiet(_QUIET, _FIRST_ANSWERS, at_least=least, min_stores=1)
-
-
-@dataclass(frozen=True)
-class RangePartition(InputPartition):
-    """One Spark input partition: RECORDs ``[start, end)`` of one dafka partition."""
-
-    towers: str
-    topic: str
-    partition: str
-    start: int
-    end: int
-    timeout: float
-    fail_on_data_loss: bool
-    committed: bool = False
-    """read_committed: ``start`` and ``end`` are clean cuts (``dafka.spark._committed``)."""
-    producers: tuple[tuple[str, int], ...] = ()
-    """read_committed: the producer states at ``start``."""
 
 
 _watchers: dict[tuple[object, ...], HeadWatcher] = {}
@@ -104,13 +86,26 @@ def _new_tracker(options: SourceOptions, start: CommittedOffsets) -> CutTracker:
     cap = options.max_records_per_trigger
     every = None if cap is None else max(1, cap // 8)  # cuts fine enough for the cap
     if options.pattern is None:
-        return CutTracker(options.towers, start, options.topics, every=every)
+        return CutTracker(
+            options.towers,
+            start,
+            options.topics,
+            every=every,
+            fail_on_data_loss=options.fail_on_data_loss,
+        )
     watcher = _watcher(options)
 
     def topics() -> set[str]:
         return {topic for topic, _ in watcher.heads()}
 
-    return CutTracker(options.towers, start, (), topic_source=topics, every=every)
+    return CutTracker(
+        options.towers,
+        start,
+        (),
+        topic_source=topics,
+        every=every,
+        fail_on_data_loss=options.fail_on_data_loss,
+    )
 
 
 def _committed_partitions(
@@ -147,35 +142,6 @@ def _partitions(options: SourceOptions, start: Offsets, end: Offsets) -> list[Ra
         )
         for r in _plan.ranges(start, end, options.min_partitions)
     ]
-
-
-def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
-    """What an executor task does: fetch the range, yield Arrow batches of the schema."""
-    builder = RowBuilder(partition.topic, partition.partition)
-    if partition.committed:
-        for records in read_committed_range(
-            towers_transport(partition.towers),
-            (partition.topic, partition.partition),
-            partition.start,
-            partition.end,
-            partition.producers,
-            timeout=partition.timeout,
-            fail_on_data_loss=partition.fail_on_data_loss,
-        ):
-            yield from builder.add_records(records)
-        yield from builder.finish()
-        return
-    for first, contents in read_range(
-        towers_transport(partition.towers),
-        partition.topic,
-        partition.partition,
-        partition.start,
-        partition.end,
-        timeout=partition.timeout,
-        fail_on_data_loss=partition.fail_on_data_loss,
-    ):
-        yield from builder.add_run(first, contents)
-    yield from builder.finish()
 
 
 class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -266,7 +232,12 @@ class DafkaBatchReader(DataSourceReader):
         """Read the partitions up to ``end`` on the driver (the decisions need the UUIDs),
         then plan each up to its last clean cut below ``end``."""
         options = self.options
-        tracker = CutTracker(options.towers, start, sorted({t for t, _ in end}))
+        tracker = CutTracker(
+            options.towers,
+            start,
+            sorted({t for t, _ in end}),
+            fail_on_data_loss=options.fail_on_data_loss,
+        )
         try:
             tracker.wait_reached(end, options.fetch_timeout)
             planned = plan_end(start, tracker.cuts(), end, None, _plan.share)
@@ -280,4 +251,4 @@ class DafkaBatchReader(DataSourceReader):
         return read_partition(partition)
 
 
-__all__ = ["DafkaBatchReader", "DafkaStreamReader", "RangePartition", "read_partition"]
+__all__ = ["DafkaBatchReader", "DafkaStreamReader"]

@@ -12,7 +12,6 @@ from dafka.spark._committed import (
     Cut,
     _closing_ends,
     _last_closing_record_end,
-    filter_checkpoint,
     plan_end,
 )
 from dafka.spark._plan import share
@@ -67,8 +66,8 @@ def test_a_ceiling_keeps_cuts_below_it_and_drops_unknown_partitions() -> None:
     assert end.positions == {A: 3}
 
 
-def test_filter_checkpoint_is_a_read_committed_consumer_checkpoint() -> None:
-    cp = filter_checkpoint(A, 5, (("0102030405ff", 7),))
+def test_offsets_as_a_read_committed_consumer_checkpoint() -> None:
+    cp = CommittedOffsets({A: 5}, {A: (("0102030405ff", 7),)}).checkpoint()
     assert cp == {
         "version": 1,
         "offsets": [["t", "a", 5 << 32]],
