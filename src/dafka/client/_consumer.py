@@ -373,26 +373,36 @@ class Consumer(Closing):
         Records that never arrive - no RECORD for ``idle_timeout`` seconds - end the read:
         with ``fail_on_data_loss`` a :class:`DataLossError` names them, else they are
         counted as lost (``poll_statistics().records_lost``), logged, and the read ends
-        where it got to. A consumer closed meanwhile ends it too."""
+        where it got to. The clock starts once a store has greeted the consumer (or a
+        record came): on a busy machine that alone can take seconds, and records cannot be
+        missing before anyone could send them. No store within ``idle_timeout`` ends the
+        read the same way, saying so. A consumer closed meanwhile ends it too."""
         _check_max(max_records)
         wait = min(0.2, idle_timeout)
         polled = self._records_polled
         last_progress = time.monotonic()
+        heard = False
         while not self.at_end():
             columns = self.poll_columns(wait, max_records)
             if columns:
                 yield columns
+            now = time.monotonic()
             if self._records_polled != polled:  # corrupt batches taken are progress too
                 polled = self._records_polled
-                last_progress = time.monotonic()
+                last_progress = now
+                heard = True
             elif self._closed:
                 return
-            elif time.monotonic() - last_progress > idle_timeout:
-                self._missing(idle_timeout)
+            elif not heard and self.statistics().stores_known:
+                heard = True  # a store is there: from now on, silence means missing records
+                last_progress = now
+            elif now - last_progress > idle_timeout:
+                self._missing(idle_timeout, heard)
                 return
 
-    def _missing(self, idle_timeout: float) -> None:
-        """``read_to_end`` waited ``idle_timeout`` s for records that did not come."""
+    def _missing(self, idle_timeout: float, heard: bool) -> None:
+        """``read_to_end`` waited ``idle_timeout`` s for records that did not come (``heard``:
+        after a store greeted it; else no store did)."""
         if self._bounded:
             with self._lock:
                 gaps = {k: (self._next[k], end) for k, end in self._ends.items()}
@@ -401,6 +411,8 @@ class Consumer(Closing):
             gaps = {k: (p, heads.get(k, -1) + 1) for k, p in self.positions().items()}
         missing = {k: (a, b) for k, (a, b) in sorted(gaps.items()) if a < b}
         what = ", ".join(f"{t}/{p}: records {a}..{b - 1}" for (t, p), (a, b) in missing.items())
+        if not heard:
+            what = f"{what or 'nothing'} (no store answered)"
         if self._fail_on_data_loss:
             only = next(iter(missing.items()), None) if len(missing) == 1 else None
             raise DataLossError(

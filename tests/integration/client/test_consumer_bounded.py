@@ -190,3 +190,17 @@ def test_replay_from_stores_serves_a_span_that_left_the_ring(trimmed: Trimmed) -
     assert [r.offset for r in replay("txn", "t.0", 3, 5)] == [3, 4, 5]
     with pytest.raises(DataLossError, match=r"txn/t\.0: records 41\.\.44 did not arrive"):
         replay("txn", "t.0", 40, 44)
+
+
+def test_the_idle_clock_starts_when_a_store_answered(tmp_path: Path) -> None:
+    """Records cannot be missing before a store could send them: on a busy machine the
+    greeting alone can take seconds. With no store at all the read still ends, saying so."""
+    port = free_port_pair()
+    with InProcessCluster(tmp_path, tower_port=port, stores=0, beacon_interval=0.2):
+        key = ("nobody", "p.0")
+        settings = Trimmed(f"127.0.0.1:{port}").settings()
+        with (
+            Consumer(assign={key: 0}, end_offsets={key: 3}, **settings) as c,
+            pytest.raises(DataLossError, match=r"records 0\.\.2 \(no store answered\)"),
+        ):
+            list(c.read_to_end(1.0))
