@@ -176,7 +176,13 @@ class TransactionalProducer(Closing):
         self._log = Producer(
             self._log_topic,
             settings=dataclasses.replace(
-                s, name=self.log_partition[:-2], partitions=1, resume=True, batching=False
+                # resume=False: the name carries this instance's fresh nonce, nothing was
+                # ever stored under it (resuming would only wait a settle window: 1.5 s)
+                s,
+                name=self.log_partition[:-2],
+                partitions=1,
+                resume=False,
+                batching=False,
             ),
             context=self._context,
         )
