@@ -18,7 +18,7 @@ import zmq
 
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.transport.failure import FailureLatch
-from dafka.transport.sockets import make_socket
+from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, make_socket
 
 T = TypeVar("T")
 
@@ -43,7 +43,9 @@ class Mailbox:
 
     def open(self) -> None:
         """Connect the sending end (once the runner thread bound ``endpoint``)."""
-        self._waker = make_socket(self._context, zmq.PAIR, linger_ms=0)
+        self._waker = make_socket(
+            self._context, zmq.PAIR, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES
+        )
         self._waker.connect(self.endpoint)
 
     def close(self) -> None:

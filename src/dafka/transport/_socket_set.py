@@ -18,7 +18,12 @@ import zmq
 from dafka.errors import DafkaError
 from dafka.transport.config import TransportConfig
 from dafka.transport.security import Gate, warn_if_exposed
-from dafka.transport.sockets import bound_port, make_socket
+from dafka.transport.sockets import (
+    CONTROL_MESSAGE_BYTES,
+    DATA_MESSAGE_BYTES,
+    bound_port,
+    make_socket,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,21 +94,29 @@ class SocketSet:
                     zmq.XPUB if identity.xpub else zmq.PUB,
                     linger_ms=config.linger_ms,
                     hwm=config.high_watermark,
+                    max_inbound_bytes=CONTROL_MESSAGE_BYTES,  # it receives subscriptions
                 )
                 if identity.xpub:
                     # Every subscribe, not only a prefix's first: a producer restarted
                     # under the same id subscribes while its old connection may linger,
                     # and must still be greeted (STORE-HELLO) to have its ACKs counted.
                     pub.setsockopt(zmq.XPUB_VERBOSE, 1)
-                sub = make_socket(context, zmq.SUB, linger_ms=0, hwm=config.high_watermark)
+                sub = make_socket(
+                    context,
+                    zmq.SUB,
+                    linger_ms=0,
+                    hwm=config.high_watermark,
+                    max_inbound_bytes=DATA_MESSAGE_BYTES,
+                )
                 owned += [pub, sub]
                 if security is not None and gate is not None:
                     security.server(pub, gate)
                 pub.bind(f"tcp://{config.bind_host}:*")
                 endpoints.append(Endpoint(identity, pub, sub, bound_port(pub)))
-            beacon_pub = make_socket(context, zmq.PUB, linger_ms=0)
-            beacon_sub = make_socket(context, zmq.SUB, linger_ms=0)
-            wake = make_socket(context, zmq.PAIR, linger_ms=0)
+            control = CONTROL_MESSAGE_BYTES
+            beacon_pub = make_socket(context, zmq.PUB, linger_ms=0, max_inbound_bytes=control)
+            beacon_sub = make_socket(context, zmq.SUB, linger_ms=0, max_inbound_bytes=control)
+            wake = make_socket(context, zmq.PAIR, linger_ms=0, max_inbound_bytes=control)
             owned += [beacon_pub, beacon_sub, wake]
             wake.bind(wake_endpoint)
             beacon_sub.setsockopt(zmq.SUBSCRIBE, b"W")
@@ -166,7 +179,13 @@ class PeerSockets:
     def add(self, node_id: str, endpoint: str, server_key: bytes | None = None) -> None:
         """Open a SUB to ``endpoint`` (a CURVE client of ``server_key`` on a secured node);
         raises ``zmq.ZMQError`` (nothing left open) if refused."""
-        sock = make_socket(self._context, zmq.SUB, linger_ms=0, hwm=self._hwm)
+        sock = make_socket(
+            self._context,
+            zmq.SUB,
+            linger_ms=0,
+            hwm=self._hwm,
+            max_inbound_bytes=DATA_MESSAGE_BYTES,
+        )
         try:
             for prefix in self._prefixes:
                 sock.setsockopt(zmq.SUBSCRIBE, prefix)

@@ -3,7 +3,20 @@
 Every socket gets an explicit LINGER (so closing never hangs the process: a PUB that still
 has queued frames when its peer vanished would otherwise block ``Context.term`` forever) and
 explicit high-water marks (ZeroMQ's default of 1000 messages drops records under load on PUB
-sockets, which the protocol would recover with FETCH but at a high price).
+sockets, which the protocol would recover with FETCH but at a high price), and an explicit cap
+on the size of any frame it accepts from a peer (``ZMQ_MAXMSGSIZE``): a peer that sends a
+larger frame is disconnected by ZeroMQ before the frame is allocated. Without it one stranger's
+256 KiB subscription on the tower's beacon port crashed the tower inside libzmq, and a 1 MB
+subscription on a store's PUB cost the store ~50 MB it never gave back (issue 19). Two caps:
+
+* :data:`CONTROL_MESSAGE_BYTES` for sockets that only ever receive beacons, welcomes or
+  subscriptions (the tower's sockets, a node's beacon sockets, every data PUB/XPUB, whose
+  inbound traffic is subscriptions);
+* :data:`DATA_MESSAGE_BYTES` for data SUBs, which receive RECORDs: the protocol's largest
+  RECORD content (:data:`dafka.protocol.MAX_MESSAGE_BYTES`) plus room for its header frame.
+  Not the configured ``max_message_bytes``: a store keeps a *drop notice* for a foreign
+  producer's RECORD over its limit, so that the partition goes on; a socket that disconnected
+  on such a RECORD would see it again on every FETCH and never get past it.
 """
 
 from __future__ import annotations
@@ -12,12 +25,23 @@ from typing import TypeAlias
 
 import zmq
 
+from dafka.protocol import MAX_MESSAGE_BYTES
+
 ZmqContext: TypeAlias = zmq.Context[zmq.Socket[bytes]]
 """The ZeroMQ context a node may be given (``context=``): other packages name the type
 from here, never from zmq (only ``dafka.transport`` imports zmq)."""
 
 DEFAULT_LINGER_MS = 500
 DEFAULT_HWM = 1_000_000
+
+CONTROL_MESSAGE_BYTES = 4096
+"""The largest frame a beacon, welcome or subscription socket accepts: a beacon frame is at
+most a 255-byte node id or an endpoint (``tcp://`` + a 255-byte host + ``:port``) or a
+40-byte key, a subscription 1 + 1 + 255 bytes, a CURVE handshake command under 1 KiB."""
+
+DATA_MESSAGE_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
+"""The largest frame a data SUB accepts: the protocol's largest RECORD content and the 64 KiB
+more than any header frame or CURVE box needs."""
 
 
 def make_socket(
@@ -26,12 +50,15 @@ def make_socket(
     *,
     linger_ms: int = DEFAULT_LINGER_MS,
     hwm: int = DEFAULT_HWM,
+    max_inbound_bytes: int,
 ) -> zmq.Socket[bytes]:
-    """A new socket of ``kind`` with LINGER and both high-water marks set."""
+    """A new socket of ``kind`` with LINGER, both high-water marks and the inbound frame cap
+    set (no default: every socket says which of the two caps it needs)."""
     sock = context.socket(kind)
     sock.setsockopt(zmq.LINGER, linger_ms)
     sock.setsockopt(zmq.SNDHWM, hwm)
     sock.setsockopt(zmq.RCVHWM, hwm)
+    sock.setsockopt(zmq.MAXMSGSIZE, max_inbound_bytes)
     return sock
 
 
@@ -48,6 +75,8 @@ def bound_port(sock: zmq.Socket[bytes]) -> int:
 
 
 __all__ = [
+    "CONTROL_MESSAGE_BYTES",
+    "DATA_MESSAGE_BYTES",
     "DEFAULT_HWM",
     "DEFAULT_LINGER_MS",
     "ZmqContext",

@@ -10,6 +10,9 @@ A tower is an XSUB (beacons in, default ``tcp://*:5556``) and an XPUB (beacons o
   that made the C tower crash on machines without one);
 * subscriptions flow from the XPUB to the XSUB, except those starting with ``W`` (the
   welcome prefix is the tower's own business);
+* a frame over 4 KiB (``CONTROL_MESSAGE_BYTES``, far more than any beacon or subscription)
+  disconnects its sender inside ZeroMQ before it is read (a 256 KiB subscription used to
+  crash the tower in libzmq);
 * anything else is dropped and counted, never forwarded and never fatal - including a beacon
   whose host nobody can connect to (``my host``, ``*``, non-ASCII; the rule is
   :func:`dafka.node.host_problem`), which would otherwise reach every node.
@@ -36,7 +39,7 @@ from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
 from dafka.transport.failure import FailureLatch
 from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
-from dafka.transport.sockets import bound_endpoint, make_socket
+from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, bound_endpoint, make_socket
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +135,9 @@ class Tower:
         if self._thread is None:
             return
         if self.failure.error is None:
-            stopper = make_socket(self._context, zmq.PAIR, linger_ms=0)
+            stopper = make_socket(
+                self._context, zmq.PAIR, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES
+            )
             stopper.connect(self._stop_endpoint)
             with contextlib.suppress(zmq.Again):  # it died meanwhile: nothing to tell
                 stopper.send(b"STOP", zmq.NOBLOCK)
@@ -151,9 +156,11 @@ class Tower:
             self._ready.set()
 
     def _run(self) -> None:
-        xsub = make_socket(self._context, zmq.XSUB, linger_ms=0)
-        xpub = make_socket(self._context, zmq.XPUB, linger_ms=0)
-        control = make_socket(self._context, zmq.PAIR, linger_ms=0)
+        # Beacons in, subscriptions in: nothing a tower receives is larger than a beacon.
+        cap = CONTROL_MESSAGE_BYTES
+        xsub = make_socket(self._context, zmq.XSUB, linger_ms=0, max_inbound_bytes=cap)
+        xpub = make_socket(self._context, zmq.XPUB, linger_ms=0, max_inbound_bytes=cap)
+        control = make_socket(self._context, zmq.PAIR, linger_ms=0, max_inbound_bytes=cap)
         security = self._security
         warn_if_exposed(self._sub_address, security, "tower")
         try:

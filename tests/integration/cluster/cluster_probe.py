@@ -17,7 +17,12 @@ import zmq
 
 from dafka.protocol import Ack, DirectHead, GetHeads, decode_data, encode
 from dafka.storage import Storage
-from dafka.transport.sockets import bound_port, make_socket
+from dafka.transport.sockets import (
+    CONTROL_MESSAGE_BYTES,
+    DATA_MESSAGE_BYTES,
+    bound_port,
+    make_socket,
+)
 from tests.integration.cluster.cluster_client import payload
 
 Key = tuple[str, str]
@@ -29,9 +34,13 @@ class HeadsProbe:
     def __init__(self, tower_sub_endpoints: list[str]) -> None:
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.node_id = "probe-" + uuid.uuid4().hex[:12]
-        self._pub = make_socket(self._context, zmq.PUB, linger_ms=0)
+        self._pub = make_socket(
+            self._context, zmq.PUB, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES
+        )
         self._pub.bind("tcp://127.0.0.1:*")
-        self._beacon = make_socket(self._context, zmq.PUB, linger_ms=0)
+        self._beacon = make_socket(
+            self._context, zmq.PUB, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES
+        )
         for endpoint in tower_sub_endpoints:
             self._beacon.connect(endpoint)
 
@@ -43,7 +52,7 @@ class HeadsProbe:
         Returns the last heads it told (the caller asserts on them); GET-HEADS is repeated
         because the store connects to us only after our beacon went through a tower.
         """
-        sub = make_socket(self._context, zmq.SUB, linger_ms=0)
+        sub = make_socket(self._context, zmq.SUB, linger_ms=0, max_inbound_bytes=DATA_MESSAGE_BYTES)
         sub.setsockopt(zmq.SUBSCRIBE, b"E" + self.node_id.encode())
         sub.connect(f"tcp://127.0.0.1:{reader_port}")
         beacon = [b"B", self.node_id.encode(), b"127.0.0.1", str(bound_port(self._pub)).encode()]
@@ -87,7 +96,9 @@ class AckWatch:
 
     def __init__(self, writer_port: int) -> None:
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-        self._sub = make_socket(self._context, zmq.SUB, linger_ms=0)
+        self._sub = make_socket(
+            self._context, zmq.SUB, linger_ms=0, max_inbound_bytes=DATA_MESSAGE_BYTES
+        )
         self._sub.setsockopt(zmq.SUBSCRIBE, b"K")
         self._sub.connect(f"tcp://127.0.0.1:{writer_port}")
         self.highest: dict[Key, int] = {}

@@ -23,7 +23,11 @@ import zmq
 from dafka import Producer
 from dafka.protocol import Ack, StoreHello, encode
 from dafka.server import InProcessCluster, free_port_pair
-from dafka.transport.sockets import bound_port, make_socket
+from dafka.transport.sockets import (
+    CONTROL_MESSAGE_BYTES,
+    bound_port,
+    make_socket,
+)
 
 TOPIC = "forged"
 MESSAGES = 100
@@ -44,10 +48,14 @@ class Forger:
     def __init__(self, tower_sub: str) -> None:
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self.node_id = "FORGER" + uuid.uuid4().hex[:26].upper()
-        self._pub = make_socket(self._context, zmq.XPUB, linger_ms=0)
+        self._pub = make_socket(
+            self._context, zmq.XPUB, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES
+        )
         self._pub.setsockopt(zmq.XPUB_VERBOSE, 1)
         self._pub.bind("tcp://127.0.0.1:*")
-        self._beacon_pub = make_socket(self._context, zmq.PUB, linger_ms=0)
+        self._beacon_pub = make_socket(
+            self._context, zmq.PUB, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES
+        )
         self._beacon_pub.connect(tower_sub)
         self._beacon = [
             b"B",

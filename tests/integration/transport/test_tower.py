@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import zmq
 
-from dafka.transport.sockets import make_socket
+from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, DATA_MESSAGE_BYTES, make_socket
 from dafka.transport.tower import Tower, rewrite_beacon
 
 
@@ -48,8 +48,8 @@ def _receive_beacon_while_sending(
 def test_welcome_then_beacon_with_peer_address(
     context: zmq.Context[zmq.Socket[bytes]], tower: Tower
 ) -> None:
-    sub = make_socket(context, zmq.SUB, linger_ms=0)
-    pub = make_socket(context, zmq.PUB, linger_ms=0)
+    sub = make_socket(context, zmq.SUB, linger_ms=0, max_inbound_bytes=DATA_MESSAGE_BYTES)
+    pub = make_socket(context, zmq.PUB, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES)
     try:
         sub.setsockopt(zmq.SUBSCRIBE, b"W")
         sub.setsockopt(zmq.SUBSCRIBE, b"B")
@@ -69,8 +69,8 @@ def test_welcome_then_beacon_with_peer_address(
 def test_malformed_beacons_are_counted_not_forwarded(
     context: zmq.Context[zmq.Socket[bytes]], tower: Tower
 ) -> None:
-    sub = make_socket(context, zmq.SUB, linger_ms=0)
-    pub = make_socket(context, zmq.PUB, linger_ms=0)
+    sub = make_socket(context, zmq.SUB, linger_ms=0, max_inbound_bytes=DATA_MESSAGE_BYTES)
+    pub = make_socket(context, zmq.PUB, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES)
     try:
         sub.setsockopt(zmq.SUBSCRIBE, b"")
         sub.connect(tower.pub_endpoint)
