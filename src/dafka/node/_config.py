@@ -111,12 +111,15 @@ class ConsumerConfig:
       with no explicit start position begins. ``latest`` starts after the first head or record
       seen, ``earliest`` at sequence 0.
     * ``fetch`` - gap filling and catch-up (:class:`FetchPolicy`).
-    * ``heads_refresh`` - period of GET-HEADS for every subscribed topic after the one sent at
-      subscription (None: never). Without it a consumer that lost a partition's last records
-      never hears of them once the producer is gone (no more HEADs); C has no such refresh.
+    * ``heads_refresh`` - period of GET-HEADS for every subscribed or assigned topic after the
+      one sent at subscription (None: never). Without it a consumer that lost a partition's
+      last records never hears of them once the producer is gone (no more HEADs); C has no
+      such refresh.
     * ``skip_unavailable_after`` - FETCH retries in a row answered only from beyond the gap
       after which the consumer skips to the first record still available (retention removed
-      the rest; counted in ``skipped_records``). None: wait forever, as C does.
+      the rest, or damage no store could repair; counted in ``skipped_records``). This is
+      how a consumer knows no store holds them: the client turns a skip past a position it
+      knows into ``DataLossError`` (``fail_on_data_loss``). None: wait forever, as C does.
     * ``latest_settle`` - seconds after subscribing during which a partition first heard of
       counts as existing at start (``latest`` reads it from its head on); one first heard of
       later is new and read from its beginning. Also the least time before ``at_end``.
