@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test unit integration test-spark lint bench clean
+.PHONY: run test unit integration test-spark test-hosts lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ integration: $(STAMP)
 
 test-spark: $(STAMP)
 	$(PY) -m pytest -m spark
+
+test-hosts: $(STAMP)
+	$(PY) -m pytest -m hosts
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(PY) $$b || exit 1; done

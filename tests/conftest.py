@@ -1,8 +1,9 @@
 """Suite-wide pytest configuration.
 
 Tests under ``tests/unit`` are marked ``unit``, tests under ``tests/integration`` are marked
-``integration`` and tests under ``tests/spark`` ``spark`` automatically, so ``pytest -m unit``
-runs the fast, pure half.
+``integration``, tests under ``tests/spark`` ``spark`` and tests under ``tests/hosts`` ``hosts``
+(a cluster across network namespaces, as root) automatically, so ``pytest -m unit`` runs the
+fast, pure half and ``pytest -m hosts`` the multi-host suite alone.
 
 A run started in the background by a non-interactive shell (``cmd &`` in a script, as a CI
 runner may do) inherits SIGINT *ignored*, and an ignored signal survives ``exec``: every CLI
@@ -30,3 +31,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         elif "/tests/spark/" in path:
             item.add_marker(pytest.mark.spark)
+        elif "/tests/hosts/" in path:
+            item.add_marker(pytest.mark.hosts)

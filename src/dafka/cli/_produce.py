@@ -15,7 +15,7 @@ import io
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
@@ -75,10 +75,17 @@ class Outcome:
     stopped_reading: bool
     refused: int = 0
     """Messages refused at the call (over ``max_message_bytes``): reported, never sent."""
+    unreached: int = 0
+    """Peers found through the towers that never connected back (a bind/advertise
+    mismatch: no store could take the messages)."""
 
     @property
     def not_stored(self) -> int:
         return self.sent - self.stored
+
+
+Reach = Callable[[], tuple[int, int]]
+"""(peers found that have not connected back yet, peers that never did within their grace)."""
 
 
 class _Counts(Protocol):
@@ -95,9 +102,12 @@ class _Watch:
     pipe nothing is written but the notice.
     """
 
-    def __init__(self, progress: _Counts, towers: str, tty: bool) -> None:
+    def __init__(
+        self, progress: _Counts, towers: str, tty: bool, reach: Reach | None = None
+    ) -> None:
         self._progress = progress
         self._towers = towers
+        self._reach = reach
         self._stop = threading.Event()
         self._live: Live | None = None
         if tty:
@@ -117,11 +127,18 @@ class _Watch:
             sent, stored = self._progress.counts()
             now = time.monotonic()
             waited = now - self._started
-            if not warned and stored == 0 and sent and waited > WAITING_AFTER:
+            awaited, unreached = self._reach() if self._reach is not None else (0, 0)
+            if not warned and stored == 0 and sent and waited > WAITING_AFTER and not awaited:
                 warned = True
+                why = (
+                    f"{unreached} peer(s) found through the towers cannot connect back to this "
+                    "producer (--bind/--advertise, see the warning above)"
+                    if unreached
+                    else "is a store running? (dafka up / dafka store)"
+                )
                 self._say(
                     f"dafka produce: waiting for a store to acknowledge {sent} message(s) "
-                    f"(towers {self._towers}); is a store running? (dafka up / dafka store)"
+                    f"(towers {self._towers}); {why}"
                 )
             if now - last_at >= 1.0:
                 rate = (stored - last_stored) / (now - last_at)
@@ -191,7 +208,12 @@ def produce(
     tally = _Tally()
     producer = Producer(topic, backpressure="error", on_delivery=tally.on_delivery, **settings)
     serve_metrics(metrics, "producer", producer.metrics)
-    watch = _Watch(tally, str(settings.get("towers", "")), sys.stderr.isatty())
+
+    def reach() -> tuple[int, int]:
+        stats = producer.transport_statistics()
+        return stats.peers_awaited, stats.peers_unreached
+
+    watch = _Watch(tally, str(settings.get("towers", "")), sys.stderr.isatty(), reach)
     stopped = False
     try:
         for key, value in messages:
@@ -210,8 +232,9 @@ def produce(
         watch.stop()
         if metrics is not None:
             metrics.stop()
+        unreached = producer.transport_statistics().peers_unreached
         producer.close(timeout=0)  # fails what is still in flight
-    return Outcome(tally.sent, tally.stored, stopped, tally.refused)
+    return Outcome(tally.sent, tally.stored, stopped, tally.refused, unreached)
 
 
 def _send(

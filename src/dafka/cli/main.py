@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from dafka import __version__
 from dafka.cli._errors import DafkaGroup, UserError
@@ -79,20 +80,39 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 @setting_option("tower/sub_address", param="sub_address")
 @setting_option("tower/pub_address", param="pub_address")
 @security_options
+@setting_option(
+    "bind",
+    param="bind_host",
+    help_extra=" For a tower: the host of --sub and --pub when they are not given (other "
+    "hosts reach a tower only if it listens beyond loopback).",
+)
 @metrics_options
 @log_options
+@click.pass_context
 def tower(
+    ctx: click.Context,
     sub_address: str,
     pub_address: str,
     security: SecurityOptions,
+    bind_host: str,
     metrics_port: int,
     metrics_host: str,
     log_format: str,
     verbose: bool,
 ) -> None:
-    """Run a tower: the beacon forwarder nodes use to find each other."""
+    """Run a tower: the beacon forwarder nodes use to find each other.
+
+    It listens on loopback unless told: --bind ADDRESS (or '*') for a cluster across
+    machines, whose nodes then name it --tower ADDRESS:5556 (docs/deploy.md).
+    """
     from dafka.transport.tower import Tower
 
+    if bind_host:
+        defaulted = ParameterSource.DEFAULT
+        if ctx.get_parameter_source("sub_address") == defaulted:
+            sub_address = _with_host(sub_address, bind_host)
+        if ctx.get_parameter_source("pub_address") == defaulted:
+            pub_address = _with_host(pub_address, bind_host)
     t = Tower(sub_address, pub_address, security=security.load())
 
     def samples() -> Any:
@@ -107,6 +127,12 @@ def tower(
         metrics=MetricsServerHost(metrics_host, metrics_port),
         exposed=Exposed(samples, t.health),
     )
+
+
+def _with_host(endpoint: str, host: str) -> str:
+    """``tcp://HOST:PORT`` with another host (``localhost`` is 127.0.0.1)."""
+    port = endpoint.rpartition(":")[2]
+    return f"tcp://{'127.0.0.1' if host == 'localhost' else host}:{port}"
 
 
 @main.command()
@@ -370,9 +396,16 @@ def produce(
         )
     if outcome.not_stored or outcome.stopped_reading:
         stopped = " (stopped reading input: no room to send)" if outcome.stopped_reading else ""
+        unreached = (
+            f"; {outcome.unreached} peer(s) found through the towers could not connect back to "
+            "this producer: give --bind an address they reach and --advertise the host they "
+            "should use (docs/deploy.md)"
+            if outcome.unreached
+            else ""
+        )
         raise click.ClickException(
             f"{outcome.not_stored} of {outcome.sent} messages were not stored within "
-            f"{flush_timeout:g}s{stopped}"
+            f"{flush_timeout:g}s{stopped}{unreached}"
         )
     if outcome.refused:
         raise click.ClickException(

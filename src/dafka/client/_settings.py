@@ -73,9 +73,12 @@ class _CommonSettings:
     """``beacon/timeout``: a peer not heard of for this long is disconnected (None: 4 beacon
     intervals)."""
     advertised_host: str = ""
-    """``beacon/address``: the host peers connect to ("" lets the tower use the peer IP)."""
-    bind_host: str = "*"
-    """Interface the data sockets bind to (on an ephemeral port)."""
+    """``beacon/address``: the host peers connect to ("": the ``bind_host`` address; with
+    ``"*"`` the address the tower sees)."""
+    bind_host: str = ""
+    """``bind``: the address the data sockets listen on (an IP or ``"*"``); "": the address
+    this host reaches its tower from, 127.0.0.1 when the tower is on loopback (the one rule
+    of every node, docs/deploy.md)."""
     high_watermark: int = 1_000_000
     """ZeroMQ high-water mark of the data sockets, in messages."""
     socket_linger_ms: int = 500
@@ -115,12 +118,7 @@ class _CommonSettings:
             self.advertised_host,
             "a string",
         )
-        _require(
-            "bind_host",
-            isinstance(self.bind_host, str) and bool(self.bind_host),
-            self.bind_host,
-            "a host or '*'",
-        )
+        _require("bind_host", isinstance(self.bind_host, str), self.bind_host, "a host or '*'")
         _int("high_watermark", self.high_watermark, 0)
         _int("socket_linger_ms", self.socket_linger_ms, -1)
         _int("receive_batch", self.receive_batch, 1)

@@ -5,10 +5,21 @@
 * :func:`load` - the TOML file (``--config`` / ``DAFKA_CONFIG``) and ``DAFKA_*`` variables,
   checked, with :meth:`Layers.effective` telling where each value came from.
 
+* :func:`listen_addresses` - where a node listens and what it advertises (the one rule;
+  docs/deploy.md).
+
 Precedence: default < file < environment < flag. See docs/cli.md.
 """
 
 from dafka.config._keys import CLIENT_FIELDS, SETTINGS, Setting
+from dafka.config._listen import (
+    Listen,
+    check_listen,
+    every_interface,
+    is_loopback,
+    listen_addresses,
+    route_address,
+)
 from dafka.config._loader import CONFIG_ENV, Layers, Value, check, load, unknown_key
 from dafka.config._values import TOPIC, Kind, check_towers, tower_endpoints, tower_spec
 
@@ -19,11 +30,17 @@ __all__ = [
     "TOPIC",
     "Kind",
     "Layers",
+    "Listen",
     "Setting",
     "Value",
     "check",
+    "check_listen",
     "check_towers",
+    "every_interface",
+    "is_loopback",
+    "listen_addresses",
     "load",
+    "route_address",
     "tower_endpoints",
     "tower_spec",
     "unknown_key",

@@ -47,14 +47,17 @@ _TABLE = [
         "--advertise",
         v.HOST,
         "",
-        "The host peers connect to (default: the address the tower sees).",
+        "The host peers connect to (default: the --bind address; with --bind '*' the "
+        "address the tower sees).",
     ),
     Setting(
         "bind",
         "--bind",
-        v.BIND_ADDRESS,
-        "127.0.0.1",
-        "Interface the data sockets bind to; * for every interface.",
+        v.LISTEN_ADDRESS,
+        "",
+        "Address to listen on; * for every interface (default: the address this host "
+        "reaches its tower from, 127.0.0.1 when the tower is on loopback; for dafka tower: "
+        "127.0.0.1).",
     ),
     Setting(
         "max_message_bytes",

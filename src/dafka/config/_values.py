@@ -193,6 +193,17 @@ def _bind_address(value: Any) -> str:
 BIND_ADDRESS = Kind("an IP address, * or localhost", _bind_address)
 
 
+def _listen_address(value: Any) -> str:
+    """A node's ``bind``: as :data:`BIND_ADDRESS`, or "" for the default of the listening
+    rule (``dafka.config.listen_addresses``: where this host reaches its tower)."""
+    if isinstance(value, str) and value.strip() == "":
+        return ""
+    return _bind_address(value)
+
+
+LISTEN_ADDRESS = Kind("an IP address, * or localhost", _listen_address)
+
+
 def tower_endpoints(value: Any) -> tuple[tuple[str, str], ...]:
     """The one grammar of towers, for every command, client, daemon and Spark option:
     ``host:port`` (XPUB at port+1) or ``host:subport:pubport``, an optional ``tcp://``,

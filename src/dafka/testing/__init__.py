@@ -10,12 +10,15 @@
 * :func:`crash_mid_commit` - ``TransactionalProducer(commit_fault=)``: SIGKILLs the process
   with a chosen number of a commit's ACKs stored;
 * :func:`fail_sink_task` - the Spark sink's ``fault``: the first attempt of a task fails
-  after it stored some rows.
+  after it stored some rows;
+* :class:`Hosts` - hosts made of Linux network namespaces joined by a router, with links to
+  cut, heal and slow down (root and iproute2; :func:`hosts_problem` says what is missing).
 """
 
 from dafka.testing._clock import ManualClock, Timed
 from dafka.testing._crash import CrashMidCommit, FailSinkTask, crash_mid_commit, fail_sink_task
 from dafka.testing._faults import LossyRecords, lossy_records
+from dafka.testing._hosts import Host, Hosts, HostsError, hosts_problem
 from dafka.testing._memory_log import LogContractError, MemoryLog
 from dafka.testing._network import MemoryNetwork, NetworkStalledError, NetworkStatistics
 from dafka.testing._scripted_peer import ScriptedPeer
@@ -25,6 +28,9 @@ __all__ = [
     "CrashMidCommit",
     "Delivered",
     "FailSinkTask",
+    "Host",
+    "Hosts",
+    "HostsError",
     "LogContractError",
     "LossyRecords",
     "ManualClock",
@@ -37,6 +43,7 @@ __all__ = [
     "crash_mid_commit",
     "fail_sink_task",
     "flatten",
+    "hosts_problem",
     "lossy_records",
     "prefix_of",
 ]

@@ -42,6 +42,7 @@ from dafka.node.actions import (
 from dafka.protocol import DataMessage, DirectRecord, EncodeError, Record, encode
 from dafka.transport._drops import DropLog
 from dafka.transport._persistence import Persistence
+from dafka.transport._reach import ReachWatch
 from dafka.transport._socket_set import PeerSockets, SocketSet
 from dafka.transport._stats import RunnerStats
 from dafka.transport.config import TransportConfig
@@ -88,6 +89,7 @@ class Executor:
         on_deliver: Callable[[Deliver], None] | None,
         on_peer: OnPeer | None,
         peer_keys: dict[str, bytes] | None = None,
+        reach: ReachWatch,
     ) -> None:
         self._machine = machine
         self._peer_keys: dict[str, bytes] = {} if peer_keys is None else peer_keys
@@ -105,6 +107,7 @@ class Executor:
         self._route_subscribe = route_subscribe
         self._on_deliver = on_deliver
         self._on_peer = on_peer
+        self._reach = reach
         self._pubs = [e.pub for e in sockets.endpoints]
 
     def execute(self, now: float) -> None:
@@ -180,6 +183,7 @@ class Executor:
                         with contextlib.suppress(zmq.ZMQError):
                             e.sub.disconnect(action.endpoint)
                 stats.peers_expired += 1
+                self._reach.lost(action.node_id)
                 log.info("%s: lost %s at %s", self._name, action.node_id, action.endpoint)
             elif isinstance(action, SendBeacon):
                 self._send_beacons()
@@ -266,12 +270,13 @@ class Executor:
             self._drops.drop("a peer", f"cannot connect to {action.endpoint!r}: {exc}")
             return
         self._stats.peers_connected += 1
+        self._reach.found(action.node_id, action.endpoint, self._clock())
         log.info("%s: connected to %s at %s", self._name, action.node_id, action.endpoint)
         if self._on_peer is not None:
             self._on_peer(action.node_id, self._clock())
 
     def _send_beacons(self) -> None:
-        host = self._config.advertised_host.encode()
+        host = self._sockets.listen.advertise.encode()
         beacon_pub = self._sockets.beacon_pub
         for e in self._sockets.endpoints:
             node_id = e.identity.node_id.encode("utf-8", "surrogateescape")

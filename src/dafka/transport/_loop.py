@@ -2,9 +2,10 @@
 
 Each turn:
 
-1. polls the beacon SUB, the data SUBs (and per-peer SUBs), the XPUBs (subscription
-   notices, for STORE-HELLO) and the mailbox's wake-up, with a timeout up to the next
-   timer (the machine's, discovery's, the persistence's sync clock);
+1. polls the beacon SUB, the data SUBs (and per-peer SUBs), the data XPUBs (subscription
+   notices: which peers connected back, and for STORE-HELLO) and the mailbox's wake-up,
+   with a timeout up to the next timer (the machine's, discovery's, the reach watch's, the
+   persistence's sync clock);
 2. runs posted work (the mailbox), then reads the sockets into the machines
    (:class:`~dafka.transport._receive.Receiver`);
 3. runs due timers;
@@ -28,6 +29,7 @@ from dafka.node.actions import NodeMachine
 from dafka.transport._execute import Executor
 from dafka.transport._mailbox import Mailbox
 from dafka.transport._persistence import Persistence
+from dafka.transport._reach import ReachWatch
 from dafka.transport._receive import OnNotice, Receiver
 from dafka.transport._socket_set import PeerSockets, SocketSet
 
@@ -53,8 +55,10 @@ class PollLoop:
         on_subscription: OnNotice | None,
         receive_paused: Callable[[], bool] | None,
         after_turn: Callable[[float], None] | None,
+        reach: ReachWatch,
     ) -> None:
         self._machine = machine
+        self._reach = reach
         self._discovery = discovery
         self._sockets = sockets
         self._mailbox = mailbox
@@ -86,9 +90,10 @@ class PollLoop:
         poller.register(wake, zmq.POLLIN)
         endpoints = self._sockets.endpoints
         subs = [e.sub for e in endpoints]
-        xpubs = [e.pub for e in endpoints if e.identity.xpub]
-        for sock in (*subs, *xpubs):
+        xpubs = [(e.pub, e.identity.xpub) for e in endpoints]
+        for sock in (*subs, *(pub for pub, _ in xpubs)):
             poller.register(sock, zmq.POLLIN)
+        reach = self._reach
         peer_senders: dict[zmq.Socket[bytes], str] = {}
         if self._peers is not None:
             self._peers.poller = poller
@@ -102,6 +107,7 @@ class PollLoop:
                 machine.next_deadline(),
                 discovery.next_deadline(),
                 persistence.next_deadline() if persistence is not None else None,
+                reach.next_deadline(),
             )
             timeout_ms = -1 if deadline is None else max(0, int((deadline - now) * 1000) + 1)
             receiving = paused is None or not paused()
@@ -126,16 +132,18 @@ class PollLoop:
                     for sock, sender in list(peer_senders.items()):
                         if sock in events:
                             receiver.data(sock, now, sender)
-            if on_subscription is not None:
-                for sock in xpubs:
-                    if sock in events:
-                        receiver.notices(sock, on_subscription, now)
+            for sock, machine_sees in xpubs:
+                if sock in events:
+                    receiver.notices(sock, reach, on_subscription if machine_sees else None, now)
             due = machine.next_deadline()
             if due is not None and due <= now:
                 machine.on_timer(now)
             due = discovery.next_deadline()
             if due is not None and due <= now:
                 discovery.on_timer(now)
+            due = reach.next_deadline()
+            if due is not None and due <= now:
+                reach.on_timer(now)
             executor.execute(now)
             if after_turn is not None:
                 after_turn(now)

@@ -25,6 +25,7 @@ from dafka.protocol import (
     decode_discovery,
 )
 from dafka.transport._drops import DropLog
+from dafka.transport._reach import ReachWatch
 from dafka.transport._stats import RunnerStats
 
 log = logging.getLogger("dafka.transport.runner")
@@ -109,15 +110,21 @@ class Receiver:
                 self._welcomed = True
                 self._on_welcome()
 
-    def notices(self, sock: zmq.Socket[bytes], handler: OnNotice, now: float) -> None:
-        """Every XPUB notice waiting (``\\x01`` subscribe, ``\\x00`` unsubscribe + prefix)."""
+    def notices(
+        self, sock: zmq.Socket[bytes], reach: ReachWatch, handler: OnNotice | None, now: float
+    ) -> None:
+        """Every XPUB notice waiting (``\\x01`` subscribe, ``\\x00`` unsubscribe + prefix):
+        subscriptions to the reach watch, all to ``handler`` (the machine's, if it has one)."""
         while True:
             try:
                 notice = sock.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if notice[:1] in (b"\x00", b"\x01"):
-                handler(notice[1:], notice[:1] == b"\x01", now)
+            kind = notice[:1]
+            if kind == b"\x01":
+                reach.notice(notice[1:])
+            if handler is not None and kind in (b"\x00", b"\x01"):
+                handler(notice[1:], kind == b"\x01", now)
 
     def data(self, sock: zmq.Socket[bytes], now: float, sender: str | None = None) -> None:
         """Read up to ``receive_batch`` messages and feed them to the machine.

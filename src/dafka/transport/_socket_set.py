@@ -1,7 +1,9 @@
 """The sockets of one runner: set up in its thread, closed when it ends.
 
-* one data PUB (an XPUB for an identity that must see subscription notices) and one data
-  SUB per identity, the PUB bound on an ephemeral port of ``bind_host``;
+* one data XPUB and one data SUB per identity, the XPUB bound on an ephemeral port of the
+  address :meth:`TransportConfig.listen` chose (the subscriptions every XPUB sees tell the
+  runner which peers connected back, ``_reach.py``; an identity with ``xpub`` hands them to
+  its machine too);
 * the beacon PUB and SUB, connected to every tower (the SUB takes welcomes ``W`` and
   beacons ``B``);
 * the wake-up PAIR of the runner's mailbox;
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 import zmq
 
+from dafka.config import Listen
 from dafka.errors import DafkaError
 from dafka.transport.config import TransportConfig
 from dafka.transport.security import Gate, warn_if_exposed
@@ -28,7 +31,8 @@ from dafka.transport.sockets import (
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """One node id with its own data sockets; ``xpub`` to see subscription notices."""
+    """One node id with its own data sockets; ``xpub``: its machine sees the subscription
+    notices of its PUB (every PUB is an XPUB; only these reach the machine)."""
 
     node_id: str
     xpub: bool = False
@@ -58,9 +62,12 @@ class SocketSet:
         beacon_sub: zmq.Socket[bytes],
         wake: zmq.Socket[bytes],
         owned: list[zmq.Socket[bytes]],
+        listen: Listen,
         gate: Gate | None = None,
     ) -> None:
         self.endpoints = endpoints
+        self.listen = listen
+        """Where the data sockets are bound and what host the beacons carry."""
         self.beacon_pub = beacon_pub
         self.beacon_sub = beacon_sub
         self.wake = wake
@@ -77,11 +84,13 @@ class SocketSet:
         wake_endpoint: str,
         name: str,
     ) -> SocketSet:
-        """Create, bind and connect; raises :class:`DafkaError` (nothing left open) on failure.
+        """Create, bind and connect; raises :class:`DafkaError` (nothing left open) on failure
+        (a :class:`~dafka.errors.ConfigError` when the listening rule refuses).
 
         A secured node (``config.security``) binds CURVE servers checked by its own ZAP gate
         and connects to the towers as a CURVE client of their key.
         """
+        listen = config.listen()
         owned: list[zmq.Socket[bytes]] = []
         security = config.security
         warn_if_exposed(config.bind_host, security, name)
@@ -91,7 +100,7 @@ class SocketSet:
             for identity in identities:
                 pub = make_socket(
                     context,
-                    zmq.XPUB if identity.xpub else zmq.PUB,
+                    zmq.XPUB,
                     linger_ms=config.linger_ms,
                     hwm=config.high_watermark,
                     max_inbound_bytes=CONTROL_MESSAGE_BYTES,  # it receives subscriptions
@@ -111,7 +120,13 @@ class SocketSet:
                 owned += [pub, sub]
                 if security is not None and gate is not None:
                     security.server(pub, gate)
-                pub.bind(f"tcp://{config.bind_host}:*")
+                try:
+                    pub.bind(f"tcp://{listen.bind}:*")
+                except zmq.ZMQError as exc:
+                    raise DafkaError(
+                        f"{name}: cannot listen on {listen.bind} ({listen.why}): {exc}; "
+                        "give --bind an address of this host (or '*')"
+                    ) from exc
                 endpoints.append(Endpoint(identity, pub, sub, bound_port(pub)))
             control = CONTROL_MESSAGE_BYTES
             beacon_pub = make_socket(context, zmq.PUB, linger_ms=0, max_inbound_bytes=control)
@@ -128,13 +143,15 @@ class SocketSet:
                 beacon_pub.connect(address)
             for address in config.tower_pub_addresses:
                 beacon_sub.connect(address)
-        except zmq.ZMQError as exc:
+        except (zmq.ZMQError, DafkaError) as exc:
             for sock in owned:
                 sock.close()
             if gate is not None:
                 gate.close()
+            if isinstance(exc, DafkaError):
+                raise
             raise DafkaError(f"{name}: cannot set up sockets: {exc}") from exc
-        return cls(endpoints, beacon_pub, beacon_sub, wake, owned, gate)
+        return cls(endpoints, beacon_pub, beacon_sub, wake, owned, listen, gate)
 
     def close(self) -> None:
         for sock in self._owned:

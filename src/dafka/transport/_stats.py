@@ -29,6 +29,12 @@ class RunnerStats:
     """Secured node: connections to its sockets refused by ZAP (key not authorized)."""
     failed_handshakes: int = 0
     """Secured node: connections to its sockets whose CURVE handshake failed (no key...)."""
+    peers_awaited: int = 0
+    """Peers found through the towers that have not connected back yet (within their grace;
+    ``dafka.transport._reach``)."""
+    peers_unreached: int = 0
+    """Peers found through the towers that never connected back within their grace: they
+    cannot reach this node's advertised address (said in a WARNING line naming --bind)."""
 
 
 __all__ = ["RunnerStats"]

@@ -4,6 +4,11 @@ Key names follow the C reference (``../shared/PROTOCOL.md`` section 6) where it 
 ``beacon/sub_address`` is the tower's XSUB that the node's beacon PUB connects to,
 ``beacon/pub_address`` the tower's XPUB that its beacon SUB connects to. Several towers are
 given as several addresses.
+
+Where the node listens and what it advertises follow one rule (:mod:`dafka.config._listen`,
+``dafka.config.listen_addresses``): unless told, a node binds the local address of its route
+to the towers (loopback when they are on loopback) and advertises that address;
+:meth:`TransportConfig.listen` applies it when the node opens its sockets.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dafka.config import tower_endpoints, tower_spec
+from dafka.config import Listen, check_listen, listen_addresses, tower_endpoints, tower_spec
 from dafka.errors import ConfigError
 from dafka.node import host_problem
 from dafka.transport.security import Security
@@ -31,9 +36,11 @@ class TransportConfig:
     beacon_timeout: float = 4.0
     """``beacon/timeout`` in seconds: a peer not heard of for this long is disconnected."""
     advertised_host: str = ""
-    """``beacon/address``: the host peers should connect to; "" lets the tower use the peer IP."""
-    bind_host: str = "*"
-    """Interface the data sockets bind to (on an ephemeral port)."""
+    """``beacon/address``: the host peers connect to; "": the bound address when it is one,
+    else (``*``) the address each tower sees (:meth:`listen`)."""
+    bind_host: str = ""
+    """Interface the data sockets bind to (on an ephemeral port); "": the local address of
+    this host's route to the towers, loopback when they are on loopback (:meth:`listen`)."""
     high_watermark: int = 1_000_000
     linger_ms: int = 500
     receive_batch: int = 1024
@@ -57,13 +64,24 @@ class TransportConfig:
                     f"advertised host {self.advertised_host!r} {problem}: peers could not "
                     "connect to it (give an IP address or a DNS name)"
                 )
-        if self.bind_host != "*":
+        if self.bind_host and self.bind_host != "*":
             problem = host_problem(self.bind_host)
             if problem is not None:
                 raise ConfigError(
                     f"bind host {self.bind_host!r} {problem} (give '*', an IP address or "
                     "an interface name)"
                 )
+        check_listen(self.bind_host, self.advertised_host)
+
+    def listen(self) -> Listen:
+        """Where this node binds and what host it advertises (the one rule,
+        :func:`dafka.config.listen_addresses`, applied to the towers' beacon-in hosts).
+        Raises :class:`ConfigError` when it cannot be chosen or cannot work."""
+        towers = []
+        for address in self.tower_sub_addresses:
+            host, _, port = address.removeprefix("tcp://").rpartition(":")
+            towers.append((host, int(port) if port.isdigit() else 0))
+        return listen_addresses(towers, self.bind_host, self.advertised_host)
 
     @classmethod
     def for_towers(

@@ -45,9 +45,11 @@ from dafka.node.actions import (
 from dafka.protocol import DataMessage
 from dafka.transport._drops import DropLog
 from dafka.transport._execute import Executor
+from dafka.transport._listen_log import say_listening
 from dafka.transport._loop import PollLoop
 from dafka.transport._mailbox import Mailbox
 from dafka.transport._persistence import Persistence
+from dafka.transport._reach import ReachWatch, reach_grace
 from dafka.transport._receive import DropInbound, Receiver
 from dafka.transport._socket_set import Endpoint, Identity, PeerSockets, SocketSet
 from dafka.transport._stats import RunnerStats
@@ -152,7 +154,9 @@ class NodeRunner:
                     f" (secured: is {secured.key_file}'s public key in the tower's "
                     "authorized keys, and is the tower's key the one this node expects?)"
                     if secured is not None
-                    else ""
+                    else ": is a tower running there, listening where this host reaches it? "
+                    "(dafka tower listens on loopback unless given --bind; a firewall must let "
+                    "its two ports through, see docs/deploy.md)"
                 )
             )
 
@@ -235,6 +239,17 @@ class NodeRunner:
             return
         self._endpoints = sockets.endpoints
         self._sockets = sockets
+        ports = [e.port for e in sockets.endpoints]
+        secured = self._config.security is not None
+        say_listening(self._name, sockets.listen, ports, secured=secured)
+        reach = ReachWatch(
+            self._name,
+            sockets.listen,
+            ports,
+            reach_grace(self._config.beacon_interval),
+            self._stats,
+            secured=secured,
+        )
         self._bound.set()
         machine = self.machine
         attributed = machine if isinstance(machine, AttributedMessages) else None
@@ -272,6 +287,7 @@ class NodeRunner:
                 on_deliver=self._on_deliver,
                 on_peer=machine.on_peer if isinstance(machine, PeerNotices) else None,
                 peer_keys=peer_keys,
+                reach=reach,
             )
             PollLoop(
                 machine,
@@ -289,6 +305,7 @@ class NodeRunner:
                 ),
                 receive_paused=self._receive_paused,
                 after_turn=self._after_turn,
+                reach=reach,
             ).run()
         finally:
             if peers is not None:
