@@ -62,7 +62,15 @@ def test_loopback_only_with_another_address_advertised_is_refused_at_start(
 
 def test_a_loopback_bind_with_a_tower_on_another_host_is_said(cluster: Cluster) -> None:
     reader = cluster.dafka(
-        "c", "consume-loopback", "consume", "mismatch", "--bind", "127.0.0.1", "-e", "-o", "earliest"
+        "c",
+        "consume-loopback",
+        "consume",
+        "mismatch",
+        "--bind",
+        "127.0.0.1",
+        "-e",
+        "-o",
+        "earliest",
     )
     reader.wait_exit(60)
     err = reader.stderr()
