@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dafka.errors import DafkaError
+from dafka.lifecycle import Closing
 
 SUBNET = "10.77"
 """Host i is at ``10.77.<i+1>.2``; its link's router end at ``10.77.<i+1>.1``."""
@@ -111,7 +112,7 @@ class _Link:
     """The user space link (TUN devices) when netem is not available; else a veth pair."""
 
 
-class Hosts:
+class Hosts(Closing):
     """Hosts named ``names``, each on its own link to one router; ``impairable`` names the
     hosts whose link :meth:`impair` may slow down (they get a user space link where the
     kernel has no netem). Use as a context manager, or call :meth:`close`."""
@@ -156,12 +157,6 @@ class Hosts:
 
     def __getitem__(self, name: str) -> Host:
         return self.hosts[name]
-
-    def __enter__(self) -> Hosts:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     # -- faults ------------------------------------------------------------------------------
 
