@@ -187,7 +187,14 @@ def test_streaming_new_partitions_and_exact_resume_after_restart(
         query.stop()
     assert _written(spark, tmp_path) == sorted(expected)
     # while stopped: more in the old partition and a third one
-    publish(cluster, "s1", "s1.0", [b"c%d" % i for i in range(5)])  # a new writer, sequences 0..
+    # a second writer of s1.0 that does not resume (sequences 0..) is never told its records
+    # are stored: the stores hold 0..49, so their ACKs lie beyond what it sent (issue 18)
+    with Producer("s1", cluster.transport, producer_id="s1.0") as clash:
+        for i in range(5):
+            clash.publish(b"c%d" % i)
+        assert not clash.flush(3)
+        assert clash.statistics().acks_beyond_sent > 0
+        clash.close(flush_timeout=0)
     with Producer("s1", cluster.transport, producer_id="s1.2") as p:
         for i in range(20):
             p.publish(b"d%d" % i)
