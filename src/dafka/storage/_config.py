@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from dafka.errors import ConfigError
 from dafka.storage._format import MAX_RECORD_BYTES, MAX_SEGMENT_BYTES, SEGMENT_HEADER_SIZE
+
+DEFAULT_MAX_OPEN_PARTITIONS = 1024
+"""The most partitions a store keeps descriptors open for, whatever its descriptor limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +126,13 @@ class StorageConfig:
     * ``first_offset`` - where a new partition must start (Dafka stores fetch from 0); None
       lets the first append of a new (or emptied) partition start anywhere, for a store that
       joins mid-stream;
+    * ``max_open_partitions`` - partitions whose active segment keeps its two descriptors
+      (log and index) open (None: a quarter of the process's descriptor limit, at most
+      1024, leaving the rest to sockets and reads); writing to one more closes those of
+      the least recently written (fsynced first) and reopens on its next write. Bounds the
+      descriptors a store holds whatever the number of partitions (100,000 partitions from
+      one peer used to take 200,000 and crash the store, which then could not reopen its
+      own directory);
     * ``verify_on_open`` - CRC-check every record at open instead of only the tails (slow
       on large stores, finds mid-log corruption before any read does);
     * ``clock`` - the store's clock (the one whose ``now`` it passes to ``sync_due``); with
@@ -145,8 +156,18 @@ class StorageConfig:
     ``Storage.scrub``), bytes of records per second; 0 turns the scrub off. 1 MiB/s (the
     HDFS block scanner's default) costs a few ms of a core per second."""
     first_offset: int | None = 0
+    max_open_partitions: int | None = None
     verify_on_open: bool = False
     clock: Callable[[], float] | None = None
+
+    def open_partitions_limit(self) -> int:
+        """``max_open_partitions``, or its default from the descriptor limit (RLIMIT_NOFILE)."""
+        if self.max_open_partitions is not None:
+            return self.max_open_partitions
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return DEFAULT_MAX_OPEN_PARTITIONS
+        return max(1, min(DEFAULT_MAX_OPEN_PARTITIONS, soft // 4))
 
     def __post_init__(self) -> None:
         if not SEGMENT_HEADER_SIZE < self.segment_bytes <= MAX_SEGMENT_BYTES:
@@ -157,6 +178,8 @@ class StorageConfig:
             raise ConfigError(
                 f"scrub_bytes_per_s must be in [0, 2**40], got {self.scrub_bytes_per_s}"
             )
+        if self.max_open_partitions is not None and self.max_open_partitions < 1:
+            raise ConfigError(f"max_open_partitions must be >= 1, got {self.max_open_partitions}")
         if self.index_interval_bytes < 1:
             raise ConfigError(f"index_interval_bytes must be >= 1, got {self.index_interval_bytes}")
         if self.index_flush_entries < 1:

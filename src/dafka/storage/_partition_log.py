@@ -243,7 +243,8 @@ class PartitionLog:
                     )
                 )
             tail_lost = log._adopt(seg, rec, report)
-        log.active.open_files()
+        # The active segment's descriptors open on the first write or sync that needs them
+        # (``_open_active``): a store with many partitions holds none for the idle ones.
         return log
 
     def _recover(self, seg: Segment, *, full: bool, report: RecoveryReport) -> bool:
@@ -372,6 +373,7 @@ class PartitionLog:
                 raise OverlapAppendError(self.topic, self.partition, expected, first_offset)
         if count == 0:
             return first_offset - 1
+        self._open_active()
         if first_offset + count - 1 > MAX_OFFSET:
             raise InvalidArgumentError(f"offsets past 2**64 - 1 ({first_offset} + {count})")
         max_len = self.config.max_record_bytes
@@ -556,6 +558,7 @@ class PartitionLog:
                     os.close(fd)
             self.unsynced_closed.clear()
             if self.needs_fsync or force:
+                seg.open_files()
                 os.fdatasync(seg.fd)
             self._sync_directories()
         except OSError as exc:
@@ -563,6 +566,35 @@ class PartitionLog:
         self.unsynced = 0
         self.needs_fsync = False
         self.durable = self.head
+
+    def _open_active(self) -> None:
+        """Open the active segment's two descriptors if :meth:`release_files` closed them."""
+        seg = self.segments[-1]
+        if seg.fd >= 0 and seg.index_fd >= 0:
+            return
+        try:
+            seg.open_files()
+        except OSError as exc:
+            raise StorageIOError(f"cannot open {seg.path}: {exc}") from exc
+
+    @property
+    def holds_files(self) -> bool:
+        """Whether the active segment's descriptors are open."""
+        return self.segments[-1].is_open
+
+    def release_files(self) -> None:
+        """Close the active segment's descriptors: the :class:`Storage` keeps only the most
+        recently written partitions open (``StorageConfig.max_open_partitions``), so that a
+        store with many partitions does not hold two descriptors per idle one. Written
+        records are fsynced first (unless the policy is "os"), as at a roll: a descriptor
+        opened later would not be told of a write-back error seen by this one. The next
+        append or sync reopens them; reads never needed them."""
+        if not self.holds_files:
+            return
+        if self.needs_fsync and not self.config.fsync.is_os:
+            self.sync()
+        with contextlib.suppress(OSError):  # a short index is repaired at the next open
+            self.segments[-1].close_files()
 
     def _sync_directories(self) -> None:
         if self.dir_dirty:

@@ -7,6 +7,7 @@ import fcntl
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,6 +50,10 @@ class Storage(Closing):
         self.recovery_report = RecoveryReport()
         self._lock_fd = lock_fd
         self._logs: dict[Key, PartitionLog] = {}
+        self._open: OrderedDict[Key, PartitionLog] = OrderedDict()
+        self._open_limit = config.open_partitions_limit()
+        """Partitions that may hold open descriptors, least recently written first (at most
+        ``config.max_open_partitions``: :meth:`_touch`)."""
         self._topics: dict[str, dict[str, PartitionLog]] = {}
         self._advances: dict[Key, int] = {}
         self._dirty: dict[Key, PartitionLog] = {}
@@ -126,6 +131,7 @@ class Storage(Closing):
                     plog.mark_written_durable()
                 else:
                     plog.sync(force=True)
+                self._touch(plog)
 
     def _register(self, log: PartitionLog) -> None:
         self._logs[log.topic, log.partition] = log
@@ -198,11 +204,32 @@ class Storage(Closing):
                 return first_offset - 1
             log = self._create(topic, partition, first_offset)
         before = log.durable
+        self._touch(log)
         try:
             last = log.append(first_offset, payloads, after_gap=after_gap)
         finally:
             self._after_write(key, log, before)
         return last
+
+    def _touch(self, plog: PartitionLog) -> None:
+        """``log`` is about to be written (or was just opened): the most recent of the open
+        partitions. Beyond ``config.max_open_partitions`` the least recently written one
+        releases its descriptors (fsynced first: its durable offset may advance, reported
+        as any other advance)."""
+        key = (plog.topic, plog.partition)
+        self._open[key] = plog
+        self._open.move_to_end(key)
+        while len(self._open) > self._open_limit:
+            old_key, old = self._open.popitem(last=False)
+            before = old.durable
+            try:
+                old.release_files()
+            except StorageIOError as exc:  # its fsync failed: it stays dirty, still open
+                _logger.warning("%s: cannot release %s/%s: %s", self.root, *old_key, exc)
+                continue
+            self._dirty.pop(old_key, None)
+            if old.durable != before and old.durable is not None:
+                self._advances[old_key] = old.durable
 
     def fill(
         self, topic: str, partition: str, first_offset: int, payloads: Sequence[Payload]
@@ -215,6 +242,7 @@ class Storage(Closing):
         log = self._logs.get((topic, partition))
         if log is None:
             raise InvalidArgumentError(f"{topic!r}/{partition!r} holds nothing, so no hole")
+        self._touch(log)
         return log.fill(first_offset, payloads)
 
     def holes(self, topic: str, partition: str) -> list[tuple[int, int]]:
