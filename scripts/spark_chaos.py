@@ -99,14 +99,15 @@ def drive(towers: str, checkpoint: str, starting: str, trigger: str, fail: str) 
     sink = "dafka"
     if fail:
         sink = register_faulty_sink(spark, fail_sink_task(map(int, fail.split(",")), rows=5))
-    source = (
+    reader = (
         spark.readStream.format("dafka")
         .option("towers", towers)
         .option("subscribe", IN_TOPIC)
         .option("startingOffsets", starting)
-        .option("maxRecordsPerTrigger", "400")
-        .load()
     )
+    if trigger != "drain":  # bounded batches, large enough to keep up on a loaded machine
+        reader = reader.option("maxRecordsPerTrigger", "20000")
+    source = reader.load()
     out = source.select("value").repartition(3)
     last = -1
     for attempt in range(3):
