@@ -93,7 +93,7 @@ class SocketSet:
         listen = config.listen()
         owned: list[zmq.Socket[bytes]] = []
         security = config.security
-        warn_if_exposed(config.bind_host, security, name)
+        warn_if_exposed(listen.bind, security, name)
         gate = Gate.open(context, security, name) if security is not None else None
         try:
             endpoints = []

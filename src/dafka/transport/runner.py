@@ -241,7 +241,7 @@ class NodeRunner:
         self._sockets = sockets
         ports = [e.port for e in sockets.endpoints]
         secured = self._config.security is not None
-        say_listening(self._name, sockets.listen, ports, secured=secured)
+        say_listening(self._name, sockets.listen, ports)
         reach = ReachWatch(
             self._name,
             sockets.listen,

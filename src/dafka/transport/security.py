@@ -34,6 +34,7 @@ import zmq.auth
 from zmq.utils import z85
 from zmq.utils.monitor import parse_monitor_message
 
+from dafka.config import is_loopback
 from dafka.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -427,8 +428,7 @@ def beyond_loopback(host: str) -> bool:
     listens beyond this machine's loopback."""
     if host.startswith("tcp://"):
         host = host.removeprefix("tcp://").rsplit(":", 1)[0]
-    host = host.strip("[]")
-    return not (host in {"localhost", "::1"} or host.startswith("127."))
+    return not is_loopback(host)
 
 
 def warn_if_exposed(host: str, security: Security | None, name: str) -> None:

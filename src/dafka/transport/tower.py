@@ -35,10 +35,8 @@ from dataclasses import dataclass
 
 import zmq
 
-from dafka.config import is_loopback
 from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
-from dafka.transport._listen_log import say_plaintext
 from dafka.transport.failure import FailureLatch
 from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
 from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, bound_endpoint, make_socket
@@ -186,10 +184,6 @@ class Tower:
             self._ready.set()
             return
         log.info("tower ready: beacons in on %s, out on %s", self.sub_endpoint, self.pub_endpoint)
-        for endpoint in (self.sub_endpoint, self.pub_endpoint):
-            host = endpoint.removeprefix("tcp://").rpartition(":")[0]
-            if not is_loopback(host) and security is None:
-                say_plaintext("tower", host)
         self._ready.set()
         poller = zmq.Poller()
         poller.register(xsub, zmq.POLLIN)

@@ -33,11 +33,11 @@ def store(tower: Tower, tmp_path: Path) -> Iterator[StoreNode]:
     node.stop()
 
 
-def _producer(tower: Tower, advertise: str) -> Producer:
+def _producer(tower: Tower, advertise: str, bind: str = "127.0.0.1") -> Producer:
     return Producer(
         "reach",
         towers=tower_spec(tower.sub_endpoint, tower.pub_endpoint),
-        bind_host="127.0.0.1",
+        bind_host=bind,
         advertised_host=advertise,
         beacon_interval=0.1,
     )
@@ -74,3 +74,13 @@ def test_the_rule_is_checked_before_anything_starts(tower: Tower) -> None:
     assert config.listen().bind == "127.0.0.1"
     with pytest.raises(ConfigError, match="loopback only"):
         _producer(tower, "10.1.2.3")
+
+
+def test_a_default_node_on_loopback_warns_of_nothing(
+    tower: Tower, store: StoreNode, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Listening where the tower is reached (here loopback) is not "beyond loopback": the
+    plaintext warning is for nodes that really listen on another interface."""
+    with caplog.at_level(logging.WARNING, "dafka"), _producer(tower, "", bind="") as producer:
+        producer.send(b"quiet").result(timeout=10)
+    assert [r.getMessage() for r in caplog.records] == []
