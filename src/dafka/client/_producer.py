@@ -581,6 +581,8 @@ class Producer(Closing):
             self._machine.add_many(self._take_weighed(), now)
         if self.settings.linger_ms == 0:
             self._machine.close_all(now)
+        elif not pending:
+            self._machine.close_idle(now)
         if pending:
             # Not under self._lock: send() may hold it while it waits for room that only this
             # thread can make. A second drain posted meanwhile is harmless; what must never

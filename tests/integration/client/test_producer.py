@@ -360,3 +360,22 @@ def test_produce_many_is_admitted_whole_at_the_bounds(tmp_path: Path) -> None:
         with Producer("bp-many", towers=cluster.towers, max_in_flight=10, **FAST) as p:
             p.produce_many([b"big"] * 25)  # more than the bound, nothing in flight: admitted
             assert p.flush(timeout=0.2) == 25
+
+
+def test_a_lone_message_leaves_at_once_and_batches_form_under_load(cluster: Cluster) -> None:
+    """Adaptive batching (issue 23): with ``linger_ms`` = 60 s, a message sent while its
+    partition is quiet is stored long before the linger (the runner sends a batch at once
+    when nothing more is queued and few RECORDs await ACKs); messages sent in a loop still
+    share RECORDs; every message is read back once, in order."""
+    with Producer("adapt", towers=cluster.towers, partitions=1, linger_ms=60_000, **FAST) as p:
+        lone = p.send(b"lone")
+        lone.result(timeout=20)  # before the fix: only after 60 s (linger) or flush()
+        before = p.metrics().records_published
+        futures = [p.send(b"m%d" % i) for i in range(20_000)]
+        assert p.flush(timeout=60) == 0
+        offsets = [f.result(timeout=0) for f in futures]
+        records = p.metrics().records_published - before
+    assert records < 20_000 / 4, f"{records} RECORDs for 20,000 messages: no batches formed"
+    got = read_back(cluster, "adapt", 20_001, timeout=60)
+    assert [r.value for r in got] == [b"lone"] + [b"m%d" % i for i in range(20_000)]
+    assert [(m.offset, m.index) for m in offsets] == sorted((m.offset, m.index) for m in offsets)

@@ -1,0 +1,110 @@
+"""The batching client's default settings: latency at a steady rate, throughput in a loop.
+
+    .venv/bin/python bench/adaptive.py [--rate 1000] [--seconds 5] [--messages 300000]
+
+On a ``LocalCluster`` (tower and one store in their own processes), with a default
+``Producer`` (``linger_ms``, ``batch_size`` defaults) and a live ``Consumer`` in this
+process:
+
+* latency from ``produce()`` to ``poll()`` returning the message, at a steady ``--rate``
+  messages/s (one partition; p50/p99 in microseconds), and RECORDs per message;
+* throughput of ``produce()`` and of ``send()`` (a future each) in a loop, and of
+  ``produce_many`` (10,000 values a call): from the first call until ``flush()`` returns
+  (every message stored), messages/s, with how many RECORDs carried them.
+
+A lone message leaves at once when nothing of its partition is in flight; batches form
+while RECORDs await their ACKs (see docs/client.md), which is what these figures show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import time
+
+from dafka import Consumer, LocalCluster, Producer
+
+_STAMP = struct.Struct(">q")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--messages", type=int, default=300_000)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+    padding = b"p" * max(0, args.size - _STAMP.size)
+    with LocalCluster(stores=1, beacon_interval=0.2) as cluster:
+        common = {
+            "towers": cluster.towers,
+            "advertised_host": "127.0.0.1",
+            "bind_host": "127.0.0.1",
+            "beacon_interval": 0.2,
+            "beacon_timeout": 0.8,
+        }
+        with (
+            Consumer(["lat"], offset_reset="earliest", **common) as consumer,  # type: ignore[arg-type]
+            Producer("lat", partitions=1, **common) as producer,  # type: ignore[arg-type]
+        ):
+            producer.send(_STAMP.pack(time.time_ns()) + padding).result(30)
+            while not consumer.poll(1.0):
+                pass
+            latencies: list[float] = []
+            interval = 1.0 / args.rate
+            total = int(args.rate * args.seconds)
+            before = producer.metrics().records_published
+            next_at = time.monotonic()
+            for _ in range(total):
+                producer.produce(_STAMP.pack(time.time_ns()) + padding)
+                next_at += interval
+                while True:
+                    for record in consumer.poll(0):
+                        now = time.time_ns()
+                        latencies.append((now - _STAMP.unpack_from(record.value)[0]) / 1000)
+                    delay = next_at - time.monotonic()
+                    if delay <= 0:
+                        break
+                    time.sleep(min(delay, 0.0002))
+            deadline = time.monotonic() + 30
+            while len(latencies) < total and time.monotonic() < deadline:
+                for record in consumer.poll(0.1):
+                    now = time.time_ns()
+                    latencies.append((now - _STAMP.unpack_from(record.value)[0]) / 1000)
+            records = producer.metrics().records_published - before
+        latencies.sort()
+        n = len(latencies)
+        print(
+            f"latency produce->poll at {args.rate:,.0f} msg/s, {args.size} B, {n} samples: "
+            f"p50 {latencies[n // 2]:.0f} us, p99 {latencies[int(n * 0.99)]:.0f} us "
+            f"({records / max(1, total):.2f} RECORDs per message)"
+        )
+        value = os.urandom(args.size)
+        for mode in ("produce", "send", "produce_many"):
+            with Producer(f"tp-{mode}", partitions=4, **common) as producer:  # type: ignore[arg-type]
+                n = args.messages
+                start = time.perf_counter()
+                if mode == "produce":
+                    for _ in range(n):
+                        producer.produce(value)
+                elif mode == "send":
+                    futures = [producer.send(value) for _ in range(n)]
+                else:
+                    chunk = [value] * 10_000
+                    for _ in range(n // 10_000):
+                        producer.produce_many(chunk)
+                producer.flush(120)
+                took = time.perf_counter() - start
+                if mode == "send":
+                    assert all(f.done() for f in futures)
+                records = producer.metrics().records_published
+            print(
+                f"{mode:>12} in a loop: {n / took:,.0f} msg/s, {records} RECORDs "
+                f"({n / max(1, records):,.0f} messages per RECORD)"
+            )
+        print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
