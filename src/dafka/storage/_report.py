@@ -73,13 +73,14 @@ class Truncation:
 class RecoveryReport:
     """What :meth:`Storage.open` did. ``clean`` when it only had to read.
 
-        ``indexes_rebuilt`` lists index files that were missing or unreadable and were
-        regenerated from their segment; ``indexes_repaired`` those whose tail was dropped or
-        extended; ``removed`` files deleted because they could not belong to a valid log (an
-        index without its segment); ``quarantined`` files that held what recovery could not
-    read (segments after a gap, a segment with a bad header, the cut tail of a corrupt
-    segment), moved or copied under ``<root>/.quarantine``; ``skipped`` entries in the data
-        directory that are not ours and were left alone.
+    ``indexes_rebuilt`` lists index files that were missing or unreadable and were
+    regenerated from their segment; ``indexes_repaired`` those whose tail was dropped or
+    extended; ``removed`` files deleted because they could not belong to a valid log (an
+    index without its segment, or an interrupted salvage's temporary file);
+    ``quarantined`` files that held what recovery could not read (damaged bytes cut out
+    of a segment, a bad segment header, a segment file that cannot be part of the log),
+    copied or moved under ``<root>/.quarantine``; ``skipped`` entries in the data
+    directory that are not ours and were left alone.
     """
 
     partitions: int = 0
