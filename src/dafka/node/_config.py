@@ -224,10 +224,22 @@ class DiscoveryConfig:
     of our own: a watcher's subscriptions are then in place on every peer by the time the
     peers discover it and greet it (a store sends GET-HEADS for all its topics to a new peer
     at once; before our SUB reached it, that question would be lost)."""
+    max_peers: int = 1024
+    """The most peers tracked (and connected to) at once; a new id beyond is refused and
+    counted (``Discovery``: limits against strangers, docs/nodes.md)."""
+    new_peers_per_interval: int = 64
+    """New ids admitted at their first beacon per ``interval``; beyond (a flood of fresh
+    ids), a new id is admitted only at its second beacon within two intervals."""
+    max_probation: int = 65_536
+    """The most once-heard ids remembered while waiting for their second beacon."""
 
     def __post_init__(self) -> None:
         _positive("beacon/interval", self.interval)
         _positive("beacon/timeout", self.timeout)
+        for key in ("max_peers", "new_peers_per_interval", "max_probation"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{key} must be an int >= 1, got {value!r}")
         if not 0 <= self.listen_first <= 3600:
             raise ConfigError(f"listen_first must be 0..3600 seconds, got {self.listen_first!r}")
 

@@ -21,6 +21,18 @@ peer that really left is expired within about two timeouts.
 An endpoint that is not a ``tcp://host:port`` ZeroMQ can connect to (see
 :mod:`dafka.node._endpoint`) is a peer's mistake or malice: it is counted (``rejected``) and
 ignored, never turned into a ``Connect`` that would raise in the runner.
+
+*Strangers* (issue 19): anyone who reaches a tower can beacon any number of made-up ids, and
+every node would connect to each. Three bounds, each counted:
+
+* at most ``max_peers`` peers are tracked (and connected) at once: a new id beyond is
+  refused (``refused``) until a tracked one expires;
+* at most ``new_peers_per_interval`` new ids per beacon interval are admitted at their first
+  beacon; beyond (a flood of fresh ids, 15,000 a second in the scenario that stalled a
+  cluster), a new id waits *on probation* for its second beacon within two intervals - a real
+  node beacons every interval, a flood's one-shot ids never come back (``on_probation``);
+* at most ``max_probation`` ids wait on probation; more are dropped (``refused``), and the
+  table is rebuilt when it empties so that its memory returns after a flood.
 """
 
 from __future__ import annotations
@@ -47,6 +59,10 @@ class DiscoveryStatistics:
     """Forwarded endpoints refused because nobody can connect to them."""
     kept: int = 0
     """Times a silent peer was kept because the towers were silent too."""
+    refused: int = 0
+    """New ids refused: ``max_peers`` tracked already, or the probation table full."""
+    on_probation: int = 0
+    """New ids heard once during a flood of new ids, not (yet) admitted."""
 
 
 class Discovery:
@@ -68,6 +84,13 @@ class Discovery:
         self._tower_heard = float("-inf")
         self._kept = 0
         self._silent_until = float("-inf")
+        self._probation: dict[str, float] = {}
+        self._probation_peak = 0
+        self._probation_sweep = float("-inf")
+        self._window_end = float("-inf")
+        self._window_admitted = 0
+        self._refused = 0
+        self._on_probation = 0
         self.last_rejection = ""
         """Why the last endpoint was refused (for the runner's rate-limited log line)."""
 
@@ -128,6 +151,7 @@ class Discovery:
             endpoint, _ = self._peers.pop(node_id)
             self._expired += 1
             self._release(node_id, endpoint)
+        self._expire_probation(now)
         due = self._beacon_due
         if due is not None and due <= now:
             self._beacon()
@@ -155,13 +179,57 @@ class Discovery:
             ignored=self._ignored,
             rejected=self._rejected,
             kept=self._kept,
+            refused=self._refused,
+            on_probation=self._on_probation,
         )
+
+    @property
+    def refused(self) -> int:
+        """How many new ids were refused so far (a bound reached)."""
+        return self._refused
+
+    def _admit(self, node_id: str, now: float) -> bool:
+        """Whether a new id becomes a peer now (the bounds of the module docstring)."""
+        if len(self._peers) >= self.config.max_peers:
+            self._refused += 1
+            self.last_rejection = f"{node_id[:64]!r}: {self.config.max_peers} peers tracked"
+            return False
+        if now >= self._window_end:
+            self._window_end = now + self.config.interval
+            self._window_admitted = 0
+        heard = self._probation.pop(node_id, None)
+        if heard is not None and heard > now:
+            return True
+        if self._window_admitted < self.config.new_peers_per_interval:
+            self._window_admitted += 1
+            return True
+        if len(self._probation) >= self.config.max_probation:
+            self._refused += 1
+            self.last_rejection = f"{node_id[:64]!r}: {self.config.max_probation} ids on probation"
+            return False
+        config = self.config
+        self._probation[node_id] = now + min(config.timeout, 2 * config.interval)
+        self._probation_peak = max(self._probation_peak, len(self._probation))
+        self._on_probation += 1
+        return False
+
+    def _expire_probation(self, now: float) -> None:
+        if not self._probation or now < self._probation_sweep:
+            return
+        self._probation_sweep = now + self.config.interval
+        for node_id in [n for n, until in self._probation.items() if until <= now]:
+            del self._probation[node_id]
+        if self._probation_peak > 1024 and len(self._probation) < self._probation_peak // 4:
+            self._probation = dict(self._probation)  # a dict never shrinks by deleting
+            self._probation_peak = len(self._probation)
 
     def _seen(self, node_id: str, endpoint: str, now: float) -> None:
         if node_id in self._own:
             return
         expiry = now + self.config.timeout
         known = self._peers.get(node_id)
+        if known is None and not self._admit(node_id, now):
+            return
         self._peers[node_id] = (endpoint, expiry)
         if known is not None and known[0] == endpoint:
             return

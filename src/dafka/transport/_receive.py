@@ -101,11 +101,14 @@ class Receiver:
                 if len(peer_keys) >= _MAX_PEER_KEYS and message.endpoint not in peer_keys:
                     peer_keys.clear()  # a bound: the live peers' beacons refill it
                 peer_keys[message.endpoint] = message.public_key.encode()
-            rejected = discovery.rejected
+            rejected, refused = discovery.rejected, discovery.refused
             discovery.on_message(message, now)
             if discovery.rejected != rejected:
                 self._stats.rejected_endpoints += 1
                 self._drops.drop("a beacon", discovery.last_rejection)
+            elif discovery.refused != refused:
+                self._stats.refused_peers += 1
+                self._drops.drop("a new peer", discovery.last_rejection)
             if discovery.started and not self._welcomed:
                 self._welcomed = True
                 self._on_welcome()

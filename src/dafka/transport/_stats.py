@@ -18,6 +18,9 @@ class RunnerStats:
     peers_expired: int = 0
     rejected_endpoints: int = 0
     """Forwarded beacons naming an endpoint nobody can connect to (ignored)."""
+    refused_peers: int = 0
+    """New node ids refused by discovery's bounds (``max_peers``, a full probation table:
+    a beacon flood; docs/nodes.md, limits against strangers)."""
     unencodable: int = 0
     """Messages the machine asked to send that the encoder refused (dropped): e.g. a
     STORE-HELLO to a subscriber whose id is not a valid name."""
