@@ -302,6 +302,7 @@ def _delimiter(text: str) -> bytes:
 @setting_option("producer/max_in_flight")
 @setting_option("max_message_bytes")
 @setting_option("producer/head_interval")
+@setting_option("producer/acks_from")
 @metrics_options
 @click.option(
     "--transactional-id",
@@ -336,6 +337,7 @@ def produce(
     max_in_flight: int,
     max_message_bytes: int,
     head_interval: float,
+    acks_from: str,
     metrics_port: int,
     metrics_host: str,
     transactional_id: str | None,
@@ -373,6 +375,7 @@ def produce(
         "max_in_flight": max_in_flight,
         "max_message_bytes": max_message_bytes,
         "head_interval": head_interval,
+        "acks_from": acks_from,
     }
     if transactional_id is not None:
         if name:

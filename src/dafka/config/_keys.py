@@ -198,6 +198,15 @@ _TABLE = [
         "Seconds between HEADs announcing a partition's last sequence.",
     ),
     Setting(
+        "producer/acks_from",
+        "--acks-from",
+        v.choice("stores", "any"),
+        "stores",
+        "Whose ACKs count: stores, only stores that greeted this producer (dafka stores "
+        "do); any, every peer's (needed for C stores, which never greet; a stray or forged "
+        "ACK then marks messages stored).",
+    ),
+    Setting(
         "producer/max_in_flight",
         "--max-in-flight",
         v.integer(1, 100_000_000),
@@ -260,6 +269,7 @@ CLIENT_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
     "producer/batch_size": ("batch_size", frozenset({"producer"})),
     "producer/max_in_flight": ("max_in_flight", frozenset({"producer"})),
     "producer/head_interval": ("head_interval", frozenset({"producer"})),
+    "producer/acks_from": ("acks_from", frozenset({"producer"})),
     "consumer/offset/reset": ("offset_reset", frozenset({"consumer"})),
     "consumer/isolation": ("isolation_level", frozenset({"consumer"})),
     "consumer/fail_on_data_loss": ("fail_on_data_loss", frozenset({"consumer"})),

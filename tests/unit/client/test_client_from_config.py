@@ -68,3 +68,16 @@ def test_wrong_keys_and_values_name_the_key_and_what_is_accepted(tmp_path: Path)
     assert got.transport().tower_pub_addresses == ("tcp://h:7000",)
     with pytest.raises(ConfigError, match="not found"):
         ProducerSettings.from_config(tmp_path / "missing.toml", environ={})
+
+
+def test_acks_from_is_read_from_the_file_and_the_environment(tmp_path: Path) -> None:
+    """``producer/acks_from`` reaches the producer's machine: "any" for C stores."""
+    path = _file(tmp_path, '[producer]\nacks_from = "any"\n')
+    from_file = ProducerSettings.from_config(path, environ={})
+    assert from_file.acks_from == "any"
+    assert from_file.producer_config().acks_from == "any"
+    assert ProducerSettings.from_config(environ={}).acks_from == "stores"
+    got = ProducerSettings.from_config(path, environ={"DAFKA_PRODUCER_ACKS_FROM": "stores"})
+    assert got.acks_from == "stores"
+    with pytest.raises(ConfigError, match=r"DAFKA_PRODUCER_ACKS_FROM.*one of stores, any"):
+        ProducerSettings.from_config(environ={"DAFKA_PRODUCER_ACKS_FROM": "all"})
