@@ -87,6 +87,7 @@ class Discovery:
         self._probation: dict[str, float] = {}
         self._probation_peak = 0
         self._probation_sweep = float("-inf")
+        self._flood_ended = False
         self._window_end = float("-inf")
         self._window_admitted = 0
         self._refused = 0
@@ -222,6 +223,14 @@ class Discovery:
         if self._probation_peak > 1024 and len(self._probation) < self._probation_peak // 4:
             self._probation = dict(self._probation)  # a dict never shrinks by deleting
             self._probation_peak = len(self._probation)
+            if not self._probation:
+                self._flood_ended = True
+
+    def take_flood_ended(self) -> bool:
+        """True once after a flood of new ids ended (its probation table emptied): the
+        moment for the runner to give memory back (``dafka.transport._memory``)."""
+        ended, self._flood_ended = self._flood_ended, False
+        return ended
 
     def _seen(self, node_id: str, endpoint: str, now: float) -> None:
         if node_id in self._own:

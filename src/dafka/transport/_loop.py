@@ -28,6 +28,7 @@ from dafka.node import Discovery
 from dafka.node.actions import NodeMachine
 from dafka.transport._execute import Executor
 from dafka.transport._mailbox import Mailbox
+from dafka.transport._memory import release_free_memory
 from dafka.transport._persistence import Persistence
 from dafka.transport._reach import ReachWatch
 from dafka.transport._receive import OnNotice, Receiver
@@ -141,6 +142,8 @@ class PollLoop:
             due = discovery.next_deadline()
             if due is not None and due <= now:
                 discovery.on_timer(now)
+                if discovery.take_flood_ended():
+                    release_free_memory("a beacon flood ended")
             due = reach.next_deadline()
             if due is not None and due <= now:
                 reach.on_timer(now)

@@ -31,17 +31,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 import zmq
 
 from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
+from dafka.transport._memory import release_free_memory
 from dafka.transport.failure import FailureLatch
 from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
 from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, bound_endpoint, make_socket
 
 log = logging.getLogger(__name__)
+
+_FLOOD_WINDOW = 5.0
+_FLOOD_BEACONS = 20_000
+"""More beacons forwarded in a 5 s window than this, then a tenth as many in the next: a
+flood ended, and the tower returns the memory it grew by (``dafka.transport._memory``)."""
 
 WELCOME = b"W"
 
@@ -189,11 +196,22 @@ class Tower:
         poller.register(xsub, zmq.POLLIN)
         poller.register(xpub, zmq.POLLIN)
         poller.register(control, zmq.POLLIN)
+        window_end = time.monotonic() + _FLOOD_WINDOW
+        window_start_count = 0
+        last_window = 0
         try:
             while True:
-                events = dict(poller.poll())
+                events = dict(poller.poll(1000))
                 if control in events:
                     return
+                now = time.monotonic()
+                if now >= window_end:  # a flood ended: give its memory back
+                    forwarded = self._stats.beacons_forwarded
+                    this_window = forwarded - window_start_count
+                    if last_window > _FLOOD_BEACONS and this_window * 10 < last_window:
+                        release_free_memory("tower: a beacon flood ended")
+                    last_window, window_start_count = this_window, forwarded
+                    window_end = now + _FLOOD_WINDOW
                 if xsub in events:
                     self._forward_beacons(xsub, xpub)
                 if xpub in events:
