@@ -20,6 +20,7 @@ from dafka.errors import ConfigError
 from dafka.lifecycle import Running
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage, new_node_id
+from dafka.server._memory import TRIM_INTERVAL, release_free_memory
 from dafka.server._persistence import StorePersistence
 from dafka.server._scrub import Scrubber
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
@@ -109,6 +110,7 @@ class StoreNode(Running):
             name=self._name,
         )
         self._retention_due = 0.0
+        self._trim_due = 0.0
         try:
             self.runner.start(ready_timeout)
         except BaseException:
@@ -123,10 +125,14 @@ class StoreNode(Running):
         )
 
     def _after_turn(self, now: float) -> None:
-        """Retention and the scrub, after each turn of the runner (in its thread)."""
+        """Retention, the scrub and the heap trim, after each turn of the runner (in its
+        thread)."""
         self._retention_turn(now)
         if self.scrubber is not None:
             self.scrubber.turn(now)
+        if now >= self._trim_due:
+            self._trim_due = now + TRIM_INTERVAL
+            release_free_memory()
 
     def _retention_turn(self, now: float) -> None:
         """Apply retention every ``retention_check_s`` (in the runner thread, after a turn).
