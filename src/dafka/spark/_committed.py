@@ -57,7 +57,7 @@ from typing import Any
 from dafka.client import Consumer, ConsumerSettings, replay_from_stores
 from dafka.errors import ConfigError, DafkaError
 from dafka.records import CommittedFilter, Record
-from dafka.spark._options import Offsets
+from dafka.spark._options import PLAINTEXT, ClientSecurity, Offsets
 
 log = logging.getLogger(__name__)
 
@@ -148,10 +148,16 @@ class _CutReader:
     taken apart into its public pieces."""
 
     def __init__(
-        self, towers: str, start: CommittedOffsets, topics: Sequence[str], fail_on_data_loss: bool
+        self,
+        towers: str,
+        start: CommittedOffsets,
+        topics: Sequence[str],
+        fail_on_data_loss: bool,
+        security: ClientSecurity,
     ) -> None:
         settings = ConsumerSettings(
             towers=towers,
+            **security.fields(),
             offset_reset="earliest",
             heads_refresh=1.0,
             fail_on_data_loss=fail_on_data_loss,  # failOnDataLoss, as the tasks
@@ -255,6 +261,7 @@ class CutTracker:
         topic_source: Any = None,
         every: int | None = None,
         fail_on_data_loss: bool = True,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self._every = every
         self._lock = threading.Lock()
@@ -263,7 +270,7 @@ class CutTracker:
         self._error: BaseException | None = None
         self._closed = threading.Event()
         self._topic_source = topic_source
-        self._reader = _CutReader(towers, start, topics, fail_on_data_loss)
+        self._reader = _CutReader(towers, start, topics, fail_on_data_loss, security)
         self._subscribed = set(topics)
         self._thread = threading.Thread(target=self._run, name="dafka-spark-cuts", daemon=True)
         self._thread.start()

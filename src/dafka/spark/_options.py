@@ -13,11 +13,12 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 from dafka.config import check_towers
 from dafka.errors import ConfigError
 from dafka.transport.config import TransportConfig
+from dafka.transport.security import Security
 
 Isolation = Literal["read_uncommitted", "read_committed"]
 Offsets = dict[str, dict[str, int]]
@@ -37,11 +38,61 @@ _SOURCE_OPTIONS = {
     "minpartitions",
     "fetchtimeout",
     "headsrefresh",
+    "key",
+    "authorizedkeys",
+    "towerkey",
 }
-_SINK_OPTIONS = {"towers", "topic", "name", "partitions", "checkpointlocation", "path"}
+_SINK_OPTIONS = {
+    "towers",
+    "topic",
+    "name",
+    "partitions",
+    "checkpointlocation",
+    "path",
+    "key",
+    "authorizedkeys",
+    "towerkey",
+}
 _SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
 """Options Spark itself may pass along (``start(path)``, ``checkpointLocation``,
 ``queryName``)."""
+
+
+class SecurityFields(TypedDict):
+    """The clients' security settings fields, as ``ClientSecurity.fields`` gives them."""
+
+    key: str | None
+    authorized_keys: str | None
+    tower_key: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    """The options ``key``, ``authorizedKeys``, ``towerKey``: paths, as the clients' settings
+    take them (``key=``, ``authorized_keys=``, ``tower_key=``; docs/security.md). Kept as paths,
+    not loaded keys, so that a task carries them to its executor and reads the files there."""
+
+    key: str | None = None
+    authorized_keys: str | None = None
+    tower_key: str | None = None
+
+    def fields(self) -> SecurityFields:
+        """The clients' settings fields (``ConsumerSettings(**fields)``, ``Producer(**...)``)."""
+        return {
+            "key": self.key,
+            "authorized_keys": self.authorized_keys,
+            "tower_key": self.tower_key,
+        }
+
+    def load(self) -> Security | None:
+        """The loaded keys (None: plaintext); a bad file is a :class:`ConfigError`."""
+        if self.key is None:
+            return None
+        return Security.load(self.key, self.authorized_keys, self.tower_key)
+
+
+PLAINTEXT = ClientSecurity()
+"""No key: the clients run in plaintext (the default, as the C reference)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +110,11 @@ class SourceOptions:
     min_partitions: int | None
     fetch_timeout: float
     heads_refresh: float
+    security: ClientSecurity = PLAINTEXT
 
     @property
     def transport(self) -> TransportConfig:
-        return towers_transport(self.towers)
+        return towers_transport(self.towers, self.security)
 
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` is one this source reads."""
@@ -79,15 +131,19 @@ class SinkOptions:
     topic: str | None
     name: str | None
     partitions: int
+    security: ClientSecurity = PLAINTEXT
 
     @property
     def transport(self) -> TransportConfig:
-        return towers_transport(self.towers)
+        return towers_transport(self.towers, self.security)
 
 
-def towers_transport(towers: str) -> TransportConfig:
-    """The transport of a client of ``towers`` (the one tower grammar, as every client)."""
-    return TransportConfig.for_towers(towers)
+def towers_transport(towers: str, security: ClientSecurity) -> TransportConfig:
+    """The transport of a client of ``towers`` (the one tower grammar, as every client),
+    secured when ``security`` names a key: the head watchers' transport. The connector's
+    consumers and producers take :meth:`ClientSecurity.fields` instead, which their settings
+    load the same way."""
+    return TransportConfig.for_towers(towers, security=security.load())
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -136,6 +192,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         min_partitions=_int_option(opts, "minPartitions", None, 1),
         fetch_timeout=_float_option(opts, "fetchTimeout", 30.0),
         heads_refresh=_float_option(opts, "headsRefresh", 0.1),
+        security=_security_options(opts),
     )
 
 
@@ -155,6 +212,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         topic=topic,
         name=name,
         partitions=_int_option(opts, "partitions", 1, 1) or 1,
+        security=_security_options(opts),
     )
 
 
@@ -172,6 +230,23 @@ def _check_known(opts: Mapping[str, str], known: set[str], what: str) -> None:
             f"unknown dafka {what} option(s) {', '.join(map(repr, unknown))}; "
             f"known: {', '.join(sorted(known - _SPARK_OPTIONS))}"
         )
+
+
+def _security_options(opts: Mapping[str, str]) -> ClientSecurity:
+    """``key``, ``authorizedKeys``, ``towerKey``: checked by loading them here, on the driver,
+    so that a missing or bad file fails the query at once (the executors load them again)."""
+    given = {name: opts.get(name.lower()) or None for name in ("key", "authorizedKeys", "towerKey")}
+    security = ClientSecurity(given["key"], given["authorizedKeys"], given["towerKey"])
+    if security.key is None and (security.authorized_keys or security.tower_key):
+        raise ConfigError(
+            "options 'authorizedKeys' and 'towerKey' need the option 'key' "
+            "(this client's secret certificate, dafka keygen)"
+        )
+    try:
+        security.load()
+    except ConfigError as exc:
+        raise ConfigError(f"option 'key': {exc}") from None
+    return security
 
 
 def _check_topic(option: str, topic: str) -> None:
@@ -254,6 +329,8 @@ def parse_offsets(data: object, what: str) -> Offsets:
 
 
 __all__ = [
+    "PLAINTEXT",
+    "ClientSecurity",
     "Isolation",
     "Offsets",
     "SinkOptions",

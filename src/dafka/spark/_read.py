@@ -33,6 +33,7 @@ from pyspark.sql.datasource import InputPartition
 from dafka.client import Consumer, ConsumerSettings, replay_from_stores
 from dafka.records import CommittedFilter, RecordColumns
 from dafka.spark._committed import CommittedOffsets, ProducerStates
+from dafka.spark._options import PLAINTEXT, ClientSecurity
 
 ROWS_PER_BATCH = 65_536
 """Rows per Arrow batch handed to Spark (about: a batch ends where a poll ended)."""
@@ -58,11 +59,14 @@ class RangePartition(InputPartition):
     """read_committed: ``start`` and ``end`` are clean cuts (``dafka.spark._committed``)."""
     producers: ProducerStates = ()
     """read_committed: the producer states at ``start``."""
+    security: ClientSecurity = PLAINTEXT
+    """The options ``key``, ``authorizedKeys``, ``towerKey`` (paths, loaded on the executor)."""
 
     def settings(self) -> ConsumerSettings:
         """The task consumer's settings: a bounded read, no settle window, quick retries."""
         return ConsumerSettings(
             towers=self.towers,
+            **self.security.fields(),
             latest_settle=0.0,
             fetch_retry_initial=FETCH_RETRY_INITIAL,
             fetch_retry_max=2.0,

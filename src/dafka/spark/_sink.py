@@ -44,7 +44,7 @@ from dafka.client import Consumer, ConsumerSettings, HeadWatcher, Producer
 from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID
 from dafka.records import ack_uuid, encode_batch
-from dafka.spark._options import SinkOptions, towers_transport
+from dafka.spark._options import SinkOptions
 from dafka.spark._txn import (
     CONTROL_TOPIC,
     ControlState,
@@ -116,7 +116,7 @@ def check_schema(schema: StructType, options: SinkOptions) -> None:
 def read_control(options: SinkOptions, sink: str) -> ControlState:
     """The sink's last control record (an empty state for a new sink)."""
     _, partition = control_partition(sink)
-    with HeadWatcher([CONTROL_TOPIC], towers_transport(options.towers)) as watcher:
+    with HeadWatcher([CONTROL_TOPIC], options.transport) as watcher:
         heads = watcher.wait_quiet(0.3, 10.0, min_stores=1)
         if watcher.stores < 1:
             raise SinkError("no dafka store answered: cannot read the sink's control state")
@@ -124,7 +124,12 @@ def read_control(options: SinkOptions, sink: str) -> ControlState:
     head = heads.get(key)
     if head is None:
         return ControlState()
-    settings = ConsumerSettings(towers=options.towers, latest_settle=0.0, fail_on_data_loss=True)
+    settings = ConsumerSettings(
+        towers=options.towers,
+        **options.security.fields(),
+        latest_settle=0.0,
+        fail_on_data_loss=True,
+    )
     with Consumer(assign={key: head}, end_offsets={key: head + 1}, settings=settings) as reader:
         for columns in reader.read_to_end(_READ_TIMEOUT):
             return decode_control(columns.values[-1])
@@ -134,7 +139,12 @@ def read_control(options: SinkOptions, sink: str) -> ControlState:
 def _append(options: SinkOptions, topic: str, name: str, content: bytes) -> None:
     """Append one RECORD to the partition ``f"{name}.0"`` (resumed after its stored head)."""
     with Producer(
-        topic, towers=options.towers, name=name, partitions=1, batching=False
+        topic,
+        towers=options.towers,
+        **options.security.fields(),
+        name=name,
+        partitions=1,
+        batching=False,
     ) as producer:
         producer.send(content)
         left = producer.flush(_FLUSH_TIMEOUT)
@@ -225,7 +235,12 @@ class _TopicWriter:
         self.name, self.partition = task_partition(sink, task)
         self.pid = producer_id(sink, topic, self.partition)
         self.producer = Producer(
-            topic, towers=options.towers, name=self.name, partitions=1, batching=False
+            topic,
+            towers=options.towers,
+            **options.security.fields(),
+            name=self.name,
+            partitions=1,
+            batching=False,
         )
         self.rows = 0
         self.values: list[bytes] = []

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (
 from dafka.client import HeadWatcher
 from dafka.spark import _plan
 from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end
-from dafka.spark._options import Offsets, SourceOptions, towers_transport
+from dafka.spark._options import Offsets, SourceOptions
 from dafka.spark._read import RangePartition, read_partition
 
 _QUIET = 0.1
@@ -55,13 +55,13 @@ _watchers_lock = threading.Lock()
 
 def _watcher(options: SourceOptions) -> HeadWatcher:
     """The driver process's watcher for these topics (made once, on first use)."""
-    key = (options.towers, options.topics, options.pattern, options.heads_refresh)
+    key = (options.towers, options.security, options.topics, options.pattern, options.heads_refresh)
     with _watchers_lock:
         watcher = _watchers.get(key)
         if watcher is None:
             watcher = HeadWatcher(
                 options.topics,
-                towers_transport(options.towers),
+                options.transport,
                 matching=options.matches if options.pattern is not None else None,
                 refresh=options.heads_refresh,
             )
@@ -74,7 +74,7 @@ _trackers: dict[tuple[object, ...], CutTracker] = {}
 
 def _tracker(options: SourceOptions, start: CommittedOffsets) -> CutTracker:
     """The driver process's read_committed planner (made once, from the first start)."""
-    key = (options.towers, options.topics, options.pattern)
+    key = (options.towers, options.security, options.topics, options.pattern)
     with _watchers_lock:
         tracker = _trackers.get(key)
         if tracker is None:
@@ -92,6 +92,7 @@ def _new_tracker(options: SourceOptions, start: CommittedOffsets) -> CutTracker:
             options.topics,
             every=every,
             fail_on_data_loss=options.fail_on_data_loss,
+            security=options.security,
         )
     watcher = _watcher(options)
 
@@ -105,6 +106,7 @@ def _new_tracker(options: SourceOptions, start: CommittedOffsets) -> CutTracker:
         topic_source=topics,
         every=every,
         fail_on_data_loss=options.fail_on_data_loss,
+        security=options.security,
     )
 
 
@@ -123,6 +125,7 @@ def _committed_partitions(
             options.fail_on_data_loss,
             committed=True,
             producers=start.producers.get((topic, partition), ()),
+            security=options.security,
         )
         for (topic, partition), stop in sorted(end.positions.items())
         if stop > start.positions.get((topic, partition), 0)
@@ -139,6 +142,7 @@ def _partitions(options: SourceOptions, start: Offsets, end: Offsets) -> list[Ra
             r.end,
             options.fetch_timeout,
             options.fail_on_data_loss,
+            security=options.security,
         )
         for r in _plan.ranges(start, end, options.min_partitions)
     ]
@@ -215,7 +219,7 @@ class DafkaBatchReader(DataSourceReader):
         if ending == "latest":
             with HeadWatcher(
                 options.topics,
-                towers_transport(options.towers),
+                options.transport,
                 matching=options.matches if options.pattern is not None else None,
                 refresh=options.heads_refresh,
             ) as watcher:
@@ -237,6 +241,7 @@ class DafkaBatchReader(DataSourceReader):
             start,
             sorted({t for t, _ in end}),
             fail_on_data_loss=options.fail_on_data_loss,
+            security=options.security,
         )
         try:
             tracker.wait_reached(end, options.fetch_timeout)
