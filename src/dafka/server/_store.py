@@ -20,13 +20,17 @@ from dafka.errors import ConfigError
 from dafka.lifecycle import Running
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage, new_node_id
-from dafka.server._memory import TRIM_INTERVAL, release_free_memory
 from dafka.server._persistence import StorePersistence
 from dafka.server._scrub import Scrubber
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.transport.config import TransportConfig
+from dafka.transport.memory import release_free_memory
 from dafka.transport.runner import Identity, NodeRunner
 from dafka.transport.sockets import ZmqContext
+
+TRIM_INTERVAL = 5.0
+"""Seconds between two heap trims of a store (a trim of a small heap costs microseconds;
+after a burst of small RECORDs it gives back hundreds of MiB: dafka.transport.memory)."""
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ from dafka.node import Discovery
 from dafka.node.actions import NodeMachine
 from dafka.transport._execute import Executor
 from dafka.transport._mailbox import Mailbox
-from dafka.transport._memory import release_free_memory
 from dafka.transport._persistence import Persistence
 from dafka.transport._reach import ReachWatch
 from dafka.transport._receive import OnNotice, Receiver
 from dafka.transport._socket_set import PeerSockets, SocketSet
+from dafka.transport.memory import release_free_memory
 
 _PAUSED_POLL_MS = 10
 

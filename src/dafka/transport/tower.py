@@ -38,8 +38,8 @@ import zmq
 
 from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
-from dafka.transport._memory import release_free_memory
 from dafka.transport.failure import FailureLatch
+from dafka.transport.memory import release_free_memory
 from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
 from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, bound_endpoint, make_socket
 

@@ -2,7 +2,8 @@
 records went through it.
 
 During the burst the RECORDs wait in ZeroMQ's pipes (one ``malloc`` each); once they are
-stored glibc keeps the freed chunks unless the store trims its heap (``dafka.server._memory``).
+stored glibc keeps the freed chunks unless the store trims its heap
+(``dafka.transport.memory``, called by the store).
 The store runs in its own process (``LocalCluster``); its RSS is read from ``/proc``.
 """
 
