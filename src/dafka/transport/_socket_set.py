@@ -22,6 +22,7 @@ from dafka.errors import DafkaError
 from dafka.transport.config import TransportConfig
 from dafka.transport.security import Gate, warn_if_exposed
 from dafka.transport.sockets import (
+    BEACON_HWM,
     CONTROL_MESSAGE_BYTES,
     DATA_MESSAGE_BYTES,
     bound_port,
@@ -129,8 +130,10 @@ class SocketSet:
                     ) from exc
                 endpoints.append(Endpoint(identity, pub, sub, bound_port(pub)))
             control = CONTROL_MESSAGE_BYTES
-            beacon_pub = make_socket(context, zmq.PUB, linger_ms=0, max_inbound_bytes=control)
-            beacon_sub = make_socket(context, zmq.SUB, linger_ms=0, max_inbound_bytes=control)
+            beacon_pub, beacon_sub = (
+                make_socket(context, kind, linger_ms=0, hwm=BEACON_HWM, max_inbound_bytes=control)
+                for kind in (zmq.PUB, zmq.SUB)
+            )
             wake = make_socket(context, zmq.PAIR, linger_ms=0, max_inbound_bytes=control)
             owned += [beacon_pub, beacon_sub, wake]
             wake.bind(wake_endpoint)

@@ -39,6 +39,13 @@ CONTROL_MESSAGE_BYTES = 4096
 most a 255-byte node id or an endpoint (``tcp://`` + a 255-byte host + ``:port``) or a
 40-byte key, a subscription 1 + 1 + 255 bytes, a CURVE handshake command under 1 KiB."""
 
+BEACON_HWM = 10_000
+"""The high-water mark of beacon sockets (a node's beacon PUB and SUB, the tower's two): far
+more than a cluster's beacons per interval, and a bound on what a flood of made-up beacons
+can queue in memory (a million queued beacons cost a store tens of MB; a dropped beacon is
+sent again next interval, while a queued one only arrives late).
+"""
+
 DATA_MESSAGE_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
 """The largest frame a data SUB accepts: the protocol's largest RECORD content and the 64 KiB
 more than any header frame or CURVE box needs."""
@@ -75,6 +82,7 @@ def bound_port(sock: zmq.Socket[bytes]) -> int:
 
 
 __all__ = [
+    "BEACON_HWM",
     "CONTROL_MESSAGE_BYTES",
     "DATA_MESSAGE_BYTES",
     "DEFAULT_HWM",

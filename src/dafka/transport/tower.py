@@ -41,7 +41,12 @@ from dafka.node import host_problem, port_problem
 from dafka.transport.failure import FailureLatch
 from dafka.transport.memory import release_free_memory
 from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
-from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, bound_endpoint, make_socket
+from dafka.transport.sockets import (
+    BEACON_HWM,
+    CONTROL_MESSAGE_BYTES,
+    bound_endpoint,
+    make_socket,
+)
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +170,9 @@ class Tower:
     def _run(self) -> None:
         # Beacons in, subscriptions in: nothing a tower receives is larger than a beacon.
         cap = CONTROL_MESSAGE_BYTES
-        xsub = make_socket(self._context, zmq.XSUB, linger_ms=0, max_inbound_bytes=cap)
-        xpub = make_socket(self._context, zmq.XPUB, linger_ms=0, max_inbound_bytes=cap)
+        hwm = BEACON_HWM
+        xsub = make_socket(self._context, zmq.XSUB, linger_ms=0, hwm=hwm, max_inbound_bytes=cap)
+        xpub = make_socket(self._context, zmq.XPUB, linger_ms=0, hwm=hwm, max_inbound_bytes=cap)
         control = make_socket(self._context, zmq.PAIR, linger_ms=0, max_inbound_bytes=cap)
         security = self._security
         warn_if_exposed(self._sub_address, security, "tower")
