@@ -178,6 +178,11 @@ class StoreConfig:
     * ``max_message_bytes`` - the largest RECORD content the store keeps (the cluster-wide
       limit): a larger one (a foreign producer's) is kept as a drop notice instead, counted
       and logged by the store's driver (``dafka.server.StorePersistence``).
+    * ``max_partitions`` - the most partitions the store tracks (those it holds count): a
+      RECORD or HEAD of a new partition beyond is refused (nothing stored, no ACK) and
+      counted (``partitions_refused``). Each partition costs memory and a directory; this
+      bounds what one peer inventing partitions can cost (limits against strangers,
+      docs/nodes.md).
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -190,9 +195,11 @@ class StoreConfig:
     skip_unavailable_after: int | None = 10
     hole_retry_max: float = 30.0
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_partitions: int = 100_000
 
     def __post_init__(self) -> None:
         _message_limit("store", self.max_message_bytes)
+        _positive("store max_partitions", self.max_partitions)
         _positive("store append_retry_initial", self.append_retry_initial)
         if self.skip_unavailable_after is not None:
             _positive("store skip_unavailable_after", self.skip_unavailable_after)

@@ -174,6 +174,8 @@ class StoreStatistics:
     """Gaps no peer could fill, recorded as holes (``skip_unavailable_after``)."""
     records_gone: int = 0
     """Sequences in those gaps."""
+    partitions_refused: int = 0
+    """RECORDs and HEADs of a new partition refused: ``max_partitions`` tracked already."""
 
 
 class _Reply:
@@ -243,6 +245,7 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         self._replies: deque[_Reply] = deque()
         self._learned = 0
         self._not_learned = 0
+        self._refused_partitions = 0
         self._reply_due: float | None = None
         self._foreign = 0
         self._unexpected = 0
@@ -588,9 +591,19 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             records_filled=self._filled,
             holes_recorded=self._holes_recorded,
             records_gone=self._gone,
+            partitions_refused=self._refused_partitions,
         )
 
     # -- writer ----------------------------------------------------------------------------
+
+    def _full(self) -> bool:
+        """Whether a new partition is refused (``max_partitions`` tracked: counted; a peer
+        sending record 0 of 100,000 partitions is bounded here and by the storage's open
+        files, docs/nodes.md)."""
+        if len(self._cursors) < self.config.max_partitions:
+            return False
+        self._refused_partitions += 1
+        return True
 
     def _cursor(self, topic: str, producer: str) -> Cursor:
         cursor = Cursor(topic, producer, -1)
@@ -601,6 +614,8 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
     def _on_record(self, cursor: Cursor | None, record: Record | DirectRecord, now: float) -> None:
         sequence = record.sequence
         if cursor is None:
+            if self._full():
+                return
             cursor = self._cursor(record.topic, record.producer)
             self._arm_refresh(now)
         if self._blocked and cursor in self._blocked:
@@ -667,6 +682,8 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
     def _on_head(self, head: Head | DirectHead, now: float) -> None:
         cursor = self._cursors.get((head.topic, head.producer))
         if cursor is None:
+            if self._full():
+                return
             cursor = self._cursor(head.topic, head.producer)
         self._arm_refresh(now)
         if head.sequence > cursor.last:
