@@ -7,6 +7,8 @@ as the README's examples do: where it listens and what it advertises are the def
     python hosts_client.py consume --towers 10.77.1.2:5556 --topic t --expect 2000 [--committed]
     python hosts_client.py txn-loop --towers ... --topic in --out out --expect 1000 --per-txn 50
 
+With ``--warmup`` a producer first sends one message (index -1, which readers skip) and waits
+until it is stored, so that its figures are those of a producer the stores already found.
 Each message's value is ``INDEX:SENT_NS`` (``time.time_ns()`` when it was sent: namespaces
 share the clock, so a reader on another host measures the latency end to end). Events:
 ``ready``, ``progress`` (every ``--report`` s), ``done`` with the counts and figures. A
@@ -42,6 +44,8 @@ def produce(args: argparse.Namespace) -> int:
     lock = threading.Lock()
     with Producer(args.topic, towers=args.towers, batching=not args.no_batching) as producer:
         emit("ready")
+        if args.warmup:  # stored once the stores found this producer: then the timed run
+            producer.send(b"-1:0").result(timeout=args.timeout)
         started = time.monotonic()
         last_report = started
         for i in range(args.count):
@@ -92,6 +96,8 @@ class _Tally:
     def add(self, value: bytes) -> None:
         index_text, _, sent_text = value.partition(b":")
         index = int(index_text)
+        if index < 0:  # a producer's warm-up message
+            return
         self.received += 1
         self.latencies.append((time.time_ns() - int(sent_text)) / 1e6)
         if index in self.seen:
@@ -174,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=0, help="produce: how many messages")
     parser.add_argument("--rate", type=float, default=0.0, help="produce: messages/s (0: all)")
     parser.add_argument("--no-batching", action="store_true", help="produce: one per RECORD")
+    parser.add_argument(
+        "--warmup", action="store_true", help="produce: one message stored first (index -1)"
+    )
     parser.add_argument("--expect", type=int, default=0, help="consume, txn-loop: how many")
     parser.add_argument("--committed", action="store_true", help="consume: read committed")
     parser.add_argument("--settle", type=float, default=1.0, help="consume: listen on after")

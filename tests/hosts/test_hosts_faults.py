@@ -79,31 +79,42 @@ def test_a_store_host_restarted_catches_up(cluster: Cluster) -> None:
 def test_a_slow_lossy_link_delivers_everything_once(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    count = 5000
+    """As fast as the producer sends (throughput), then at a steady 200 msg/s (latency)."""
+    count, steady = 5000, 1000
     cluster.hosts.impair("c", 50, 10, 1)
     try:
-        readers = {
-            host: cluster.client(
-                host, f"netem-consume-{host}", "consume", "netem", "--expect", str(count)
+        figures = []
+        for topic, total, pace in (
+            ("netem", count, []),
+            ("netem-steady", steady, ["--rate", "200"]),
+        ):
+            readers = {
+                host: cluster.client(
+                    host, f"{topic}-consume-{host}", "consume", topic, "--expect", str(total)
+                )
+                for host in ("a", "c")
+            }
+            for reader in readers.values():
+                reader.wait_event("ready")
+            writer = cluster.client(
+                "c", f"{topic}-produce", "produce", topic, "--count", str(total), "--warmup", *pace
             )
-            for host in ("a", "c")
-        }
-        for reader in readers.values():
-            reader.wait_event("ready")
-        writer = cluster.client("c", "netem-produce", "produce", "netem", "--count", str(count))
-        produced = done_event(writer, timeout=240)
-        assert (produced["acked"], produced["not_acked"]) == (count, 0), produced
-        got = {host: done_event(reader, timeout=240) for host, reader in readers.items()}
+            produced = done_event(writer, timeout=240)
+            assert (produced["acked"], produced["not_acked"]) == (total, 0), produced
+            got = {host: done_event(reader, timeout=240) for host, reader in readers.items()}
+            for event in got.values():
+                _exactly_once(event, total)
+            figures.append((produced, got))
     finally:
         cluster.hosts.impair("c", 0)
-    for event in got.values():
-        _exactly_once(event, count)
     _converged(cluster, "netem")
+    (fast, fast_got), (slow, slow_got) = figures
     with capsys.disabled():
         print(
             f"\n[netem] host c's link 50 ms +- 10 ms each way, 1% loss ({cluster.hosts.impairment})"
-            f": producer on c {produced['rate']} msg/s, ACK p50 {produced['ack_p50_ms']} ms "
-            f"p99 {produced['ack_p99_ms']} ms; consumer on a {got['a']['rate']} msg/s, "
-            f"end to end p50 {got['a']['p50_ms']} ms p99 {got['a']['p99_ms']} ms; consumer "
-            f"on c p99 {got['c']['p99_ms']} ms"
+            f": {count} messages as fast as sent: producer on c {fast['rate']} msg/s (all "
+            f"ACKed), consumer on a {fast_got['a']['rate']} msg/s; at 200 msg/s: ACK p50 "
+            f"{slow['ack_p50_ms']} ms p99 {slow['ack_p99_ms']} ms, end to end on a p50 "
+            f"{slow_got['a']['p50_ms']} ms p99 {slow_got['a']['p99_ms']} ms, on c p50 "
+            f"{slow_got['c']['p50_ms']} ms p99 {slow_got['c']['p99_ms']} ms"
         )

@@ -17,6 +17,18 @@ subscription on a store's PUB cost the store ~50 MB it never gave back (issue 19
   Not the configured ``max_message_bytes``: a store keeps a *drop notice* for a foreign
   producer's RECORD over its limit, so that the partition goes on; a socket that disconnected
   on such a RECORD would see it again on every FETCH and never get past it.
+
+And ZMTP heartbeats with a connect timeout, so that a connection across a network partition
+is replaced soon after the network heals: a TCP connection whose packets vanish retransmits
+with the kernel's back-off (a 30 s cut between hosts healed, and the records went on ~27 s
+later, at the next retransmission; tests/hosts). A connection that received nothing for
+:data:`HEARTBEAT_TIMEOUT_MS` (pings every :data:`HEARTBEAT_INTERVAL_MS` answered by the
+peer's ZeroMQ I/O thread, not by Python: a busy node still answers) is closed and the
+connecting side reconnects, each attempt given up after :data:`CONNECT_TIMEOUT_MS` (a SYN lost
+in the cut is retried by the kernel after 1, 3, 7, 15, 31 s otherwise): the same cut now
+heals ~1 s after the link. What was published while disconnected is fetched again, as after
+any loss. The timeout is generous so that a slow link with a deep queue is not mistaken for
+a dead one; a cut shorter than it heals by TCP retransmission alone.
 """
 
 from __future__ import annotations
@@ -31,6 +43,14 @@ ZmqContext: TypeAlias = zmq.Context[zmq.Socket[bytes]]
 """The ZeroMQ context a node may be given (``context=``): other packages name the type
 from here, never from zmq (only ``dafka.transport`` imports zmq)."""
 
+HEARTBEAT_INTERVAL_MS = 2000
+"""ZMTP PING every 2 s on a connection (``ZMQ_HEARTBEAT_IVL``)."""
+HEARTBEAT_TIMEOUT_MS = 10_000
+"""A connection that received nothing for 10 s is closed, then re-made by its connecting
+side (``ZMQ_HEARTBEAT_TIMEOUT``)."""
+CONNECT_TIMEOUT_MS = 2000
+"""A connection attempt unanswered for 2 s is given up and tried again (``ZMQ_CONNECT_TIMEOUT``;
+a lost SYN would otherwise wait for the kernel's back-off)."""
 DEFAULT_LINGER_MS = 500
 DEFAULT_HWM = 1_000_000
 
@@ -66,6 +86,9 @@ def make_socket(
     sock.setsockopt(zmq.SNDHWM, hwm)
     sock.setsockopt(zmq.RCVHWM, hwm)
     sock.setsockopt(zmq.MAXMSGSIZE, max_inbound_bytes)
+    sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_INTERVAL_MS)
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
+    sock.setsockopt(zmq.CONNECT_TIMEOUT, CONNECT_TIMEOUT_MS)
     return sock
 
 
