@@ -12,21 +12,25 @@ space link of :mod:`dafka.testing._link` between two TUN devices; :attr:`Hosts.i
 says which).
 
 Names are unique per process and instance (``dk<pid>x<n>h<i>``), so runs in parallel never
-clash; :meth:`Hosts.close` (also on ``with`` exit, whatever happened) kills the processes
-it started and deletes the namespaces, which takes every link with them. Root and ``ip``
-(iproute2) are needed: :func:`hosts_problem` says what is missing, after trying to install
-iproute2 with apt-get where it is absent.
+clash; :meth:`Hosts.close` (also on ``with`` exit, whatever happened) stops the user space
+links and deletes the namespaces, which takes every link with them (the processes a test
+started on the hosts are its own to stop). A run killed before its teardown leaves its
+namespaces: the next run deletes those whose process is gone (:func:`forget_dead_runs`).
+Root and ``ip`` (iproute2) are needed: :func:`hosts_problem` says what is missing, after
+trying to install iproute2 with apt-get where it is absent.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from dafka.errors import DafkaError
 from dafka.lifecycle import Closing
@@ -90,6 +94,24 @@ def netem_problem(namespace: str) -> str | None:
     return None
 
 
+_OURS = re.compile(r"dk(\d+)(x\d+[rh]\d*|probe\d+)")
+
+
+def forget_dead_runs() -> list[str]:
+    """Delete the namespaces of runs whose process is gone (a run killed before its
+    teardown); returns their names. Namespaces of live processes are left alone."""
+    listed = _ip("netns", "list", check=False).stdout.split("\n")
+    gone = []
+    for line in listed:
+        name = line.split(" ", 1)[0]
+        found = _OURS.fullmatch(name)
+        if found is None or Path(f"/proc/{found.group(1)}").exists():
+            continue
+        _ip("netns", "del", name, check=False)
+        gone.append(name)
+    return gone
+
+
 @dataclass(frozen=True, slots=True)
 class Host:
     """One host: a network namespace with one address on its link to the router."""
@@ -126,6 +148,7 @@ class Hosts(Closing):
         problem = hosts_problem()
         if problem is not None:
             raise HostsError(f"cannot make hosts from network namespaces: {problem}")
+        forget_dead_runs()
         tag = f"dk{os.getpid()}x{next(_counter)}"
         self.router = f"{tag}r"
         self.hosts: dict[str, Host] = {}
