@@ -136,7 +136,13 @@ def check(
     )
     expected_rows = Counter(want.aggregates)
     topic_values = [
-        r.value for r in read_topic(towers, options.output_topic, read_committed=READ_COMMITTED)
+        r.value
+        for r in read_topic(
+            towers,
+            options.output_topic,
+            read_committed=READ_COMMITTED,
+            security=options.security,
+        )
     ]
     try:
         topic_rows = aggregates_of(topic_values)
@@ -158,7 +164,12 @@ def check(
     )
     dead = Counter(
         r.value
-        for r in read_topic(towers, options.dead_letter_topic, read_committed=READ_COMMITTED)
+        for r in read_topic(
+            towers,
+            options.dead_letter_topic,
+            read_committed=READ_COMMITTED,
+            security=options.security,
+        )
     )
     missing = want.dead_letters - dead
     extra = dead - want.dead_letters

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from types import FrameType
 
+from dafka.pipeline._keys import PLAINTEXT, Keys
 from dafka.pipeline._workload import Message, WorkloadSpec, generate
 
 
@@ -38,6 +39,7 @@ class FeedConfig:
     start_at: float  # wall time (time.time()) of feed position 0: one schedule for all
     report_every: float = 0.5
     forever: bool = False  # repeat the feed with fresh seeds until stopped
+    security: Keys = PLAINTEXT
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -46,6 +48,7 @@ class FeedConfig:
     def from_json(cls, text: str) -> FeedConfig:
         data = json.loads(text)
         data["spec"] = WorkloadSpec(**data["spec"])
+        data["security"] = Keys(**data.get("security", {}))
         return cls(**data)
 
 
@@ -108,6 +111,7 @@ def run(config: FeedConfig) -> int:
     with Producer(
         config.topic,
         towers=config.towers,
+        **config.security.fields(),
         name=config.name,
         partitions=config.partitions,
         on_delivery=delivered,

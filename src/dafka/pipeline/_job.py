@@ -27,6 +27,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from dafka.pipeline._keys import PLAINTEXT, Keys
+
 
 @dataclass(frozen=True)
 class JobConfig:
@@ -45,13 +47,16 @@ class JobConfig:
     shuffle_partitions: int = 2
     report_every: float = 0.25
     sink: str = "dafka"  # "dafka": the connector's exactly-once sink; "driver": see _driver_sink
+    security: Keys = PLAINTEXT  # the connector's key options, the driver sink's
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> JobConfig:
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        data["security"] = Keys(**data.get("security", {}))
+        return cls(**data)
 
 
 QUERIES = ("dead-letters", "to-topic", "to-parquet")
@@ -62,8 +67,9 @@ class _DriverSink:
     driver, one producer per query and job process. At-least-once only: a batch replayed
     after a crash is written again (the checks then report the repeated rows)."""
 
-    def __init__(self, towers: str, topic: str, name: str) -> None:
+    def __init__(self, towers: str, topic: str, name: str, security: Keys) -> None:
         self.towers = towers
+        self.security = security
         self.topic = topic
         self.name = name
         self.producer: Any = None
@@ -72,7 +78,9 @@ class _DriverSink:
         from dafka import Producer
 
         if self.producer is None:
-            self.producer = Producer(self.topic, towers=self.towers, name=self.name)
+            self.producer = Producer(
+                self.topic, towers=self.towers, **self.security.fields(), name=self.name
+            )
         for row in frame.select("key", "value").toLocalIterator():
             key = None if row.key is None else bytes(row.key)
             self.producer.send(bytes(row.value), key=key)
@@ -139,6 +147,7 @@ def run(config: JobConfig) -> int:
     reader = (
         spark.readStream.format("dafka")
         .option("towers", config.towers)
+        .options(**config.security.spark_options())
         .option("subscribe", config.input_topic)
         .option("startingOffsets", "earliest")
     )
@@ -159,9 +168,15 @@ def run(config: JobConfig) -> int:
             .trigger(processingTime=trigger)
         )
         if config.sink == "driver":
-            sink = _DriverSink(config.towers, topic, f"{topic}-{run_tag}")
+            sink = _DriverSink(config.towers, topic, f"{topic}-{run_tag}", config.security)
             return writer.foreachBatch(sink).start()
-        return writer.format("dafka").option("towers", config.towers).option("topic", topic).start()
+        return (
+            writer.format("dafka")
+            .option("towers", config.towers)
+            .options(**config.security.spark_options())
+            .option("topic", topic)
+            .start()
+        )
 
     def to_parquet() -> StreamingQuery:
         return (

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from dafka.pipeline._expected import Aggregate
+from dafka.pipeline._keys import PLAINTEXT, Keys
 from dafka.records import Record
 
 
@@ -71,6 +72,7 @@ def read_topic(
     read_committed: bool,
     idle: float = 3.0,
     timeout: float = 60.0,
+    security: Keys = PLAINTEXT,
 ) -> list[Record]:
     """Every message of ``topic``, from the beginning, once the consumer is at the end.
 
@@ -81,6 +83,7 @@ def read_topic(
 
     settings = ConsumerSettings(
         towers=towers,
+        **security.fields(),
         offset_reset="earliest",
         skip_unavailable_after=None,  # a check must never skip what it cannot fetch
     )

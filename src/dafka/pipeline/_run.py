@@ -33,6 +33,7 @@ from dafka.pipeline._children import Child, Event
 from dafka.pipeline._expected import expected
 from dafka.pipeline._feed import FeedConfig, feed, share_of
 from dafka.pipeline._job import JobConfig
+from dafka.pipeline._keys import PLAINTEXT, Keys
 from dafka.pipeline._state import State
 from dafka.pipeline._workload import Message, WorkloadSpec, heartbeat, reference_table
 
@@ -68,6 +69,7 @@ class RunOptions:
     drain_timeout: float = 180.0  # from the producers' end to the last aggregate
     job_retries: int = 3  # restarts of a failed Spark job (from its checkpoints)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    security: Keys = PLAINTEXT  # --key...: the local cluster, producers, job, checks
     python: str = sys.executable
 
     @property
@@ -120,8 +122,9 @@ class _Watcher:
     Read committed: an aggregate counts as visible when a downstream reader can see it, i.e.
     once the sink's transaction for it is committed (not when its message is stored)."""
 
-    def __init__(self, towers: str, topic: str, timings: Timings) -> None:
+    def __init__(self, towers: str, topic: str, timings: Timings, security: Keys) -> None:
         self._towers = towers
+        self._security = security
         self._topic = topic
         self._timings = timings
         self._stop = threading.Event()
@@ -132,7 +135,9 @@ class _Watcher:
     def _run(self) -> None:
         from dafka import ConsumerSettings, ReadCommittedConsumer
 
-        settings = ConsumerSettings(towers=self._towers, offset_reset="earliest")
+        settings = ConsumerSettings(
+            towers=self._towers, **self._security.fields(), offset_reset="earliest"
+        )
         try:
             with ReadCommittedConsumer([self._topic], settings=settings) as consumer:
                 while not self._stop.is_set():
@@ -199,7 +204,15 @@ class Runner:
 
         self.phase = "starting the cluster"
         self.display(self.state, self.phase, self.timings)
-        cluster = LocalCluster(self.options.data_dir / "cluster", stores=2, beacon_interval=0.5)
+        security = self.options.security
+        cluster = LocalCluster(
+            self.options.data_dir / "cluster",
+            stores=2,
+            beacon_interval=0.5,
+            key=security.key,
+            authorized_keys=security.authorized_keys,
+            tower_key=security.tower_key,
+        )
         cluster.start()
         self.cluster = cluster
         return cluster.towers
@@ -233,9 +246,10 @@ class Runner:
             watermark_ms=options.watermark_ms,
             trigger_ms=options.trigger_ms,
             sink=options.sink,
+            security=options.security,
         )
         self._start_job(job_config)
-        watcher = _Watcher(towers, options.output_topic, self.timings)
+        watcher = _Watcher(towers, options.output_topic, self.timings, options.security)
         deadline = time.monotonic() + options.timeout
         self.phase = "starting Spark"
         self._wait(lambda: self.state.job.running, deadline, "the Spark job to start", job_config)
@@ -253,6 +267,7 @@ class Runner:
                 rate=options.rate,
                 start_at=start_at,
                 forever=options.forever,
+                security=options.security,
             )
             log = options.data_dir / "logs" / f"producer-{p}-{options.run_id}.log"
             self.producers.append(
@@ -322,7 +337,12 @@ class Runner:
         from dafka import Producer
 
         name = f"sensors-{self.options.run_id}-end"
-        with Producer(self.options.input_topic, towers=towers, name=name) as producer:
+        with Producer(
+            self.options.input_topic,
+            towers=towers,
+            **self.options.security.fields(),
+            name=name,
+        ) as producer:
             producer.send(heartbeat(f"end-{self.options.run_id}", ts))
             if producer.flush(timeout=60):
                 raise PipelineError("the heartbeat was not stored within 60 s")
