@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,27 @@ def json_out(proc: Proc, timeout: float = 120.0) -> Any:
     code = proc.wait_exit(timeout)
     assert code == 0, proc.tail()
     return json.loads(proc.out_path.read_text())
+
+
+def converged(cluster: Cluster, host: str, topic: str, timeout: float = 90.0) -> Any:
+    """``dafka status TOPIC --json`` from ``host`` once it shows both stores holding every
+    partition of ``topic`` up to its head (asked again until then: the second store may
+    still be fetching what the first one ACKed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = json_out(cluster.dafka(host, f"status-{topic}-{host}", "status", topic, "--json"))
+        partitions = found["topics"].get(topic, {}).get("partitions", [])
+        if (
+            len(found["stores"]) == 2
+            and partitions
+            and all(
+                len(p["stores"]) == 2 and set(p["stores"].values()) == {p["head"]}
+                for p in partitions
+            )
+        ):
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the stores did not converge on {topic}: {found}")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ here failed that way before nodes listened where their tower reaches them.
 
 from __future__ import annotations
 
-from tests.hosts.conftest import Cluster, done_event, json_out
+from tests.hosts.conftest import Cluster, converged, done_event
 
 COUNT = 2000
 
@@ -32,18 +32,12 @@ def test_cli_produce_consume_and_status_across_hosts(cluster: Cluster) -> None:
         assert got == [str(i) for i in range(1, COUNT + 1)], f"{host}: {len(got)} lines"
 
     for host in ("c", "a"):
-        found = json_out(cluster.dafka(host, f"status-{host}", "status", "numbers", "--json"))
+        found = converged(cluster, host, "numbers")
         stores = found["stores"]
-        assert len(stores) == 2, found
         addresses = sorted(s["address"].split(":")[1].removeprefix("//") for s in stores)
         assert addresses == sorted([cluster.host("a").address, cluster.host("b").address])
         assert all(s["partitions"] == 1 and s["lag"] == 0 for s in stores), stores
-        topic = found["topics"]["numbers"]
-        assert topic["records"] > 0, found
-        for partition in topic["partitions"]:
-            heads = partition["stores"]
-            assert len(heads) == 2, partition
-            assert len(set(heads.values())) == 1, partition
+        assert found["topics"]["numbers"]["records"] > 0, found
 
 
 def test_python_clients_across_hosts(cluster: Cluster) -> None:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.hosts.conftest import Cluster, done_event, json_out
+from tests.hosts.conftest import Cluster, converged, done_event
 
 CUT_SECONDS = 30.0
 
@@ -20,15 +20,6 @@ CUT_SECONDS = 30.0
 def _exactly_once(event: dict[str, int], count: int) -> None:
     got = (event["unique"], event["duplicates"], event["reordered"], event["missing"])
     assert got == (count, 0, 0, 0), event
-
-
-def _converged(cluster: Cluster, topic: str) -> None:
-    """Both stores hold every partition of ``topic`` up to the same head (status from a)."""
-    found = json_out(cluster.dafka("a", f"status-{topic}", "status", topic, "--json"))
-    assert len(found["stores"]) == 2, found
-    for partition in found["topics"][topic]["partitions"]:
-        assert len(partition["stores"]) == 2, partition
-        assert set(partition["stores"].values()) == {partition["head"]}, partition
 
 
 def test_a_host_cut_off_for_30s_loses_duplicates_and_reorders_nothing(
@@ -56,7 +47,7 @@ def test_a_host_cut_off_for_30s_loses_duplicates_and_reorders_nothing(
     assert (produced["acked"], produced["not_acked"]) == (count, 0), produced
     got = done_event(reader, timeout=240)
     _exactly_once(got, count)
-    _converged(cluster, "cut")
+    converged(cluster, "a", "cut")
     with capsys.disabled():
         print(
             f"\n[cut] host c cut off {CUT_SECONDS:g}s (acked {before['acked']} of "
@@ -73,7 +64,7 @@ def test_a_store_host_restarted_catches_up(cluster: Cluster) -> None:
     cluster.start_store("b")
     reader = cluster.client("b", "restart-consume", "consume", "restart", "--expect", "1000")
     _exactly_once(done_event(reader), 1000)
-    _converged(cluster, "restart")
+    converged(cluster, "a", "restart")
 
 
 def test_a_slow_lossy_link_delivers_everything_once(
@@ -107,7 +98,7 @@ def test_a_slow_lossy_link_delivers_everything_once(
             figures.append((produced, got))
     finally:
         cluster.hosts.impair("c", 0)
-    _converged(cluster, "netem")
+    converged(cluster, "a", "netem")
     (fast, fast_got), (slow, slow_got) = figures
     with capsys.disabled():
         print(
