@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dafka.server import free_port_pair
 from tests.integration.cli.cli_run import dafka
-from tests.integration.cluster.cluster_procs import DAFKA
+from tests.integration.cluster.cluster_procs import Processes
 
 USAGE = [
     (["produce", "t", "--tower", "bad"], "--tower"),
@@ -71,35 +69,21 @@ def test_no_tower_reachable_is_a_runtime_error() -> None:
 
 
 @pytest.fixture
-def lone_tower() -> Iterator[int]:
-    """A tower with no store: its beacon-in port."""
-    port = free_port_pair()
-    tower = subprocess.Popen(
-        [
-            *DAFKA,
-            "tower",
-            "--sub",
-            f"tcp://127.0.0.1:{port}",
-            "--pub",
-            f"tcp://127.0.0.1:{port + 1}",
-        ],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield port
-    finally:
-        tower.terminate()
-        tower.wait(15)
+def lone_tower(procs: Processes) -> str:
+    """A tower with no store, ready (its ready line read): its ``--tower`` spec. A tower
+    started on a fixed port pair and not waited for could lose the pair to another process
+    or start late on a busy machine: the producer then met no tower at all."""
+    return procs.tower().spec
 
 
-def test_produce_without_a_store_says_so_and_exits_1_with_the_count(lone_tower: int) -> None:
-    port = lone_tower
+def test_produce_without_a_store_says_so_and_exits_1_with_the_count(lone_tower: str) -> None:
+    tower = lone_tower
     started = time.monotonic()
     result = dafka(
         "produce",
         "t",
         "--tower",
-        f"127.0.0.1:{port}",
+        tower,
         "--flush-timeout",
         "3",
         stdin=b"".join(b"%d\n" % i for i in range(1000)),
@@ -112,14 +96,14 @@ def test_produce_without_a_store_says_so_and_exits_1_with_the_count(lone_tower: 
     assert elapsed < 30
 
 
-def test_produce_honours_the_flush_timeout_when_sending_blocks(lone_tower: int) -> None:
+def test_produce_honours_the_flush_timeout_when_sending_blocks(lone_tower: str) -> None:
     """More input than the in-flight bound with no store: it stops reading after the timeout."""
-    port = lone_tower
+    tower = lone_tower
     result = dafka(
         "produce",
         "t",
         "--tower",
-        f"127.0.0.1:{port}",
+        tower,
         "--flush-timeout",
         "2",
         "--max-in-flight",
