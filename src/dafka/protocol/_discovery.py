@@ -102,14 +102,7 @@ def _decode(frames: Sequence[bytes]) -> DiscoveryMessage:
         key = frames[3]
         if not _Z85.issuperset(key):
             raise DecodeError("public key is not Z85 text", "PEER-ENDPOINT")
-        endpoint = frames[2]
-        if not endpoint:
-            raise DecodeError("endpoint is empty", "PEER-ENDPOINT")
-        return PeerEndpoint(
-            _node_id(frames[1], "PEER-ENDPOINT"),
-            _free_text(endpoint, "endpoint", "PEER-ENDPOINT"),
-            key.decode("ascii"),
-        )
+        return _peer_endpoint(frames, key.decode("ascii"))
     if count == 4:
         return Beacon(
             _node_id(frames[1], "BEACON"),
@@ -117,13 +110,7 @@ def _decode(frames: Sequence[bytes]) -> DiscoveryMessage:
             _port(frames[3]),
         )
     if count == 3:
-        endpoint = frames[2]
-        if not endpoint:
-            raise DecodeError("endpoint is empty", "PEER-ENDPOINT")
-        return PeerEndpoint(
-            _node_id(frames[1], "PEER-ENDPOINT"),
-            _free_text(endpoint, "endpoint", "PEER-ENDPOINT"),
-        )
+        return _peer_endpoint(frames, "")
     raise DecodeError(f"{count} frames, expected 4 (node beacon) or 3 (forwarded)", "BEACON")
 
 
@@ -140,6 +127,18 @@ def decode_discovery(frames: Sequence[bytes]) -> DiscoveryMessage:
         if all_bytes(frames):
             raise DecodeError(f"malformed beacon frames ({exc})") from exc
         return _decode(as_frames(frames))
+
+
+def _peer_endpoint(frames: Sequence[bytes], key: str) -> PeerEndpoint:
+    """A tower's forwarded beacon: ``B | id | endpoint`` (C; key "") or ``... | Z85 key``."""
+    endpoint = frames[2]
+    if not endpoint:
+        raise DecodeError("endpoint is empty", "PEER-ENDPOINT")
+    return PeerEndpoint(
+        _node_id(frames[1], "PEER-ENDPOINT"),
+        _free_text(endpoint, "endpoint", "PEER-ENDPOINT"),
+        key,
+    )
 
 
 __all__ = [

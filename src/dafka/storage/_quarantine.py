@@ -44,6 +44,24 @@ def _target(partition_dir: Path, name: str) -> Path:
     return candidate
 
 
+def copy_range(src: int, start: int, end: int, out: int, at: int) -> int:
+    """Copy bytes ``[start, end)`` of ``src`` to ``out`` at ``at`` (``pread``/``pwrite``,
+    1 MiB at a time, short writes resumed); stops early at the end of ``src``. Returns the
+    position in ``out`` after the last byte written. No fsync: the caller's."""
+    position = start
+    while position < end:
+        data = os.pread(src, min(_COPY_CHUNK, end - position), position)
+        if not data:
+            break
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(out, view, at)
+            view = view[written:]
+            at += written
+        position += len(data)
+    return at
+
+
 def move_to_quarantine(path: Path) -> Path:
     """Move the file ``path`` (in a partition directory) into its quarantine; the new path."""
     target = _target(path.parent, path.name)
@@ -61,15 +79,7 @@ def copy_to_quarantine(path: Path, fd: int, start: int, end: int) -> Path:
     target = _target(path.parent, f"{path.name}.from-{start}")
     out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
-        position = start
-        while position < end:
-            data = os.pread(fd, min(_COPY_CHUNK, end - position), position)
-            if not data:
-                break
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out, view) :]
-            position += len(data)
+        copy_range(fd, start, end, out, 0)
         os.fsync(out)
     except BaseException:
         os.close(out)

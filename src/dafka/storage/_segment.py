@@ -17,7 +17,6 @@ from dafka.storage._format import (
     INDEX_ENTRY_SIZE,
     INDEX_SUFFIX,
     LOG_SUFFIX,
-    SCAN_CHUNK,
     SEGMENT_HEADER_SIZE,
     Problem,
     ScanResult,
@@ -30,7 +29,7 @@ from dafka.storage._format import (
     segment_stem,
 )
 from dafka.storage._index import SparseIndex
-from dafka.storage._quarantine import copy_to_quarantine, move_to_quarantine
+from dafka.storage._quarantine import copy_range, copy_to_quarantine, move_to_quarantine
 
 
 def write_all(fd: int, data: bytes, position: int) -> None:
@@ -292,15 +291,7 @@ def _write_run(
     out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         write_all(out, encode_segment_header(base), 0)
-        at = SEGMENT_HEADER_SIZE
-        position = start
-        while position < res.position:
-            data = os.pread(src, min(SCAN_CHUNK, res.position - position), position)
-            if not data:
-                break
-            write_all(out, data, at)
-            at += len(data)
-            position += len(data)
+        copy_range(src, start, res.position, out, SEGMENT_HEADER_SIZE)
         os.fsync(out)
     except BaseException:
         os.close(out)
