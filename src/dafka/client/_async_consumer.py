@@ -149,6 +149,20 @@ class AsyncConsumer(AsyncClosing):
     async def seek(self, topic: str, partition: str, offset: int) -> None:
         await self._run(self.consumer.seek, topic, partition, offset)
 
+    async def pause(self, partitions: Iterable[Key]) -> None:
+        """:meth:`Consumer.pause`."""
+        keys = list(partitions) if not isinstance(partitions, tuple) else partitions
+        await self._run(self.consumer.pause, keys)
+
+    async def resume(self, partitions: Iterable[Key]) -> None:
+        """:meth:`Consumer.resume`."""
+        keys = list(partitions) if not isinstance(partitions, tuple) else partitions
+        await self._run(self.consumer.resume, keys)
+
+    def paused(self) -> set[Key]:
+        """:meth:`Consumer.paused` (no wait: read under the consumer's lock)."""
+        return self.consumer.paused()
+
     async def position(self, topic: str, partition: str) -> int:
         result: int = await self._run(self.consumer.position, topic, partition)
         return result

@@ -218,6 +218,12 @@ class Consumer(Closing):
         self._last_oversized: str | None = None
         self._bytes_in = 0
         self._last_corrupt: str | None = None
+        self._parked: dict[Key, list[Deliver]] = {}
+        """Paused partitions (:meth:`pause`) and what of them was received and not polled,
+        kept aside in order until :meth:`resume`."""
+        self._parked_leftovers: dict[Key, tuple[CheckedBatch, int]] = {}
+        self._resumed_leftovers: list[tuple[CheckedBatch, int]] = []
+        """Partly handed batches of resumed partitions, taken when the leftover slot frees."""
         self._closed = False
         self._wakeup: Callable[[], None] | None = None
         """Called (in the runner thread) when records arrive in an empty queue or the node
@@ -257,6 +263,28 @@ class Consumer(Closing):
         and not yet polled are dropped."""
         self._runner.call(lambda now: self._seek(topic, partition, offset, now))
 
+    def pause(self, partitions: Iterable[Key]) -> None:
+        """Stop handing out and reading ``partitions`` ((topic, partition) pairs) until
+        :meth:`resume` (Kafka's ``pause``): ``poll`` returns nothing of them, the consumer
+        stops fetching them, and records of them that arrive are dropped (fetched again
+        from the stores after ``resume``). What was received and not yet polled is kept
+        aside, in order, and handed out after ``resume``; positions stay. A partition not
+        known yet is paused when it shows up. Paused partitions do not hold
+        :meth:`at_end`."""
+        keys = _keys(partitions)
+        self._runner.call(lambda now: self._pause(keys, now))
+
+    def resume(self, partitions: Iterable[Key]) -> None:
+        """Read paused ``partitions`` again from their positions (what was kept aside
+        first); partitions not paused are ignored."""
+        keys = _keys(partitions)
+        self._runner.call(lambda now: self._resume(keys, now))
+
+    def paused(self) -> set[Key]:
+        """The paused partitions."""
+        with self._lock:
+            return set(self._parked)
+
     def position(self, topic: str, partition: str) -> int:
         """The next offset of ``partition`` not fully handed to the application.
 
@@ -295,7 +323,12 @@ class Consumer(Closing):
         if not self._runner.call(self._machine.at_end):
             return False
         with self._lock:
-            return not (self._batches or self._current is not None or self._leftover is not None)
+            return not (
+                self._batches
+                or self._current is not None
+                or self._leftover is not None
+                or self._resumed_leftovers
+            )
 
     def statistics(self) -> ConsumerStatistics:
         """The consumer machine's counters (FETCHes, drops, stores...)."""
@@ -432,7 +465,12 @@ class Consumer(Closing):
         deadline = None if timeout is None else time.monotonic() + timeout
         failure = self._runner.failure
         failure.check()
-        while self._current is None and not self._batches and self._leftover is None:
+        while (
+            self._current is None
+            and not self._batches
+            and self._leftover is None
+            and not self._resumed_leftovers
+        ):
             failure.check()
             if self._closed:
                 return False
@@ -492,6 +530,8 @@ class Consumer(Closing):
         while n < max_records:
             room = max_records - n
             leftover = self._leftover
+            if leftover is None and self._resumed_leftovers:
+                leftover = self._leftover = self._resumed_leftovers.pop()
             if leftover is not None:
                 checked, at = leftover
                 stop = min(checked.count, at + room)
@@ -635,10 +675,64 @@ class Consumer(Closing):
             for key, start in assigned.items():
                 self._next.setdefault(key, start)
 
+    def _pause(self, keys: list[Key], now: float) -> None:
+        for topic, partition in keys:
+            self._machine.pause(topic, partition, now)
+        with self._lock:
+            for key in keys:
+                if key in self._parked:
+                    continue
+                parked = self._parked[key] = []
+                kept: collections.deque[Deliver] = collections.deque()
+                current = self._current
+                if current is not None and (current.topic, current.producer) == key:
+                    offset = self._offset
+                    parked.append(
+                        Deliver(
+                            current.topic,
+                            current.producer,
+                            current.first_sequence + offset,
+                            current.contents[offset:],
+                        )
+                    )
+                    self._current = None
+                for batch in self._batches:
+                    (parked if (batch.topic, batch.producer) == key else kept).append(batch)
+                self._batches = kept
+                leftover = self._leftover
+                if leftover is not None and (leftover[0].topic, leftover[0].partition) == key:
+                    self._parked_leftovers[key] = leftover
+                    self._leftover = None
+
+    def _resume(self, keys: list[Key], now: float) -> None:
+        with self._lock:  # what was kept aside goes first (the machine reads on after it)
+            woke = False
+            for key in keys:
+                parked = self._parked.pop(key, None)
+                if parked is None:
+                    continue
+                leftover = self._parked_leftovers.pop(key, None)
+                if leftover is not None:
+                    self._resumed_leftovers.append(leftover)
+                    woke = True
+                self._batches.extendleft(reversed(parked))
+                woke = woke or bool(parked)
+            if woke:
+                self._lock.notify_all()
+        for topic, partition in keys:
+            self._machine.resume(topic, partition, now)
+        if woke and self._wakeup is not None:
+            self._wakeup()
+
     def _seek(self, topic: str, partition: str, offset: int, now: float) -> None:
         key = (topic, partition)
         self._machine.seek(topic, partition, offset, now)
         with self._lock:
+            parked = self._parked.get(key)
+            if parked:
+                self._queued -= sum(len(b.contents) for b in parked)
+                parked.clear()
+            self._parked_leftovers.pop(key, None)
             kept = collections.deque(b for b in self._batches if (b.topic, b.producer) != key)
             dropped = sum(len(b.contents) for b in self._batches) - sum(
                 len(b.contents) for b in kept
@@ -667,6 +761,12 @@ class Consumer(Closing):
                         return
                     del self._expect[key]
             self._next.setdefault(key, batch.first_sequence)
+            parked = self._parked.get(key) if self._parked else None
+            if parked is not None:  # taken before the pause reached the machine
+                parked.append(batch)
+                self._queued += len(batch.contents)
+                self._bytes_in += sum(map(len, batch.contents))
+                return
             was_empty = not self._batches and self._current is None and self._leftover is None
             self._batches.append(batch)
             self._queued += len(batch.contents)
@@ -684,6 +784,22 @@ def _records(parts: list[Part]) -> list[Record]:
     for part in parts:
         out += part.records()
     return out
+
+
+def _keys(partitions: Iterable[Key]) -> list[Key]:
+    """``pause``/``resume``'s argument checked: (topic, partition) pairs of names."""
+    if isinstance(partitions, tuple) and len(partitions) == 2 and isinstance(partitions[0], str):
+        raise TypeError(
+            f"pause/resume take an iterable of (topic, partition) pairs, got one pair "
+            f"{partitions!r}: wrap it in a list"
+        )
+    keys = list(partitions)
+    for key in keys:
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise TypeError(f"pause/resume take (topic, partition) pairs, got {key!r}")
+        check_name("topic", key[0])
+        check_name("partition", key[1])
+    return keys
 
 
 def _check_max(max_records: int) -> None:

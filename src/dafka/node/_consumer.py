@@ -103,6 +103,8 @@ class ConsumerStatistics:
     dropped_beyond_end: int = 0
     stores_known: int = 0
     stores_suspected: int = 0
+    dropped_paused: int = 0
+    """Records of paused partitions dropped on arrival (fetched again after resume)."""
 
 
 def _wire(text: str) -> bytes:
@@ -146,8 +148,12 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         self._assigned_topics: dict[str, None] = {}
         self._heads_seen: dict[tuple[str, str], int] = {}
         """Heads above an end offset (the cursor's ``known_head`` stops at the end)."""
+        self._paused: dict[tuple[str, str], Cursor | None] = {}
+        """Paused partitions (:meth:`pause`): their cursor, out of ``_cursors`` while paused
+        (None: paused before it was heard of)."""
         self._marked = consumer_id + TARGET_MARK
         self._beyond_end = 0
+        self._dropped_paused = 0
         self._delivered = 0
         self._foreign = 0
         self._unexpected = 0
@@ -217,13 +223,12 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
     def heads(self) -> dict[tuple[str, str], int]:
         """The highest sequence known to exist in every known partition (-1: none yet)."""
         seen = self._heads_seen
-        return {
-            key: max(c.known_head, c.last, seen.get(key, -1)) for key, c in self._cursors.items()
-        }
+        return {key: max(c.known_head, c.last, seen.get(key, -1)) for key, c in self._all_cursors()}
 
     def at_end(self, now: float) -> bool:
         """Caught up: settle windows over, every known head taken and handed out (no records
-        waiting for :meth:`take_actions`), every end reached."""
+        waiting for :meth:`take_actions`), every end reached. Paused partitions do not count:
+        nothing of them is read until they are resumed."""
         if self._in_order.dirty:
             return False
         for due in self._settle.values():
@@ -252,6 +257,8 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             self._settle.pop(topic, None)
         for key in [k for k in self._cursors if k[0] == topic and k not in self._assigned]:
             self._fetcher.forget(self._cursors.pop(key))
+        for key in [k for k in self._paused if k[0] == topic and k not in self._assigned]:
+            del self._paused[key]
 
     def seek(self, topic: str, producer: str, next_sequence: int, now: float) -> None:
         """Read partition ``producer`` of ``topic`` from ``next_sequence`` on (explicit start).
@@ -264,7 +271,11 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         key = (topic, producer)
         cursor = self._cursors.get(key)
         if cursor is None:
-            self._starts[key] = next_sequence
+            paused = self._paused.get(key)
+            if paused is not None:  # read from there once resumed
+                paused.last = next_sequence - 1
+            else:
+                self._starts[key] = next_sequence
             return
         self._fetcher.forget(cursor)
         self._flush(cursor, self._out)  # pending runs must not straddle the jump
@@ -276,8 +287,44 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         """The position of every known partition, keyed by (topic, producer)."""
         return {
             key: PartitionPosition(c.last, c.last + 1, max(c.known_head, c.last), c.fetching)
-            for key, c in self._cursors.items()
+            for key, c in self._all_cursors()
         }
+
+    def pause(self, topic: str, producer: str, now: float) -> None:
+        """Stop reading partition ``producer`` of ``topic`` until :meth:`resume` (Kafka's
+        ``pause``): its FETCHes stop, records of it that arrive are dropped (counted in
+        ``dropped_paused``; they are fetched again after :meth:`resume`), HEADs still move
+        its known head. Records taken before are still delivered at the next drain. Works
+        before the partition is known (it is then paused when it shows up)."""
+        del now
+        check_name("topic", topic)
+        check_name("partition", producer)
+        key = (topic, producer)
+        if key in self._paused:
+            return
+        cursor = self._cursors.pop(key, None)
+        if cursor is not None:
+            self._fetcher.forget(cursor)
+            self._flush(cursor, self._out)
+        self._paused[key] = cursor
+
+    def resume(self, topic: str, producer: str, now: float) -> None:
+        """Read a paused partition again, from the sequence after the last one taken (or
+        where a :meth:`seek` during the pause put it); fetches what it missed meanwhile."""
+        key = (topic, producer)
+        if key not in self._paused:
+            return
+        cursor = self._paused.pop(key)
+        if cursor is None:
+            return
+        self._cursors[key] = cursor
+        target = min(cursor.known_head, cursor.limit)
+        if target > cursor.last:
+            self._fetcher.gap(cursor, target, now, self._out)
+
+    def paused(self) -> tuple[tuple[str, str], ...]:
+        """The paused partitions, (topic, producer) each."""
+        return tuple(self._paused)
 
     # -- NodeMachine -----------------------------------------------------------------------
 
@@ -387,11 +434,39 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             dropped_unexpected=self._unexpected,
             skipped_records=self._fetcher.skipped,
             dropped_beyond_end=self._beyond_end,
+            dropped_paused=self._dropped_paused,
             stores_known=len(self._router.stores),
             stores_suspected=self._router.suspected,
         )
 
     # -- internals -------------------------------------------------------------------------
+
+    def _all_cursors(self) -> list[tuple[tuple[str, str], Cursor]]:
+        """Every known partition's cursor, paused ones included."""
+        known = list(self._cursors.items())
+        if self._paused:
+            known += [(k, c) for k, c in self._paused.items() if c is not None]
+        return known
+
+    def _paused_sighting(
+        self, topic: str, producer: str, latest_last: int, sequence: int, now: float
+    ) -> bool:
+        """A record or head (``sequence``) of a paused partition: its known head moves (its
+        cursor is made, as :meth:`_new_cursor` would, if it was paused before it was known).
+        False if the partition is not paused."""
+        key = (topic, producer)
+        if key not in self._paused:
+            return False
+        cursor = self._paused[key]
+        if cursor is None:
+            if topic not in self._topics:
+                return False  # not ours to make (an assigned topic's other partitions)
+            cursor = self._new_cursor(topic, producer, latest_last, now)
+            del self._cursors[key]
+            self._paused[key] = cursor
+        head = min(sequence, cursor.limit)
+        cursor.known_head = max(cursor.known_head, head)
+        return True
 
     def _asked_topics(self) -> tuple[str, ...]:
         """The topics whose heads the stores are asked for: subscribed and assigned ones (an
@@ -425,6 +500,11 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
     def _on_record(self, cursor: Cursor | None, record: Record | DirectRecord, now: float) -> None:
         sequence = record.sequence
         if cursor is None:
+            if self._paused and self._paused_sighting(
+                record.topic, record.producer, sequence - 1, sequence, now
+            ):
+                self._dropped_paused += 1
+                return
             if record.topic not in self._topics:
                 self._foreign += 1  # prefix leak ('hello2' while reading 'hello') or stale
                 return
@@ -439,6 +519,8 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         key = (topic, producer)
         cursor = self._cursors.get(key)
         if cursor is None:
+            if self._paused and self._paused_sighting(topic, producer, sequence, sequence, now):
+                return
             if topic not in self._topics:
                 self._foreign += 1  # also: a partition of an assigned topic not assigned to us
                 return
