@@ -28,7 +28,11 @@ mark; a simulated network drops anything): so an ACK refused from a sender it do
 makes the producer ask the stores to greet it again - it unsubscribes and subscribes to ``L``
 + its id, which every store sees as a new notice - at most once per ``head_interval``. A
 store not yet known then introduces itself, and its next ACK counts (stores ACK again on each
-HEAD). Authenticating peers is another matter: a peer that greets as a
+HEAD). A store's greeting comes from its reader and its ACKs from its writer, two sockets,
+so its first ACK can overtake its greeting: an ACK from a named sender not yet greeted is
+*held* (the highest per sender, at most ``MAX_STORES`` senders) for one ``head_interval``
+without being refused, and counts the moment that sender greets; only after that grace is
+an ACK from it refused and reported (an ordinary produce logs no refusal). Authenticating peers is another matter: a peer that greets as a
 store is believed (issue 18 is about what the producer believes, not who may speak).
 
 ``min_stores`` counts distinct senders of accepted ACKs through :meth:`ProducerMachine.on_ack`
@@ -145,6 +149,7 @@ class ProducerMachine(AttributedMessages):
         self._acks_unknown = 0
         self._acks_beyond = 0
         self._regreet_at = float("-inf")
+        self._early: dict[str, tuple[float, int]] = {}  # ungreeted sender: (first, highest)
         self.rejected = 0
         self.last_rejection = ""
         pid = check_name("producer id", producer_id)
@@ -268,7 +273,7 @@ class ProducerMachine(AttributedMessages):
         elif type(message) is GetHeads:
             self._on_get_heads(message)
         elif type(message) is StoreHello:
-            self._on_store_hello(message)
+            self._on_store_hello(message, now)
         else:
             self._dropped += 1
         if self._head_due is None and self._next > 0:
@@ -292,6 +297,8 @@ class ProducerMachine(AttributedMessages):
             self._dropped += 1  # prefix leak or a stray ACK
             return
         if not self._any_sender and (store is None or store not in self._stores):
+            if store is not None and self._hold_early(store, ack.sequence, now):
+                return
             self._acks_unknown += 1
             self.rejected += 1
             self.last_rejection = (
@@ -414,7 +421,23 @@ class ProducerMachine(AttributedMessages):
             )
         self._resent += stop - first
 
-    def _on_store_hello(self, hello: StoreHello) -> None:
+    def _hold_early(self, store: str, sequence: int, now: float) -> bool:
+        """Hold an ACK from ``store``, not (yet) greeted, if it is within its grace (see
+        module doc); False: refuse it."""
+        early = self._early.get(store)
+        if early is None:
+            if len(self._early) >= MAX_STORES:
+                return False
+            early = (now, sequence)
+        elif now - early[0] > self.config.head_interval:
+            return False
+        self._early[store] = (early[0], max(early[1], sequence))
+        if now >= self._regreet_at:  # ask for its greeting again: it may be lost
+            self._regreet_at = now + self.config.head_interval
+            self._out += [Unsubscribe(self._hello_prefix), Subscribe(self._hello_prefix)]
+        return True
+
+    def _on_store_hello(self, hello: StoreHello, now: float) -> None:
         if hello.consumer != self.producer_id:
             self._dropped += 1  # prefix leak: ``L`` + ``w.1`` also receives ``w.10``'s
             return
@@ -423,6 +446,9 @@ class ProducerMachine(AttributedMessages):
                 self._dropped += 1
                 return
             self._stores.add(hello.store)
+            early = self._early.pop(hello.store, None)
+            if early is not None:  # its ACK overtook its greeting
+                self.on_ack(Ack(self.producer_id, self.topic, early[1]), now, hello.store)
 
     def _on_get_heads(self, request: GetHeads) -> None:
         if request.topic != self.topic or self._next == 0:

@@ -197,9 +197,11 @@ def test_acks_count_only_from_stores_that_greeted_this_producer() -> None:
     for _ in range(5):
         producer.publish(b"x", 0.0)
     peer.drain()
-    peer.send(Ack(PID, "hello", 4))  # from a peer that never greeted it
+    peer.send(Ack(PID, "hello", 4))  # from a peer that never greeted it: held, not counted
     producer.on_message(Ack(PID, "hello", 4), 0.0)  # from nobody knows whom
     peer.send(StoreHello(PID + "0", "STRANGER"))  # a greeting for another producer (leak)
+    peer.advance(producer.config.head_interval + 0.1)  # its grace is over
+    peer.send(Ack(PID, "hello", 4))
     peer.send(Ack(PID, "hello", 4))
     assert producer.unacked == 5
     stats = producer.statistics()
@@ -207,9 +209,23 @@ def test_acks_count_only_from_stores_that_greeted_this_producer() -> None:
     assert producer.rejected == 3
     assert "'STRANGER': not a store that greeted this producer" in producer.last_rejection
     peer.send(StoreHello(PID, "STRANGER"))  # it introduces itself as a store
-    peer.send(Ack(PID, "hello", 4))
-    assert producer.unacked == 0
+    assert producer.unacked == 0  # the ACK it held counts now
     assert producer.stores == frozenset({"STRANGER"})
+
+
+def test_an_ack_that_overtakes_its_stores_greeting_is_held_not_refused() -> None:
+    """A store greets from its reader and ACKs from its writer: the ACK can come first.
+    Old code: refused and logged on every ordinary produce, counted only at the next ACK."""
+    producer = ProducerMachine("hello", PID)
+    for _ in range(3):
+        producer.publish(b"x", 0.0)
+    producer.take_actions()
+    producer.on_ack(Ack(PID, "hello", 1), 0.01, "STORE")
+    producer.on_ack(Ack(PID, "hello", 2), 0.02, "STORE")
+    assert (producer.unacked, producer.rejected) == (3, 0)
+    producer.on_message(StoreHello(PID, "STORE"), 0.03)
+    assert (producer.unacked, producer.rejected) == (0, 0)
+    assert producer.statistics().acks_received == 1
 
 
 def test_restart_continues_the_sequence_and_announces_its_head() -> None:
@@ -290,14 +306,13 @@ def test_an_ack_from_an_unknown_sender_asks_the_stores_to_greet_again() -> None:
     producer.publish(b"x", 0.0)
     producer.take_actions()
     hello = b"L" + PID.encode()
-    producer.on_ack(Ack(PID, "hello", 0), 5.0, "STORE")
+    producer.on_ack(Ack(PID, "hello", 0), 5.0, "STORE")  # held: its greeting may be late
     assert producer.take_actions() == [Unsubscribe(hello), Subscribe(hello)]
     producer.on_ack(Ack(PID, "hello", 0), 5.5, "STORE")  # within head_interval: once
     producer.on_message(Ack(PID, "hello", 0), 6.0)  # no sender: nobody to greet
     assert producer.take_actions() == []
-    producer.on_ack(Ack(PID, "hello", 0), 6.0, "STORE")
+    producer.on_ack(Ack(PID, "hello", 0), 6.1, "STORE")  # refused: its grace is over
     assert producer.take_actions() == [Unsubscribe(hello), Subscribe(hello)]
-    producer.on_message(StoreHello(PID, "STORE"), 6.1)
-    producer.on_ack(Ack(PID, "hello", 0), 6.2, "STORE")
+    assert producer.statistics().acks_from_unknown == 2
+    producer.on_message(StoreHello(PID, "STORE"), 6.2)
     assert producer.unacked == 0
-    assert producer.statistics().acks_from_unknown == 4
