@@ -32,19 +32,24 @@ class DataLossError(DafkaError):
     than skip them (``fail_on_data_loss``, the default; the Spark source's
     ``failOnDataLoss``). The one class for the consumer, the CLI and the Spark source.
 
-    The message names the partition and the records; ``topic``, ``partition``, ``first``
-    and ``end`` (the records ``[first, end)``) say it for programs, None where unknown."""
+    The message names the partition and the records (``fact``), then how to go on
+    (``remedy``, in the words of the API that raised it: the CLI says its flag);
+    ``topic``, ``partition``, ``first`` and ``end`` (the records ``[first, end)``) say it for
+    programs, None where unknown."""
 
     def __init__(
         self,
-        message: str,
+        fact: str,
         *,
+        remedy: str = "",
         topic: str | None = None,
         partition: str | None = None,
         first: int | None = None,
         end: int | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(f"{fact}; {remedy}" if remedy else fact)
+        self.fact = fact
+        self.remedy = remedy
         self.topic = topic
         self.partition = partition
         self.first = first

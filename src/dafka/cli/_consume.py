@@ -20,6 +20,7 @@ import click
 
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
 from dafka.cli._output import Formatter
+from dafka.errors import DataLossError
 from dafka.node import ConsumerStatistics
 
 
@@ -89,6 +90,16 @@ def consume(
         except BrokenPipeError:
             _quiet_stdout()
             return seen
+        except DataLossError as exc:  # the remedy in this command's words
+            out.flush()
+            raise DataLossError(
+                exc.fact,
+                remedy="--fail-on-data-loss false skips them",
+                topic=exc.topic,
+                partition=exc.partition,
+                first=exc.first,
+                end=exc.end,
+            ) from None
         finally:
             lookout.close()
             if metrics is not None:

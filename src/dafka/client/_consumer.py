@@ -449,8 +449,8 @@ class Consumer(Closing):
         if self._fail_on_data_loss:
             only = next(iter(missing.items()), None) if len(missing) == 1 else None
             raise DataLossError(
-                f"{what or 'nothing'} did not arrive within {idle_timeout} s "
-                "(fail_on_data_loss=False ends the read without them)",
+                f"{what or 'nothing'} did not arrive within {idle_timeout} s",
+                remedy="fail_on_data_loss=False ends the read without them",
                 topic=only[0][0] if only else None,
                 partition=only[0][1] if only else None,
                 first=only[1][0] if only else None,
@@ -624,8 +624,9 @@ class Consumer(Closing):
             if handing_out:
                 return True
             raise DataLossError(
-                f"{where} are gone from every store ({end - expected} records; "
-                f"fail_on_data_loss=False skips them, seek to {end} goes on after them)",
+                f"{where} are gone from every store ({end - expected} "
+                f"record{'s' if end - expected != 1 else ''})",
+                remedy=f"fail_on_data_loss=False skips them, seek to {end} goes on after them",
                 topic=batch.topic,
                 partition=batch.producer,
                 first=expected,

@@ -32,8 +32,9 @@ HEAD). A store's greeting comes from its reader and its ACKs from its writer, tw
 so its first ACK can overtake its greeting: an ACK from a named sender not yet greeted is
 *held* (the highest per sender, at most ``MAX_STORES`` senders) for one ``head_interval``
 without being refused, and counts the moment that sender greets; only after that grace is
-an ACK from it refused and reported (an ordinary produce logs no refusal). Authenticating peers is another matter: a peer that greets as a
-store is believed (issue 18 is about what the producer believes, not who may speak).
+an ACK from it refused and reported (an ordinary produce logs no refusal). Authenticating
+peers is another matter: a peer that greets as a store is believed (issue 18 is about what
+the producer believes, not who may speak).
 
 ``min_stores`` counts distinct senders of accepted ACKs through :meth:`ProducerMachine.on_ack`
 (its ``store`` argument); ACKs without a sender (``acks_from="any"`` with a driver that does
