@@ -27,31 +27,37 @@ from dafka.errors import (
     MessageTooLargeError,
     NodeFailedError,
 )
-from dafka.node import BackpressureError
+from dafka.node import BackpressureError, NodeArgumentError
 from dafka.records import (
     CorruptBatchError,
+    CorruptLogError,
     ProducerFencedError,
     Record,
     RecordColumns,
     RecordMetadata,
     TransactionError,
 )
-from dafka.server import LocalCluster
+from dafka.server import ClusterError, LocalCluster
+from dafka.transport.runner import NodeNotReadyError
 
 __all__ = [
     "AsyncConsumer",
     "AsyncProducer",
     "BackpressureError",
+    "ClusterError",
     "ConfigError",
     "Consumer",
     "ConsumerSettings",
     "CorruptBatchError",
+    "CorruptLogError",
     "DafkaError",
     "DataLossError",
     "DeliveryError",
     "LocalCluster",
     "MessageTooLargeError",
+    "NodeArgumentError",
     "NodeFailedError",
+    "NodeNotReadyError",
     "Producer",
     "ProducerFencedError",
     "ProducerSettings",
