@@ -12,6 +12,7 @@ segmented log and ``message`` is Gazette's exactly-once layer; both are pure of 
 from dafka.client import (
     AsyncConsumer,
     AsyncProducer,
+    CommitError,
     Consumer,
     ConsumerSettings,
     DeliveryError,
@@ -29,6 +30,7 @@ from dafka.errors import (
 )
 from dafka.node import BackpressureError, NodeArgumentError
 from dafka.records import (
+    CommittedOffset,
     CorruptBatchError,
     CorruptLogError,
     ProducerFencedError,
@@ -45,6 +47,8 @@ __all__ = [
     "AsyncProducer",
     "BackpressureError",
     "ClusterError",
+    "CommitError",
+    "CommittedOffset",
     "ConfigError",
     "Consumer",
     "ConsumerSettings",

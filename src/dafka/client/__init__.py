@@ -12,6 +12,7 @@ from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import DeliveryError
 from dafka.client._heads import HeadWatcher
 from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
+from dafka.client._offsets import CommitError, CommitReader, GroupOffsets
 from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
 from dafka.client._read_committed import ReadCommittedConsumer, replay_from_stores
@@ -24,10 +25,13 @@ __all__ = [
     "AsyncProducer",
     "ClusterSnapshot",
     "ClusterWatcher",
+    "CommitError",
+    "CommitReader",
     "Consumer",
     "ConsumerMetrics",
     "ConsumerSettings",
     "DeliveryError",
+    "GroupOffsets",
     "HeadWatcher",
     "LatencySnapshot",
     "PartitionProducer",

@@ -58,11 +58,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
+from dafka.client._offsets import CommitError, GroupOffsets, Position
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import ConfigError, DataLossError, NodeFailedError
 from dafka.lifecycle import Closing
@@ -78,6 +80,7 @@ from dafka.records import (
     MAGIC,
     BatchSlice,
     CheckedBatch,
+    CommittedOffset,
     CorruptBatchError,
     DroppedRecordError,
     Part,
@@ -190,6 +193,24 @@ class Consumer(Closing):
             raise ConfigError(READ_COMMITTED_IS_A_CLASS)
         topic_list, assigned, ends = checked_reads(topics, assign, end_offsets)
         self.consumer_id = consumer_id or new_node_id()
+        self._skip: dict[Key, tuple[int, int]] = {}
+        """(offset, index): a committed position inside a batch - its first ``index``
+        messages were handed out before the commit, so they are skipped once."""
+        self._group: GroupOffsets | None = None
+        self._auto_commit_due: float | None = None
+        if self.settings.group_id is not None:
+            self._group = GroupOffsets(
+                self.settings.group_id, self.settings, writer=self.consumer_id, context=context
+            )
+            try:
+                start_positions = self._group_starts(
+                    topic_list, assigned, dict(start_positions or {})
+                )
+            except BaseException:
+                self._group.close(0)
+                raise
+            if self.settings.enable_auto_commit:
+                self._auto_commit_due = time.monotonic() + self._auto_commit_interval()
         self._machine = ConsumerMachine(
             self.consumer_id,
             config or self.settings.consumer_config(),
@@ -239,7 +260,12 @@ class Consumer(Closing):
             name="consumer",
         )
         self._runner.failure.add_listener(self._on_failure)
-        self._runner.start(self.settings.ready_timeout)  # stops its thread itself if it raises
+        try:
+            self._runner.start(self.settings.ready_timeout)  # stops its thread if it raises
+        except BaseException:
+            if self._group is not None:
+                self._group.close(0)
+            raise
         try:
             if assigned:
                 self._runner.call(lambda now: self._assign(assigned, ends, now))
@@ -247,6 +273,8 @@ class Consumer(Closing):
                 self.subscribe(topic)
         except BaseException:
             self._runner.stop()
+            if self._group is not None:
+                self._group.close(0)
             raise
 
     # -- subscriptions and positions ---------------------------------------------------------
@@ -380,6 +408,8 @@ class Consumer(Closing):
         Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
         """
         _check_max(max_records)
+        if self._auto_commit_due is not None:
+            self._maybe_auto_commit()
         with self._lock:
             if not self._wait(timeout):
                 return []
@@ -390,6 +420,8 @@ class Consumer(Closing):
         same effect on positions - as a :class:`RecordColumns` (columns built when read,
         no tuple per message; ``to_arrow()``). Empty (``len() == 0``) on timeout."""
         _check_max(max_records)
+        if self._auto_commit_due is not None:
+            self._maybe_auto_commit()
         with self._lock:
             if not self._wait(timeout):
                 return RecordColumns()
@@ -483,6 +515,8 @@ class Consumer(Closing):
     def _poll_now(self, max_records: int) -> list[Record]:
         """What :meth:`poll` returns without waiting (the asyncio flavour's building block)."""
         _check_max(max_records)
+        if self._auto_commit_due is not None:
+            self._maybe_auto_commit()
         with self._lock:
             self._runner.failure.check()
             return self._take(max_records)
@@ -490,6 +524,8 @@ class Consumer(Closing):
     def _poll_columns_now(self, max_records: int) -> RecordColumns:
         """What :meth:`poll_columns` returns without waiting (for the asyncio flavour)."""
         _check_max(max_records)
+        if self._auto_commit_due is not None:
+            self._maybe_auto_commit()
         with self._lock:
             self._runner.failure.check()
             parts = self._take_parts(max_records)
@@ -594,17 +630,19 @@ class Consumer(Closing):
                     log.error("consumer: skipped a corrupt batch at %s", self._last_corrupt)
                 else:
                     checked = CheckedBatch(topic, partition, offset, content, layout, columns)
+                    first = self._skipped(key, offset) if self._skip else 0
                     cut = room - plain  # >= 1: the batch is inside chunk
-                    if checked.count > cut:
-                        parts.append(BatchSlice(checked, 0, cut))
+                    if checked.count - first > cut:
+                        parts.append(BatchSlice(checked, first, first + cut))
                         n += cut
-                        self._leftover = (checked, cut)
+                        self._leftover = (checked, first + cut)
                         nxt[key] = offset  # partly handed: its offset stays the position
                         taken += used
                         self._advance(batch, start + used)
                         break
-                    parts.append(BatchSlice(checked, 0, checked.count))
-                    n += checked.count
+                    if first < checked.count:
+                        parts.append(BatchSlice(checked, first, checked.count))
+                        n += checked.count - first
             taken += used
             nxt[key] = offset0 + used
             self._advance(batch, start + used)
@@ -612,6 +650,15 @@ class Consumer(Closing):
         self._records_polled += taken
         self._messages_polled += n
         return parts
+
+    def _skipped(self, key: Key, offset: int) -> int:
+        """Messages of the batch at ``offset`` handed out before a commit (the lock is held):
+        skipped once, when the committed batch comes."""
+        at = self._skip.get(key)
+        if at is None or at[0] > offset:
+            return 0
+        del self._skip[key]
+        return at[1] if at[0] == offset else 0
 
     def _lost(self, batch: Deliver, expected: int, handing_out: bool) -> bool:
         """Records ``expected..`` up to ``batch`` are gone (the machine skipped them): True
@@ -652,13 +699,131 @@ class Consumer(Closing):
         if self._closed:
             failure.check()
             return
+        group = self._group
+        if group is not None and self._auto_commit_due is not None and failure.error is None:
+            try:  # as Kafka: auto-commit commits what was handed out when closing
+                self.commit()
+            except (CommitError, NodeFailedError) as exc:
+                log.warning("consumer: the closing commit of group %s failed: %s", group.group, exc)
         self._closed = True
         with self._lock:
             self._lock.notify_all()
         if self._wakeup is not None:
             self._wakeup()
         self._runner.stop()
+        if group is not None:
+            group.close()
         failure.check()
+
+    # -- committed offsets (group_id; docs/groups.md) ---------------------------------------
+
+    @property
+    def group_id(self) -> str | None:
+        return self.settings.group_id
+
+    def commit(
+        self,
+        offsets: Mapping[Key, Position] | None = None,
+        *,
+        timeout: float | None = None,
+        metadata: str = "",
+    ) -> None:
+        """Commit ``offsets`` (None: the positions of everything handed out so far) for the
+        group; returns once the stores hold the commit (:class:`CommitError` after
+        ``timeout``, default ``commit_timeout``). A position is the next RECORD offset, or
+        ``(offset, index)``: the first ``index`` messages of that RECORD were handed out."""
+        self._needs_group("commit").commit(self._to_commit(offsets), timeout, metadata)
+
+    def commit_async(
+        self, offsets: Mapping[Key, Position] | None = None, *, metadata: str = ""
+    ) -> Future[None]:
+        """:meth:`commit` without waiting: the future resolves once the stores hold it."""
+        return self._needs_group("commit_async").commit_async(self._to_commit(offsets), metadata)
+
+    def committed(
+        self, partitions: Iterable[Key] | None = None, *, timeout: float | None = None
+    ) -> dict[Key, CommittedOffset | None]:
+        """The group's committed offset of each of ``partitions`` (None: every partition the
+        group committed), read from the stores now; None where nothing was committed."""
+        group = self._needs_group("committed")
+        if partitions is None:
+            return dict(group.committed(None, timeout))
+        keys = list(partitions)
+        found = group.committed(keys, timeout)
+        return {key: found.get(key) for key in keys}
+
+    def seek_to_committed(
+        self, partitions: Iterable[Key], *, timeout: float | None = None
+    ) -> list[Key]:
+        """Move each of ``partitions`` to the group's committed offset; returns those with
+        no commit (left where they are: the caller applies its reset rule)."""
+        found = self._needs_group("seek_to_committed").committed(partitions, timeout)
+        missing = [key for key in partitions if key not in found]
+        for (topic, partition), offset in found.items():
+            self.seek(topic, partition, offset.offset)
+            if offset.index:
+                with self._lock:
+                    self._skip[(topic, partition)] = (offset.offset, offset.index)
+        return missing
+
+    def _needs_group(self, call: str) -> GroupOffsets:
+        if self._group is None:
+            raise ConfigError(f"{call}() needs a consumer group: Consumer(..., group_id='name')")
+        return self._group
+
+    def _to_commit(self, offsets: Mapping[Key, Position] | None) -> Mapping[Key, Position]:
+        """``offsets``, or the positions of what was handed out: the next RECORD, or (a batch
+        a poll cut, a committed batch not reached yet) its offset and the messages taken."""
+        if offsets is not None:
+            return offsets
+        with self._lock:
+            out: dict[Key, Position] = dict(self._next)
+            for key, (offset, index) in self._skip.items():
+                if out.get(key) == offset:
+                    out[key] = (offset, index)
+            cut = [*self._parked_leftovers.values(), *self._resumed_leftovers]
+            if self._leftover is not None:
+                cut.append(self._leftover)
+            for checked, at in cut:
+                out[(checked.topic, checked.partition)] = (checked.offset, at)
+        return out
+
+    def _auto_commit_interval(self) -> float:
+        return float(self.settings.auto_commit_interval_ms) / 1000.0
+
+    def _maybe_auto_commit(self) -> None:
+        """Auto-commit, at most every ``auto_commit_interval_ms``: what earlier polls handed
+        out (the application processed it before polling again: at least once)."""
+        due = self._auto_commit_due
+        now = time.monotonic()
+        if due is None or now < due:
+            return
+        self._auto_commit_due = now + self._auto_commit_interval()
+        group = self._group
+        assert group is not None
+        future = group.commit_async(self._to_commit(None))
+        future.add_done_callback(_log_failed_commit)
+
+    def _group_starts(
+        self, topics: list[str], assigned: dict[Key, int], starts: dict[Key, int]
+    ) -> dict[Key, int]:
+        """Where a group consumer starts: at the committed offsets (read before the node
+        starts), the assigned partitions' starts and ``offset_reset`` only where nothing was
+        committed. Returns the subscriptions' start positions."""
+        group = self._group
+        assert group is not None
+        committed = group.committed(None)
+        wanted = set(topics)
+        for key, offset in committed.items():
+            if key in assigned:
+                assigned[key] = offset.offset
+            elif key[0] in wanted and key not in starts:
+                starts[key] = offset.offset
+            else:
+                continue
+            if offset.index:
+                self._skip[key] = (offset.offset, offset.index)
+        return starts
 
     # -- runner thread ---------------------------------------------------------------------
 
@@ -734,6 +899,7 @@ class Consumer(Closing):
                 self._queued -= sum(len(b.contents) for b in parked)
                 parked.clear()
             self._parked_leftovers.pop(key, None)
+            self._skip.pop(key, None)
             kept = collections.deque(b for b in self._batches if (b.topic, b.producer) != key)
             dropped = sum(len(b.contents) for b in self._batches) - sum(
                 len(b.contents) for b in kept
@@ -778,6 +944,12 @@ class Consumer(Closing):
 
     def _paused(self) -> bool:
         return self._queued >= self._max_queued
+
+
+def _log_failed_commit(future: Future[None]) -> None:
+    error = future.exception()
+    if error is not None:
+        log.warning("consumer: an auto-commit failed (the next one retries): %s", error)
 
 
 def _records(parts: list[Part]) -> list[Record]:

@@ -59,6 +59,29 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
     def _subscribe(self, topic: str) -> None:
         self._runner.call(lambda now: self._machine.subscribe(topic, now))
 
+    def subscribe(self, topic: str) -> None:
+        """Watch ``topic`` too (its heads are asked at once)."""
+        self._subscribe(topic)
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return self._runner.call(lambda _now: self._machine.topics)
+
+    def refresh(self, settle: float, timeout: float) -> dict[tuple[str, str], int]:
+        """Ask the stores for every head now and return the snapshot once ``settle``
+        seconds passed after the ask with nothing new learnt (at most ``timeout``): how a
+        reader gets heads no older than its call, not up to ``refresh`` seconds old."""
+        asked = time.monotonic()
+        self._runner.call(self._machine.ask_now)
+        deadline = asked + timeout
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                quiet_from = max(asked, self._last_change)
+                if now - quiet_from >= settle or now >= deadline:
+                    return self._snapshot
+                self._changed.wait(max(min(quiet_from + settle, deadline) - now, 0.001))
+
     def heads(self) -> dict[tuple[str, str], int]:
         """(topic, partition) -> highest sequence known to exist (a snapshot; no wait)."""
         return self._snapshot

@@ -284,9 +284,38 @@ class ConsumerSettings(_CommonSettings):
     them, after handing out what came before them; False skips them (counted in
     ``poll_statistics().records_lost``, logged as a warning)."""
 
+    group_id: str | None = None
+    """``consumer/group``: the consumer group (Kafka's ``group.id``). With it the consumer
+    commits its positions to the cluster (``commit``, auto-commit) and starts a partition
+    at the group's committed offset; ``offset_reset`` applies only where nothing was
+    committed (docs/groups.md)."""
+    enable_auto_commit: bool = True
+    """With ``group_id``: commit the positions of what earlier polls handed out, every
+    ``auto_commit_interval_ms`` (checked at each poll) and at ``close`` (as Kafka)."""
+    auto_commit_interval_ms: float = 5000.0
+    """How often auto-commit commits, in milliseconds."""
+    commit_timeout: float = 30.0
+    """Seconds a synchronous ``commit`` waits for the stores (then :class:`CommitError`)
+    and ``committed`` for their answers."""
+
     def __post_init__(self) -> None:
         self._check_common()
         _choice("offset_reset", self.offset_reset, ("earliest", "latest"))
+        if self.group_id is not None:
+            _require(
+                "group_id",
+                isinstance(self.group_id, str) and bool(self.group_id.strip()),
+                self.group_id,
+                "a non-empty string or None",
+            )
+        _require(
+            "enable_auto_commit",
+            isinstance(self.enable_auto_commit, bool),
+            self.enable_auto_commit,
+            "True or False",
+        )
+        _number("auto_commit_interval_ms", self.auto_commit_interval_ms)
+        _number("commit_timeout", self.commit_timeout)
         _choice("isolation_level", self.isolation_level, ("read_uncommitted", "read_committed"))
         _int("fetch_window", self.fetch_window, 1)
         _number("fetch_retry_initial", self.fetch_retry_initial)
@@ -337,6 +366,12 @@ class ConsumerSettings(_CommonSettings):
             latest_settle=float(self.latest_settle),
             single_store_fetch=self.single_store_fetch,
         )
+
+
+def common_fields(settings: ProducerSettings | ConsumerSettings) -> dict[str, Any]:
+    """The fields every client shares (towers, transport, security), to build a helper
+    client of the other kind with the same reach (a consumer's commit producer...)."""
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(_CommonSettings)}
 
 
 S = TypeVar("S", ProducerSettings, ConsumerSettings)
@@ -408,6 +443,7 @@ __all__ = [
     "DEFAULT_TOWERS",
     "ConsumerSettings",
     "ProducerSettings",
+    "common_fields",
     "resolve_settings",
     "settings_from_config",
 ]

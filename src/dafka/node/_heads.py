@@ -84,6 +84,13 @@ class HeadsMachine:
         if self._due is None:
             self._due = now + self.refresh
 
+    def ask_now(self, now: float) -> None:
+        """Ask the heads of every watched topic now (as the periodic refresh does), for a
+        reader that needs them fresh rather than up to ``refresh`` seconds old."""
+        for topic in self._topics:
+            self._ask(topic)
+        self._due = now + self.refresh
+
     def watch_matching(self, matches: Callable[[str], bool], now: float) -> None:
         """Watch every topic for which ``matches(topic)`` is true, as its HEADs show up."""
         del now

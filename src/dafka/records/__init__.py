@@ -9,6 +9,8 @@ connector and the tools share one definition of each format:
 * :class:`Record` / :class:`RecordMetadata`, what consumers deliver and producers resolve;
 * the transaction log's records (``_txn_log.py``): EPOCH, INTENT, RECOVERED, and the fold a
   successor uses to resolve what its predecessors left;
+* the commit records of consumer groups (``_offsets.py``) and the fold that reads a group's
+  committed offsets from them;
 * :class:`CommittedFilter`, the read-committed filter over a stream of records (the message
   layer's sequencer);
 * their errors (:class:`CorruptBatchError`, :class:`TransactionError`...).
@@ -51,6 +53,20 @@ from dafka.records._errors import (
     ProducerFencedError,
     TransactionError,
 )
+from dafka.records._offsets import (
+    OFFSETS_TOPIC,
+    CommitRecord,
+    CommittedOffset,
+    CorruptCommitError,
+    TxnRef,
+    commit_group,
+    commit_partition,
+    decode_commit,
+    encode_commit,
+    fold_commits,
+    next_version,
+    visible_offsets,
+)
 from dafka.records._record import Record, RecordMetadata, plain_record
 from dafka.records._txn_log import (
     TXN_TOPIC,
@@ -79,14 +95,18 @@ __all__ = [
     "MAX_TIMESTAMP",
     "MESSAGE_OVERHEAD",
     "NO_UUID",
+    "OFFSETS_TOPIC",
     "TXN_TOPIC",
     "UUID_SIZE",
     "BatchColumns",
     "BatchLayout",
     "BatchSlice",
     "CheckedBatch",
+    "CommitRecord",
     "CommittedFilter",
+    "CommittedOffset",
     "CorruptBatchError",
+    "CorruptCommitError",
     "CorruptLogError",
     "DroppedRecordError",
     "EpochRecord",
@@ -104,17 +124,25 @@ __all__ = [
     "RecoveredRecord",
     "ReplayFunc",
     "TransactionError",
+    "TxnRef",
     "ack_uuid",
     "check_batch",
+    "commit_group",
+    "commit_partition",
     "decode_batch",
+    "decode_commit",
     "decode_record",
     "drop_notice",
     "encode_batch",
+    "encode_commit",
     "encode_record",
+    "fold_commits",
     "instance_state",
     "is_batch",
     "log_owner",
     "log_partition",
+    "next_version",
     "obligations",
     "plain_record",
+    "visible_offsets",
 ]

@@ -1,0 +1,394 @@
+"""A group's committed offsets, kept in the cluster: written as commit records, read back.
+
+The format and the fold are pure (``dafka.records``, ``_offsets.py``); this module does the
+I/O (docs/groups.md, "Committed offsets"):
+
+* :class:`CommitReader` - what the stores hold: a :class:`HeadWatcher` on
+  :data:`OFFSETS_TOPIC` lists every committer's partition and its head; the last RECORD of
+  each partition of a group is read with a bounded :class:`Consumer` (and kept, by head, so
+  a partition is read again only when it grew); a transaction's commit counts once its
+  INTENT is found in the transaction log (read the same way, at the one offset named);
+* :class:`GroupOffsets` - one committer of one group: its own partition of
+  :data:`OFFSETS_TOPIC` (a producer named ``f"{group}~{nonce}"``, fresh per instance:
+  nothing to resume), the snapshot of what it committed, and the versions seen so that a
+  commit of a partition taken over from another member always ranks above it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+
+from dafka.client._errors import DeliveryError
+from dafka.client._heads import HeadWatcher
+from dafka.client._producer import Producer
+from dafka.client._settings import ConsumerSettings, ProducerSettings, common_fields
+from dafka.errors import ConfigError, DafkaError
+from dafka.lifecycle import Closing
+from dafka.records import (
+    OFFSETS_TOPIC,
+    TXN_TOPIC,
+    CommitRecord,
+    CommittedOffset,
+    CorruptCommitError,
+    CorruptLogError,
+    IntentRecord,
+    RecordMetadata,
+    TxnRef,
+    commit_group,
+    commit_partition,
+    decode_commit,
+    decode_record,
+    encode_commit,
+    fold_commits,
+    next_version,
+)
+from dafka.transport.sockets import ZmqContext
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+Position = int | tuple[int, int] | CommittedOffset
+"""What a commit takes per partition: a RECORD offset, ``(offset, index)`` (the first
+``index`` messages of that RECORD were handed out), or a :class:`CommittedOffset`."""
+
+_MAX_GROUP_BYTES = 200
+"""A group names partitions ``f"{group}~{nonce}.0"`` (at most 255 bytes on the wire)."""
+
+
+class CommitError(DafkaError):
+    """Offsets could not be committed (not stored within ``commit_timeout``) or read (no
+    store answered)."""
+
+
+def check_group(group: object) -> str:
+    """A group id: a non-empty ``str`` short enough to name its commit partitions."""
+    if not isinstance(group, str) or not group.strip():
+        raise ConfigError(f"group_id must be a non-empty str, got {group!r}")
+    if len(group.encode("utf-8", "surrogateescape")) > _MAX_GROUP_BYTES:
+        raise ConfigError(f"group_id is longer than {_MAX_GROUP_BYTES} bytes: {group!r}")
+    return group
+
+
+def as_committed(key: Key, position: Position, metadata: str = "") -> CommittedOffset:
+    """One partition's commit request as a :class:`CommittedOffset` (version 0: set by the
+    committer), checked."""
+    if isinstance(position, CommittedOffset):
+        offset, index, metadata = position.offset, position.index, position.metadata
+    elif isinstance(position, tuple):
+        offset, index = position
+    else:
+        offset, index = position, 0
+    for what, value in (("offset", offset), ("index", index)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"commit of {key}: {what} must be an int >= 0, got {value!r}")
+    return CommittedOffset(offset, index, 0, metadata)
+
+
+def _reader_settings(settings: ConsumerSettings) -> ConsumerSettings:
+    return ConsumerSettings(
+        **common_fields(settings),
+        offset_reset="earliest",
+        latest_settle=0.0,
+        fail_on_data_loss=True,
+        enable_auto_commit=False,
+    )
+
+
+class CommitReader(Closing):
+    """The committed offsets of groups, read from the stores (see the module docstring).
+
+    ``settle``: seconds without a new head after asking the stores before the heads count
+    as answered (the wire has no "that is all" reply)."""
+
+    def __init__(
+        self,
+        settings: ConsumerSettings,
+        *,
+        context: ZmqContext | None = None,
+        settle: float = 0.1,
+    ) -> None:
+        self._settings = _reader_settings(settings)
+        self._context = context
+        self._settle = settle
+        self._lock = threading.Lock()
+        self._watcher: HeadWatcher | None = None
+        self._records: dict[str, tuple[int, CommitRecord | None]] = {}
+        """Partition of OFFSETS_TOPIC -> (head read, its record; None: corrupt)."""
+        self._decided: dict[TxnRef, bool] = {}
+        """Transactions whose INTENT was found (True) or whose slot holds something else."""
+        self.corrupt = 0
+        """Commit records that did not decode (skipped, logged)."""
+
+    def heads(self, timeout: float) -> dict[Key, int]:
+        """Every partition of the offsets topic (and of the transaction log once asked) with
+        its head, fresh: asked from the stores now, answered within the settle window."""
+        watcher = self._watcher
+        if watcher is None:
+            watcher = self._watcher = HeadWatcher(
+                [OFFSETS_TOPIC],
+                self._settings.transport(),
+                refresh=1.0,
+                context=self._context,
+                ready_timeout=self._settings.ready_timeout,
+            )
+            heads = watcher.wait_quiet(max(0.3, self._settle), timeout, min_stores=1)
+            if watcher.stores < 1:
+                raise CommitError(
+                    f"no dafka store answered within {timeout}s: committed offsets are kept "
+                    "by the stores (start them, or check the towers)"
+                )
+            return heads
+        return watcher.refresh(self._settle, timeout)
+
+    def groups(self, timeout: float) -> list[str]:
+        """The groups that have committed something."""
+        found = {commit_group(p) for t, p in self.heads(timeout) if t == OFFSETS_TOPIC}
+        return sorted(g for g in found if g is not None)
+
+    def read(
+        self, groups: Iterable[str] | None, timeout: float
+    ) -> dict[str, dict[Key, CommittedOffset]]:
+        """The committed offsets of ``groups`` (None: every group), each folded from the
+        last record of each of its partitions."""
+        with self._lock:
+            heads = self.heads(timeout)
+            wanted = None if groups is None else set(groups)
+            latest: dict[str, int] = {}
+            for (topic, partition), head in heads.items():
+                group = commit_group(partition) if topic == OFFSETS_TOPIC else None
+                if group is None or head < 0 or (wanted is not None and group not in wanted):
+                    continue
+                latest[partition] = head
+            stale = {
+                (OFFSETS_TOPIC, p): h
+                for p, h in latest.items()
+                if self._records.get(p, (-1, None))[0] != h
+            }
+            for (_, partition), content in self._read_at(stale, timeout).items():
+                try:
+                    record: CommitRecord | None = decode_commit(content)
+                except CorruptCommitError as exc:
+                    self.corrupt += 1
+                    log.warning("offsets: skipped %s/%s: %s", OFFSETS_TOPIC, partition, exc)
+                    record = None
+                self._records[partition] = (stale[(OFFSETS_TOPIC, partition)], record)
+            records = [self._records[p][1] for p in latest if p in self._records]
+            present = [r for r in records if r is not None]
+            self._decide([r.txn for r in present if r.txn is not None], timeout)
+            by_group: dict[str, list[CommitRecord]] = {}
+            for record in present:
+                by_group.setdefault(record.group, []).append(record)
+            decided = self._decided
+            return {
+                group: fold_commits(found, lambda ref: decided.get(ref, False))
+                for group, found in by_group.items()
+            }
+
+    def _decide(self, refs: list[TxnRef], timeout: float) -> None:
+        """Learn whether each transaction's INTENT is in its log (at the offset named)."""
+        open_refs = [r for r in refs if not self._decided.get(r, False) and r not in self._decided]
+        if not open_refs:
+            return
+        watcher = self._watcher
+        assert watcher is not None
+        if TXN_TOPIC not in watcher.topics:
+            watcher.subscribe(TXN_TOPIC)
+        heads = watcher.refresh(max(0.3, self._settle), timeout)
+        wanted = {
+            (TXN_TOPIC, r.log): r.at for r in open_refs if heads.get((TXN_TOPIC, r.log), -1) >= r.at
+        }
+        contents = self._read_at(wanted, timeout)
+        for ref in open_refs:
+            content = contents.get((TXN_TOPIC, ref.log))
+            if content is None:
+                continue  # not written yet: not committed (yet)
+            try:
+                record = decode_record(content)
+            except CorruptLogError:
+                record = None
+            self._decided[ref] = isinstance(record, IntentRecord) and record.txn == ref.txn
+
+    def _read_at(self, offsets: Mapping[Key, int], timeout: float) -> dict[Key, bytes]:
+        """The RECORD at ``offsets[key]`` of each partition (a bounded read)."""
+        if not offsets:
+            return {}
+        from dafka.client._consumer import Consumer
+
+        out: dict[Key, bytes] = {}
+        with Consumer(
+            assign=dict(offsets),
+            end_offsets={k: o + 1 for k, o in offsets.items()},
+            settings=self._settings,
+            context=self._context,
+        ) as reader:
+            try:
+                for columns in reader.read_to_end(timeout):
+                    for topic, partition, offset, value in zip(
+                        columns.topics,
+                        columns.partitions,
+                        columns.offsets,
+                        columns.values,
+                        strict=True,
+                    ):
+                        if offsets.get((topic, partition)) == offset:
+                            out[(topic, partition)] = bytes(value)
+            except DafkaError as exc:
+                raise CommitError(f"committed offsets could not be read: {exc}") from exc
+        return out
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+
+
+class GroupOffsets(Closing):
+    """One committer of ``group``: :meth:`commit` writes its snapshot, :meth:`committed`
+    reads the group's (see the module docstring). ``writer``: who commits (logged in each
+    record; ties of equal versions are broken by it)."""
+
+    def __init__(
+        self,
+        group: str,
+        settings: ConsumerSettings,
+        *,
+        writer: str,
+        context: ZmqContext | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.group = check_group(group)
+        self.writer = writer
+        self._settings = settings
+        self._context = context
+        self._clock = clock
+        self.nonce = f"{time.time_ns():016x}{os.urandom(4).hex()}"
+        self.partition = commit_partition(group, self.nonce)
+        self._lock = threading.Lock()
+        self._own: dict[Key, CommittedOffset] = {}
+        self._seen: dict[Key, int] = {}
+        self._last: Future[None] | None = None
+        self._producer: Producer | None = None
+        self._reader: CommitReader | None = None
+        self._closed = False
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def commit_async(self, offsets: Mapping[Key, Position], metadata: str = "") -> Future[None]:
+        """Commit ``offsets``; the future resolves once the stores hold the record (fails
+        with :class:`CommitError`). Unchanged offsets keep their version; nothing changed
+        and something committed before: the last commit's future."""
+        requested = {key: as_committed(key, pos, metadata) for key, pos in offsets.items()}
+        with self._lock:
+            if self._closed:
+                raise CommitError(f"commit on a closed consumer of group {self.group!r}")
+            now_us = int(self._clock() * 1_000_000)
+            changed = False
+            for key, want in requested.items():
+                held = self._own.get(key)
+                if held is not None and (held.offset, held.index, held.metadata) == (
+                    want.offset,
+                    want.index,
+                    want.metadata,
+                ):
+                    continue
+                seen = max(self._seen.get(key, 0), held.version if held else 0)
+                version = next_version(now_us, seen)
+                self._own[key] = CommittedOffset(want.offset, want.index, version, want.metadata)
+                self._seen[key] = version
+                changed = True
+            if not changed and self._last is not None:
+                return self._last
+            record = CommitRecord(self.group, self.writer, dict(self._own))
+            stored = self._writer().send(encode_commit(record))
+            done: Future[None] = Future()
+            group = self.group
+
+            def resolved(f: Future[RecordMetadata]) -> None:
+                error = f.exception()
+                if error is None:
+                    done.set_result(None)
+                else:
+                    done.set_exception(CommitError(f"commit of group {group!r} failed: {error}"))
+
+            stored.add_done_callback(resolved)
+            self._last = done
+            return done
+
+    def commit(
+        self, offsets: Mapping[Key, Position], timeout: float | None = None, metadata: str = ""
+    ) -> None:
+        """:meth:`commit_async` and wait until the stores hold it."""
+        timeout = self._settings.commit_timeout if timeout is None else timeout
+        future = self.commit_async(offsets, metadata)
+        try:
+            future.result(timeout)
+        except TimeoutError:
+            raise CommitError(
+                f"commit of group {self.group!r} not stored within {timeout}s (is a store up?)"
+            ) from None
+
+    def _writer(self) -> Producer:
+        if self._producer is None:
+            s = self._settings
+            self._producer = Producer(
+                OFFSETS_TOPIC,
+                settings=ProducerSettings(
+                    **common_fields(s),
+                    name=self.partition[:-2],
+                    partitions=1,
+                    batching=False,
+                    resume=False,
+                    linger_ms=0.0,
+                    delivery_timeout=s.commit_timeout,
+                ),
+                context=self._context,
+            )
+        return self._producer
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def committed(
+        self, partitions: Iterable[Key] | None = None, timeout: float | None = None
+    ) -> dict[Key, CommittedOffset]:
+        """The group's committed offsets (of ``partitions``; None: all), as the stores hold
+        them now; a partition without a commit is absent."""
+        timeout = self._settings.commit_timeout if timeout is None else timeout
+        with self._lock:
+            if self._reader is None:
+                self._reader = CommitReader(self._settings, context=self._context)
+            reader = self._reader
+        found = reader.read([self.group], timeout).get(self.group, {})
+        with self._lock:
+            for key, offset in found.items():
+                if offset.version > self._seen.get(key, 0):
+                    self._seen[key] = offset.version
+        if partitions is None:
+            return found
+        return {key: found[key] for key in partitions if key in found}
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Wait for the commits in flight (up to ``timeout``), then leave."""
+        with self._lock:
+            self._closed = True
+            producer, reader = self._producer, self._reader
+        if producer is not None:
+            with contextlib.suppress(DeliveryError, DafkaError):
+                producer.flush(timeout)
+            producer.close(timeout)
+        if reader is not None:
+            reader.close()
+
+
+__all__ = [
+    "CommitError",
+    "CommitReader",
+    "GroupOffsets",
+    "Position",
+    "as_committed",
+    "check_group",
+]

@@ -1,0 +1,204 @@
+"""Committed offsets: the commit records of a consumer group and the fold that reads them.
+
+See docs/groups.md ("Committed offsets"). Dafka has no coordinator to hold a group's
+offsets, so they are records like any other, stored and replicated by the stores:
+
+* every committer (a group member's consumer, a transactional producer sending offsets)
+  writes to its own partition of :data:`OFFSETS_TOPIC`, named ``f"{group}~{nonce}.0"``
+  (a fresh ``nonce`` per committer instance: one writer per partition, and nothing to
+  resume);
+* each :class:`CommitRecord` is a *snapshot*: every offset that committer has committed
+  so far (not only the ones that changed), so a reader needs only the last RECORD of each
+  partition, not its history;
+* each offset carries a ``version`` that orders the commits of one (topic, partition)
+  across committers: a hybrid clock, ``max(wall clock in us, highest version seen + 1)``,
+  so a member that took a partition over (and read its committed offset first) always
+  commits above its predecessor, whatever the hosts' clocks say;
+* a commit sent inside a transaction carries a :class:`TxnRef`: its new offsets count only
+  if the transaction log holds that transaction's INTENT (the commit point,
+  docs/exactly-once.md) at the named offset; until then (or if it aborted) only its
+  ``base`` counts - the snapshot of offsets whose transactions had committed.
+
+:func:`fold_commits` turns the last record of every partition of a group into the group's
+committed offsets: per (topic, partition) the one with the highest ``(version, writer)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dafka.errors import DafkaError
+
+OFFSETS_TOPIC = "__dafka_offsets"
+"""The topic that holds every group's commit records."""
+
+_SEPARATOR = "~"
+_FORMAT = 1
+
+Key = tuple[str, str]
+
+
+class CorruptCommitError(DafkaError):
+    """A RECORD of :data:`OFFSETS_TOPIC` that is not a commit record (never written by
+    dafka): a reader counts and skips it."""
+
+
+def commit_partition(group: str, nonce: str) -> str:
+    """The partition of one committer of ``group`` (a producer named ``f"{group}~{nonce}"``,
+    partition 0)."""
+    return f"{group}{_SEPARATOR}{nonce}.0"
+
+
+def commit_group(partition: str) -> str | None:
+    """The group of a partition of :data:`OFFSETS_TOPIC`, or None if it is not one."""
+    if not partition.endswith(".0") or _SEPARATOR not in partition:
+        return None
+    return partition[:-2].rsplit(_SEPARATOR, 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """Where a group resumes a partition: RECORD ``offset``, skipping its first ``index``
+    messages (a batch a poll cut: those were handed out), ordered by ``version``."""
+
+    offset: int
+    index: int = 0
+    version: int = 0
+    metadata: str = ""
+
+    def to_json(self) -> list[Any]:
+        return [self.offset, self.index, self.version, self.metadata]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRef:
+    """A commit sent in a transaction: it counts once the transaction log partition ``log``
+    of :data:`dafka.records.TXN_TOPIC` holds the INTENT of transaction ``txn`` at offset
+    ``at`` (the log's next offset when the offsets were sent: its single writer appends
+    nothing else before that INTENT)."""
+
+    log: str
+    at: int
+    txn: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRecord:
+    """One committer's snapshot of its committed offsets (see the module docstring)."""
+
+    group: str
+    writer: str
+    offsets: Mapping[Key, CommittedOffset]
+    """Without ``txn``: the committed offsets. With ``txn``: the ones this transaction
+    commits (the others are in ``base``)."""
+    txn: TxnRef | None = None
+    base: Mapping[Key, CommittedOffset] = field(default_factory=dict)
+    """With ``txn``: the writer's offsets of transactions known to have committed."""
+
+
+def _offsets_json(offsets: Mapping[Key, CommittedOffset]) -> list[list[Any]]:
+    return [[t, p, *c.to_json()] for (t, p), c in sorted(offsets.items())]
+
+
+def _offsets_from(doc: Any) -> dict[Key, CommittedOffset]:
+    out: dict[Key, CommittedOffset] = {}
+    for topic, partition, offset, index, version, metadata in doc:
+        committed = CommittedOffset(int(offset), int(index), int(version), str(metadata))
+        if committed.offset < 0 or committed.index < 0:
+            raise ValueError(f"negative offset in {committed}")
+        out[(str(topic), str(partition))] = committed
+    return out
+
+
+def encode_commit(record: CommitRecord) -> bytes:
+    """The RECORD content of a commit record (compact JSON)."""
+    doc: dict[str, Any] = {
+        "type": "commit",
+        "v": _FORMAT,
+        "group": record.group,
+        "writer": record.writer,
+        "offsets": _offsets_json(record.offsets),
+    }
+    if record.txn is not None:
+        doc["txn"] = [record.txn.log, record.txn.at, record.txn.txn]
+        doc["base"] = _offsets_json(record.base)
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def decode_commit(content: bytes) -> CommitRecord:
+    """Inverse of :func:`encode_commit`; :class:`CorruptCommitError` for anything else."""
+    try:
+        doc = json.loads(content)
+        if doc["type"] != "commit" or doc["v"] != _FORMAT:
+            raise ValueError(f"not a commit record of format {_FORMAT}")
+        txn = None
+        base: dict[Key, CommittedOffset] = {}
+        if "txn" in doc:
+            log, at, number = doc["txn"]
+            txn = TxnRef(str(log), int(at), int(number))
+            base = _offsets_from(doc["base"])
+        return CommitRecord(
+            str(doc["group"]), str(doc["writer"]), _offsets_from(doc["offsets"]), txn, base
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptCommitError(f"offsets record does not decode: {exc}") from None
+
+
+def visible_offsets(
+    record: CommitRecord, committed: Callable[[TxnRef], bool]
+) -> Mapping[Key, CommittedOffset]:
+    """What ``record`` commits: its offsets, or for a transaction's record its ``base``
+    merged with its offsets if ``committed(txn)`` (the INTENT is in the log)."""
+    if record.txn is None:
+        return record.offsets
+    if not committed(record.txn):
+        return record.base
+    return {**record.base, **record.offsets}
+
+
+def fold_commits(
+    records: Iterable[CommitRecord], committed: Callable[[TxnRef], bool] = lambda _: False
+) -> dict[Key, CommittedOffset]:
+    """The group's committed offsets from the last record of each of its partitions: per
+    (topic, partition) the offset of the highest ``(version, writer)``."""
+    best: dict[Key, tuple[int, str, int, int, str, CommittedOffset]] = {}
+    for record in records:
+        for key, offset in visible_offsets(record, committed).items():
+            # the offset itself last: equal (version, writer) never happens between real
+            # commits, but the fold must not depend on the order it reads partitions in
+            rank = (
+                offset.version,
+                record.writer,
+                offset.offset,
+                offset.index,
+                offset.metadata,
+                offset,
+            )
+            held = best.get(key)
+            if held is None or rank[:5] > held[:5]:
+                best[key] = rank
+    return {key: rank[5] for key, rank in best.items()}
+
+
+def next_version(now_us: int, seen: int) -> int:
+    """A commit's version: the wall clock, but above every version seen (hybrid clock)."""
+    return max(now_us, seen + 1)
+
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "CommitRecord",
+    "CommittedOffset",
+    "CorruptCommitError",
+    "TxnRef",
+    "commit_group",
+    "commit_partition",
+    "decode_commit",
+    "encode_commit",
+    "fold_commits",
+    "next_version",
+    "visible_offsets",
+]

@@ -1,0 +1,108 @@
+"""The commit records of consumer groups and the fold that reads a group's offsets (pure)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dafka.records import (
+    CommitRecord,
+    CommittedOffset,
+    CorruptCommitError,
+    TxnRef,
+    commit_group,
+    commit_partition,
+    decode_commit,
+    encode_commit,
+    fold_commits,
+    next_version,
+)
+
+A = ("orders", "w.0")
+B = ("orders", "w.1")
+
+
+def test_a_commit_record_round_trips() -> None:
+    record = CommitRecord(
+        "g", "member-1", {A: CommittedOffset(5, 2, 10, "meta"), B: CommittedOffset(0, 0, 11)}
+    )
+    assert decode_commit(encode_commit(record)) == record
+    txn = CommitRecord(
+        "g", "tid", {A: CommittedOffset(7, 0, 12)}, TxnRef("t~n.0", 4, 3), {B: CommittedOffset(1)}
+    )
+    assert decode_commit(encode_commit(txn)) == txn
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"{}",
+        b"[1]",
+        b'{"type":"commit","v":2}',
+        b'{"type":"epoch","v":1}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",-1,0,0,""]]}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p"]]}',
+    ],
+)
+def test_anything_else_is_a_corrupt_commit(content: bytes) -> None:
+    with pytest.raises(CorruptCommitError):
+        decode_commit(content)
+
+
+def test_partition_names_carry_the_group() -> None:
+    assert commit_group(commit_partition("my~group", "abc")) == "my~group"
+    assert commit_group("plain.0") is None
+    assert commit_group("g~n.1") is None
+
+
+def test_the_highest_version_wins_whoever_wrote_it() -> None:
+    old = CommitRecord("g", "m1", {A: CommittedOffset(100, 0, 5), B: CommittedOffset(3, 0, 9)})
+    new = CommitRecord("g", "m2", {A: CommittedOffset(40, 0, 6)})  # a seek back counts
+    assert fold_commits([old, new]) == {A: CommittedOffset(40, 0, 6), B: CommittedOffset(3, 0, 9)}
+    assert fold_commits([new, old]) == fold_commits([old, new])
+
+
+def test_a_transaction_commit_counts_only_once_its_intent_is_found() -> None:
+    ref = TxnRef("tid~n.0", 3, 7)
+    record = CommitRecord(
+        "g", "tid", {A: CommittedOffset(50, 0, 20)}, ref, {A: CommittedOffset(10, 0, 19)}
+    )
+    assert fold_commits([record]) == {A: CommittedOffset(10, 0, 19)}
+    assert fold_commits([record], lambda r: r == ref) == {A: CommittedOffset(50, 0, 20)}
+
+
+def test_a_version_is_above_every_version_seen() -> None:
+    assert next_version(1000, 5) == 1000
+    assert next_version(1000, 5000) == 5001  # a clock behind another host's
+
+
+offsets = st.builds(
+    CommittedOffset,
+    st.integers(0, 1000),
+    st.integers(0, 5),
+    st.integers(0, 50),
+)
+records = st.lists(
+    st.builds(
+        CommitRecord,
+        st.just("g"),
+        st.sampled_from(["m1", "m2", "m3"]),
+        st.dictionaries(st.sampled_from([A, B]), offsets, max_size=2),
+    ),
+    max_size=6,
+)
+
+
+@given(records, st.randoms())
+def test_the_fold_does_not_depend_on_the_order_it_reads_partitions(
+    found: list[CommitRecord], rnd: object
+) -> None:
+    shuffled = list(found)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    folded = fold_commits(found)
+    assert fold_commits(shuffled) == folded
+    for key, chosen in folded.items():
+        ranks = [(o.version, r.writer) for r in found for k, o in r.offsets.items() if k == key]
+        assert max(ranks)[0] == chosen.version
