@@ -99,21 +99,25 @@ node_options = stack(
 
 @dataclass(frozen=True, slots=True)
 class SecurityOptions:
-    """``--key``, ``--authorized-keys``, ``--tower-key`` as given ("" when not)."""
+    """``--key``, ``--authorized-keys``, ``--tower-key``, ``--acl`` as given ("" when not)."""
 
     key: str = ""
     authorized_keys: str = ""
     tower_key: str = ""
+    acl: str = ""
 
     def load(self) -> Security | None:
         """The node's :class:`Security` (None: plaintext); a bad file is a ConfigError."""
         if not self.key:
-            if self.authorized_keys or self.tower_key:
+            if self.authorized_keys or self.tower_key or self.acl:
                 raise ConfigError(
-                    "--authorized-keys/--tower-key need --key (this node's secret certificate)"
+                    "--authorized-keys/--tower-key/--acl need --key (this node's secret "
+                    "certificate)"
                 )
             return None
-        return Security.load(self.key, self.authorized_keys, self.tower_key or None)
+        return Security.load(
+            self.key, self.authorized_keys, self.tower_key or None, self.acl or None
+        )
 
     def client_fields(self) -> dict[str, Any]:
         """The clients' settings fields (``key``, ``authorized_keys``, ``tower_key``)."""
@@ -122,21 +126,26 @@ class SecurityOptions:
             "key": self.key or None,
             "authorized_keys": self.authorized_keys or None,
             "tower_key": self.tower_key or None,
+            "acl": self.acl or None,
         }
 
 
 def security_options(fn: F) -> F:
-    """``--key``, ``--authorized-keys``, ``--tower-key``, given to the command as one
+    """``--key``, ``--authorized-keys``, ``--tower-key``, ``--acl``, given to the command as one
     ``security: SecurityOptions`` argument."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, key: str, authorized_keys: str, tower_key: str, **kwargs: Any) -> Any:
-        return fn(*args, security=SecurityOptions(key, authorized_keys, tower_key), **kwargs)
+    def wrapper(
+        *args: Any, key: str, authorized_keys: str, tower_key: str, acl: str, **kwargs: Any
+    ) -> Any:
+        security = SecurityOptions(key, authorized_keys, tower_key, acl)
+        return fn(*args, security=security, **kwargs)
 
     return stack(
         setting_option("security/key", param="key"),
         setting_option("security/authorized_keys", param="authorized_keys"),
         setting_option("security/tower_key", param="tower_key"),
+        setting_option("security/acl", param="acl"),
     )(cast(F, wrapper))
 
 

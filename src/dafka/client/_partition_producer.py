@@ -55,7 +55,7 @@ class PartitionProducer(Closing):
         self._closed = False
         self._runner = NodeRunner(
             self._machine,
-            [Identity(self.producer_id)],
+            [Identity(self.producer_id, topic=topic)],
             transport or TransportConfig(),
             context=context,
             after_turn=self._after_turn,

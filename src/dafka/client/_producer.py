@@ -158,7 +158,7 @@ class Producer(Closing):
         )
         self._runner = NodeRunner(
             self._machine,
-            [Identity(p) for p in self.partitions],
+            [Identity(p, topic=topic) for p in self.partitions],
             s.transport(),
             context=context,
             route_send=self._route_send,

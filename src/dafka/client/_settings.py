@@ -101,6 +101,10 @@ class _CommonSettings:
     tower_key: str | Path | None = None
     """``security/tower_key``: the towers' public certificate (None: ``tower.key`` in
     ``authorized_keys``, else this client's own key)."""
+    acl: str | Path | None = None
+    """``security/acl``: the permissions file (docs/security.md, "Permissions"): with it this
+    client refuses what a peer's key may not send it, and a producer serves its records only
+    to keys that may consume its topic (needs ``key``). None: no permissions."""
 
     def _check_common(self) -> None:
         check_towers(self.towers)
@@ -126,11 +130,13 @@ class _CommonSettings:
         problem = message_limit_problem(self.max_message_bytes)
         if problem is not None:
             raise ConfigError(f"max_message_bytes {problem}")
-        for field in ("key", "authorized_keys", "tower_key"):
+        for field in ("key", "authorized_keys", "tower_key", "acl"):
             value = getattr(self, field)
             _require(field, value is None or isinstance(value, str | Path), value, "a path")
         if self.key in (None, "") and self.authorized_keys not in (None, ""):
             raise ConfigError("authorized_keys needs key (this client's secret certificate)")
+        if self.key in (None, "") and self.acl not in (None, ""):
+            raise ConfigError("acl needs key (permissions name the peers' keys)")
 
     def transport(self) -> TransportConfig:
         """The runner's :class:`TransportConfig` for these settings."""
@@ -150,6 +156,7 @@ class _CommonSettings:
                     self.key,
                     self.authorized_keys,
                     self.tower_key,
+                    self.acl,
                 )
             ),
         )

@@ -11,6 +11,7 @@
 Precedence: default < file < environment < flag. See docs/cli.md.
 """
 
+from dafka.config._acl import Acl, Grant, key_name
 from dafka.config._keys import CLIENT_FIELDS, SETTINGS, Setting
 from dafka.config._listen import (
     Listen,
@@ -28,6 +29,8 @@ __all__ = [
     "CONFIG_ENV",
     "SETTINGS",
     "TOPIC",
+    "Acl",
+    "Grant",
     "Kind",
     "Layers",
     "Listen",
@@ -38,6 +41,7 @@ __all__ = [
     "check_towers",
     "every_interface",
     "is_loopback",
+    "key_name",
     "listen_addresses",
     "load",
     "route_address",

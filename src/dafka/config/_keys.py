@@ -93,6 +93,15 @@ _TABLE = [
         "The towers' public certificate (default: tower.key in --authorized-keys, else this "
         "node's own key).",
     ),
+    Setting(
+        "security/acl",
+        "--acl",
+        v.OPTIONAL_TEXT,
+        "",
+        "Permissions file (TOML: which keys may produce to and consume from which topics, "
+        "and the stores' keys), re-read when it changes; needs --key; empty: every "
+        "authorized key may do everything.",
+    ),
     # -- tower ------------------------------------------------------------------------------
     Setting("tower/sub_address", "--sub", v.ENDPOINT, "tcp://127.0.0.1:5556", "Beacons in (XSUB)."),
     Setting(
@@ -263,6 +272,7 @@ CLIENT_FIELDS: dict[str, tuple[str, frozenset[str]]] = {
     "security/key": ("key", frozenset({"producer", "consumer"})),
     "security/authorized_keys": ("authorized_keys", frozenset({"producer", "consumer"})),
     "security/tower_key": ("tower_key", frozenset({"producer", "consumer"})),
+    "security/acl": ("acl", frozenset({"producer", "consumer"})),
     "producer/partitions": ("partitions", frozenset({"producer"})),
     "producer/name": ("name", frozenset({"producer"})),
     "producer/linger_ms": ("linger_ms", frozenset({"producer"})),

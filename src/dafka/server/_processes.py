@@ -146,7 +146,9 @@ class LocalCluster(Running):
     default); give clients the same.
     ``key``, ``authorized_keys``, ``tower_key``: a secured cluster (docs/security.md): the
     tower and every store run with this secret certificate and admit the keys of the
-    directory; clients give their own ``key=`` and ``authorized_keys=``.
+    directory; clients give their own ``key=`` and ``authorized_keys=``. ``acl``: the
+    stores enforce that permissions file (the key they run with, the tower's, must be among
+    its ``stores``; docs/security.md, "Permissions").
     """
 
     def __init__(
@@ -168,6 +170,7 @@ class LocalCluster(Running):
         key: str | Path | None = None,
         authorized_keys: str | Path | None = None,
         tower_key: str | Path | None = None,
+        acl: str | Path | None = None,
     ) -> None:
         if stores < 0:
             raise ClusterError(f"stores must be >= 0, got {stores}")
@@ -191,6 +194,7 @@ class LocalCluster(Running):
             ("--key", key),
             ("--authorized-keys", authorized_keys),
             ("--tower-key", tower_key),
+            ("--acl", acl),
         ):
             if value not in (None, ""):
                 self._security_args += [flag, str(value)]

@@ -25,7 +25,7 @@ from dafka.server._scrub import Scrubber
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.transport.config import TransportConfig
 from dafka.transport.memory import release_free_memory
-from dafka.transport.runner import Identity, NodeRunner
+from dafka.transport.runner import OWNERS_FILE, Identity, NodeRunner
 from dafka.transport.sockets import ZmqContext
 
 TRIM_INTERVAL = 5.0
@@ -112,6 +112,7 @@ class StoreNode(Running):
             route_subscribe=_route_subscribe,
             after_turn=self._after_turn,
             name=self._name,
+            owners=self.data_dir / OWNERS_FILE,
         )
         self._retention_due = 0.0
         self._trim_due = 0.0

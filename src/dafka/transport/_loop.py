@@ -91,14 +91,16 @@ class PollLoop:
         poller.register(wake, zmq.POLLIN)
         endpoints = self._sockets.endpoints
         subs = [e.sub for e in endpoints]
-        xpubs = [(e.pub, e.identity.xpub) for e in endpoints]
-        for sock in (*subs, *(pub for pub, _ in xpubs)):
+        xpubs = [(e.pub, e.identity.xpub, e.identity.topic) for e in endpoints]
+        for sock in (*subs, *(pub for pub, _, _ in xpubs)):
             poller.register(sock, zmq.POLLIN)
         reach = self._reach
         peer_senders: dict[zmq.Socket[bytes], str] = {}
+        peer_keys: dict[zmq.Socket[bytes], bytes] = {}
         if self._peers is not None:
             self._peers.poller = poller
             peer_senders = self._peers.senders
+            peer_keys = self._peers.keys
         on_subscription = self._on_subscription
         paused = self._receive_paused
         after_turn = self._after_turn
@@ -132,10 +134,11 @@ class PollLoop:
                 if peer_senders:
                     for sock, sender in list(peer_senders.items()):
                         if sock in events:
-                            receiver.data(sock, now, sender)
-            for sock, machine_sees in xpubs:
+                            receiver.data(sock, now, sender, peer_keys.get(sock))
+            for sock, machine_sees, topic in xpubs:
                 if sock in events:
-                    receiver.notices(sock, reach, on_subscription if machine_sees else None, now)
+                    handler = on_subscription if machine_sees else None
+                    receiver.notices(sock, reach, handler, now, topic)
             due = machine.next_deadline()
             if due is not None and due <= now:
                 machine.on_timer(now)

@@ -25,6 +25,7 @@ from dafka.protocol import (
     decode_discovery,
 )
 from dafka.transport._drops import DropLog
+from dafka.transport._guard import Guard
 from dafka.transport._reach import ReachWatch
 from dafka.transport._stats import RunnerStats
 
@@ -67,8 +68,11 @@ class Receiver:
         drop_inbound: DropInbound | None,
         on_welcome: Callable[[], None],
         peer_keys: dict[str, bytes] | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self._machine = machine
+        self._guard = guard
+        """A node with an ACL: what each sender's key may send (``_guard.py``)."""
         self._peer_keys = peer_keys
         """Secured nodes: endpoint -> the key of the beacon that named it (for Connect)."""
         self._discovery = discovery
@@ -114,10 +118,23 @@ class Receiver:
                 self._on_welcome()
 
     def notices(
-        self, sock: zmq.Socket[bytes], reach: ReachWatch, handler: OnNotice | None, now: float
+        self,
+        sock: zmq.Socket[bytes],
+        reach: ReachWatch,
+        handler: OnNotice | None,
+        now: float,
+        topic: str = "",
     ) -> None:
         """Every XPUB notice waiting (``\\x01`` subscribe, ``\\x00`` unsubscribe + prefix):
-        subscriptions to the reach watch, all to ``handler`` (the machine's, if it has one)."""
+        subscriptions to the reach watch, all to ``handler`` (the machine's, if it has one).
+
+        With an ACL the XPUB is ``XPUB_MANUAL``: a subscription applies only once granted here
+        (the guard decides from the subscriber's key, the notice's ``User-Id``; ``topic`` is
+        the one the PUB publishes, "" if several); a refused one is counted and never seen by
+        the machine."""
+        if self._guard is not None:
+            self._guarded_notices(sock, reach, handler, now, topic, self._guard)
+            return
         while True:
             try:
                 notice = sock.recv(zmq.NOBLOCK)
@@ -129,7 +146,45 @@ class Receiver:
             if handler is not None and kind in (b"\x00", b"\x01"):
                 handler(notice[1:], kind == b"\x01", now)
 
-    def data(self, sock: zmq.Socket[bytes], now: float, sender: str | None = None) -> None:
+    def _guarded_notices(
+        self,
+        sock: zmq.Socket[bytes],
+        reach: ReachWatch,
+        handler: OnNotice | None,
+        now: float,
+        topic: str,
+        guard: Guard,
+    ) -> None:
+        while True:
+            try:
+                frame = sock.recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            notice = frame.bytes
+            kind, prefix = notice[:1], notice[1:]
+            if kind == b"\x01":
+                reach.notice(prefix)  # it connected back, granted or not
+                try:
+                    user_id = frame.get("User-Id")
+                except zmq.ZMQError:
+                    user_id = ""
+                if not guard.admit_subscription(prefix, str(user_id), topic, now):
+                    continue
+                sock.setsockopt(zmq.SUBSCRIBE, prefix)
+            elif kind == b"\x00":
+                sock.setsockopt(zmq.UNSUBSCRIBE, prefix)
+            else:
+                continue
+            if handler is not None:
+                handler(prefix, kind == b"\x01", now)
+
+    def data(
+        self,
+        sock: zmq.Socket[bytes],
+        now: float,
+        sender: str | None = None,
+        key: bytes | None = None,
+    ) -> None:
         """Read up to ``receive_batch`` messages and feed them to the machine.
 
         Frames are received as ``zmq.Frame`` (``copy=False``) because a frame says itself
@@ -149,11 +204,15 @@ class Receiver:
 
         ``sender`` names the peer of a per-peer socket: what is read there goes to the
         machine's ``on_message_from`` (an :class:`AttributedMessages`), and each message it
-        refuses (``rejected`` grew) is a counted, logged drop. A message that
+        refuses (``rejected`` grew) is a counted, logged drop. On a node with an ACL every
+        message decoded is first shown to the guard with ``key``, the sender's: a refused one
+        is dropped (counted there), and a run only starts at an admitted RECORD (its next
+        ones share its header, so its topic, partition and verdict). A message that
         ``drop_inbound`` drops is gone before any of this, as if never received: a run it
         interrupts ends at the gap, exactly as with a real loss.
         """
         on_message = self._machine.on_message
+        guard = self._guard
         attributed = self._attributed if sender is not None else None
         drop = self._drop_inbound
         on_records = self._on_records
@@ -214,6 +273,8 @@ class Receiver:
                 except DecodeError as exc:
                     stats.undecodable += 1
                     self._drops.drop("an undecodable message", exc)
+                    continue
+                if guard is not None and not guard.admit(message, key, now):
                     continue
                 if on_records is not None and message.__class__ is Record:
                     run_header = frames[0][:-8]

@@ -37,6 +37,9 @@ class Identity:
 
     node_id: str
     xpub: bool = False
+    topic: str = ""
+    """The one topic this identity's PUB publishes (a producer's partition), "" if several:
+    with an ACL, that PUB serves only keys that may consume it (``_guard.py``)."""
 
 
 class Endpoint:
@@ -106,6 +109,9 @@ class SocketSet:
                     hwm=config.high_watermark,
                     max_inbound_bytes=CONTROL_MESSAGE_BYTES,  # it receives subscriptions
                 )
+                if security is not None and security.acl is not None:
+                    # The subscriptions are the runner's to grant (the ACL, _guard.py).
+                    pub.setsockopt(zmq.XPUB_MANUAL, 1)
                 if identity.xpub:
                     # Every subscribe, not only a prefix's first: a producer restarted
                     # under the same id subscribes while its old connection may linger,
@@ -164,7 +170,8 @@ class SocketSet:
 
 
 class PeerSockets:
-    """One SUB per peer endpoint, so that an ACK read from it names its store.
+    """One SUB per peer endpoint, so that an ACK read from it names its store (and, on a
+    node with an ACL, every message its sender's key).
 
     ZeroMQ does not say who sent a message, but it delivers on the socket connected to
     the sender: a socket per peer is how a producer knows which store sent an ACK (whose
@@ -181,6 +188,8 @@ class PeerSockets:
         self._by_endpoint: dict[str, tuple[str, zmq.Socket[bytes]]] = {}
         self.senders: dict[zmq.Socket[bytes], str] = {}
         """Socket -> the node id of the peer it is connected to."""
+        self.keys: dict[zmq.Socket[bytes], bytes] = {}
+        """Socket -> the Z85 key its peer authenticated with (secured nodes)."""
         self._prefixes: set[bytes] = set()
         self.poller: zmq.Poller | None = None
 
@@ -217,6 +226,8 @@ class PeerSockets:
             raise
         self._by_endpoint[endpoint] = (node_id, sock)
         self.senders[sock] = node_id
+        if server_key is not None:
+            self.keys[sock] = server_key
         if self.poller is not None:
             self.poller.register(sock, zmq.POLLIN)
 
@@ -226,6 +237,7 @@ class PeerSockets:
             return
         sock = found[1]
         self.senders.pop(sock, None)
+        self.keys.pop(sock, None)
         if self.poller is not None:
             self.poller.unregister(sock)
         sock.close()
@@ -235,6 +247,7 @@ class PeerSockets:
             sock.close()
         self._by_endpoint.clear()
         self.senders.clear()
+        self.keys.clear()
 
 
 __all__ = ["Endpoint", "Identity", "PeerSockets", "SocketSet"]

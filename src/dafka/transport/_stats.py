@@ -32,6 +32,12 @@ class RunnerStats:
     """Secured node: connections to its sockets refused by ZAP (key not authorized)."""
     failed_handshakes: int = 0
     """Secured node: connections to its sockets whose CURVE handshake failed (no key...)."""
+    acl_refused: int = 0
+    """Node with an ACL: messages and subscriptions refused because the sender's key may
+    not produce to / consume from the topic (``dafka.transport._guard``)."""
+    not_owner: int = 0
+    """Node with an ACL: RECORDs, HEADs and direct ones for a partition first written by
+    another key (dropped)."""
     peers_awaited: int = 0
     """Peers found through the towers that have not connected back yet (within their grace;
     ``dafka.transport._reach``)."""

@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import zmq
@@ -45,6 +46,7 @@ from dafka.node.actions import (
 from dafka.protocol import DataMessage
 from dafka.transport._drops import DropLog
 from dafka.transport._execute import Executor
+from dafka.transport._guard import OWNERS_FILE, Guard
 from dafka.transport._listen_log import say_listening
 from dafka.transport._loop import PollLoop
 from dafka.transport._mailbox import Mailbox
@@ -75,6 +77,9 @@ class NodeRunner:
     consumer's runs; ``after_turn(now)`` runs at the end of every turn;
     ``receive_paused()`` true stops reading data (backpressure from the application);
     ``drop_inbound`` injects transport loss below decoding and run grouping (tests, chaos).
+    A secured node with an ACL (``config.security.acl``) reads every peer on its own SUB and
+    shows each message to its guard first (``_guard.py``); ``owners`` is where it keeps the
+    partitions' owners (a store's data directory), None: in memory only.
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class NodeRunner:
         after_turn: Callable[[float], None] | None = None,
         receive_paused: Callable[[], bool] | None = None,
         name: str = "node",
+        owners: Path | None = None,
     ) -> None:
         if not identities:
             raise ValueError("a node needs at least one identity")
@@ -111,6 +117,12 @@ class NodeRunner:
         self._name = name
         self._stats = RunnerStats()
         self._drops = DropLog(name)
+        security = config.security
+        self._guard = (
+            Guard(security, name, self._stats, owners)
+            if security is not None and security.acl is not None
+            else None
+        )
         self._thread: threading.Thread | None = None
         self._bound = threading.Event()
         self._ready = threading.Event()
@@ -253,7 +265,12 @@ class NodeRunner:
         self._bound.set()
         machine = self.machine
         attributed = machine if isinstance(machine, AttributedMessages) else None
-        peers = PeerSockets(self._context, self._config) if attributed is not None else None
+        guard = self._guard
+        peers = (
+            PeerSockets(self._context, self._config)
+            if attributed is not None or guard is not None
+            else None
+        )
         peer_keys: dict[str, bytes] | None = {} if self._config.security is not None else None
         try:
             receiver = Receiver(
@@ -270,6 +287,7 @@ class NodeRunner:
                 drop_inbound=self._drop_inbound,
                 on_welcome=self._welcomed,
                 peer_keys=peer_keys,
+                guard=guard,
             )
             executor = Executor(
                 machine,
@@ -319,6 +337,7 @@ class NodeRunner:
 
 
 __all__ = [
+    "OWNERS_FILE",
     "DropInbound",
     "Identity",
     "NodeNotReadyError",

@@ -34,7 +34,7 @@ import zmq.auth
 from zmq.utils import z85
 from zmq.utils.monitor import parse_monitor_message
 
-from dafka.config import is_loopback
+from dafka.config import Acl, is_loopback, key_name
 from dafka.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,9 @@ class Security:
     tower_key: bytes
     """Z85 public key of the towers this node connects to."""
     key_file: Path
+    acl: Path | None = None
+    """The permissions file (``--acl``, :class:`dafka.config.Acl`), checked at load and
+    re-read when it changes; None: every authorized key may do everything."""
 
     @classmethod
     def load(
@@ -109,12 +112,15 @@ class Security:
         key: str | os.PathLike[str],
         authorized_keys: str | os.PathLike[str] | None,
         tower_key: str | os.PathLike[str] | None = None,
+        acl: str | os.PathLike[str] | None = None,
     ) -> Security:
         """Read ``key`` (a secret certificate) and check ``authorized_keys`` (a directory).
 
         The towers' key is ``tower_key`` (a certificate), else ``tower.key`` in the
         authorized-keys directory, else the node's own public key (a tower run with the same
-        keypair, as ``dafka up`` does). Any problem is a :class:`ConfigError` naming the file.
+        keypair, as ``dafka up`` does). ``acl`` (a permissions file) is parsed once here so
+        that a bad one stops the node at start. Any problem is a :class:`ConfigError` naming
+        the file.
         """
         key_file = Path(key)
         if authorized_keys is None or str(authorized_keys) == "":
@@ -142,7 +148,11 @@ class Security:
             towers = _public_key_of(directory / TOWER_KEY_NAME)
         else:
             towers = public
-        return cls(public, secret, directory, towers, key_file)
+        acl_file = None
+        if acl is not None and str(acl) != "":
+            acl_file = Path(acl)
+            Acl.load(acl_file)
+        return cls(public, secret, directory, towers, key_file, acl_file)
 
     def server(self, sock: zmq.Socket[bytes], gate: Gate) -> None:
         """Make ``sock`` (before it binds) a CURVE server whose peers ``gate`` checks."""
@@ -169,12 +179,24 @@ class KeyRing:
     def __init__(self, directory: Path) -> None:
         self._directory = directory
         self._signature: tuple[tuple[str, int, int, int], ...] | None = None
-        self._keys: frozenset[bytes] = frozenset()
+        self._keys: dict[bytes, frozenset[str]] = {}
 
     def allows(self, key: bytes) -> bool:
         """Whether the Z85 ``key`` is one of the directory's (as it is now)."""
-        self._refresh()
+        self.refresh()
         return key in self._keys
+
+    def names(self, key: bytes) -> frozenset[str]:
+        """The names an ACL knows the Z85 ``key`` by, as last read (:meth:`refresh`): the key
+        itself and the name of each certificate of it (``alice`` for ``alice.key``)."""
+        z85_key = key.decode("ascii", "replace")
+        return self._keys.get(key, frozenset()) | {z85_key}
+
+    def refresh(self) -> bool:
+        """Re-read the directory if it changed; returns whether it did."""
+        before = self._signature
+        self._refresh()
+        return self._signature != before
 
     def _refresh(self) -> None:
         try:
@@ -191,19 +213,21 @@ class KeyRing:
                 log.warning(
                     "authorized keys %s unreadable (%s): admitting none", self._directory, exc
                 )
-            self._signature, self._keys = None, frozenset()
+            self._signature, self._keys = None, {}
             return
         if signature == self._signature:
             return
-        keys = set()
+        keys: dict[bytes, frozenset[str]] = {}
         for name, *_ in signature:
             try:
-                keys.add(_public_key_of(self._directory / name))
+                key = _public_key_of(self._directory / name)
             except ConfigError as exc:
                 log.warning("authorized keys: %s (skipped)", exc)
+                continue
+            keys[key] = keys.get(key, frozenset()) | {key_name(name)}
         if self._signature is not None:
             log.info("authorized keys %s: now %d keys", self._directory, len(keys))
-        self._signature, self._keys = signature, frozenset(keys)
+        self._signature, self._keys = signature, keys
 
 
 @dataclass

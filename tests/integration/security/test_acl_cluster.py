@@ -1,0 +1,160 @@
+"""Permissions on a secured cluster of real processes (issue 19): a tower and 2 stores run
+with an ACL (``dafka up``'s LocalCluster with ``--acl``); ``dafka produce``/``consume`` run
+with keys the ACL grants differently:
+
+* alice may produce to and consume ``orders``: her records round-trip;
+* bob is authorized (he joins the cluster) but may only use ``logs``: his RECORDs for
+  ``orders`` are stored by no store and he reads none of alice's (each a counted drop on
+  both stores: ``acl_refused`` in their /metrics);
+* mallory may produce to ``orders`` but takes alice's producer name: his producer resumes
+  alice's partition and sends its next sequences; both stores drop them (``not_owner``) and
+  a reader sees alice's records only;
+* a stranger's key (not in the directory) is refused by the tower and stores nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import urllib.request
+from pathlib import Path
+
+from dafka.server import LocalCluster
+from tests.integration.cli.cli_run import dafka
+from tests.integration.cluster.cluster_procs import BEACON_INTERVAL, wait_until
+from tests.integration.security.test_curve_cluster import Log
+
+ACL = """
+stores = ["tower"]          # dafka up's tower and stores run with the tower's key
+
+[[grant]]
+keys = ["alice"]
+produce = ["orders"]
+consume = ["orders"]
+
+[[grant]]
+keys = ["bob", "mallory"]
+produce = ["logs"]
+consume = ["logs"]
+
+[[grant]]
+keys = ["mallory.key"]
+produce = ["orders"]
+"""
+ALICE = [b"order-%d" % i for i in range(50)]
+
+
+def _free_ports(count: int) -> int:
+    """A port P such that P..P+count-1 were free just now."""
+    for _ in range(200):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            base = int(first.getsockname()[1])
+            if base + count > 65535:
+                continue
+            others = [socket.socket() for _ in range(count - 1)]
+            try:
+                for i, other in enumerate(others, 1):
+                    other.bind(("127.0.0.1", base + i))
+            except OSError:
+                continue
+            finally:
+                for other in others:
+                    other.close()
+            return base
+    raise AssertionError("no free ports")
+
+
+def _counter(port: int, name: str) -> float:
+    """A store's counter from its /metrics (``dafka_store_<name>``)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        metric, _, value = line.rpartition(" ")
+        if metric.endswith((f"store_{name}", f"store_{name}_total")):
+            return float(value)
+    raise AssertionError(f"no store_{name} in /metrics:\n{text[:2000]}")
+
+
+def test_acl_refuses_what_a_key_may_not_do_and_partitions_keep_their_owner(
+    tmp_path: Path,
+) -> None:
+    keys, auth = tmp_path / "keys", tmp_path / "authorized"
+    keys.mkdir()
+    auth.mkdir()
+    for name in ("tower", "alice", "bob", "mallory", "stranger"):
+        made = dafka("keygen", str(keys / name))
+        assert made.code == 0, made.err
+        if name != "stranger":
+            shutil.copy(keys / f"{name}.key", auth)
+    acl = tmp_path / "acl.toml"
+    acl.write_text(ACL)
+    log = Log()
+    metrics = _free_ports(3)  # the tower's, store-0's, store-1's
+    stores = (metrics + 1, metrics + 2)
+    with LocalCluster(
+        tmp_path / "d",
+        stores=2,
+        beacon_interval=float(BEACON_INTERVAL),
+        key=keys / "tower.key_secret",
+        authorized_keys=auth,
+        acl=acl,
+        metrics_port=metrics,
+        echo=log,
+    ) as c:
+        join = ["--tower", c.towers, "--beacon-interval", BEACON_INTERVAL]
+
+        def as_(name: str) -> list[str]:
+            return ["--key", str(keys / f"{name}.key_secret"), "--authorized-keys", str(auth)]
+
+        def read(name: str) -> list[bytes]:
+            got = dafka("consume", "orders", *join, *as_(name), "--earliest", "-e")
+            assert got.code == 0, got.err
+            return got.out.splitlines()
+
+        lines = b"\n".join(ALICE) + b"\n"
+        done = dafka("produce", "orders", *join, *as_("alice"), "--name", "alice", stdin=lines)
+        assert done.code == 0, done.err
+        assert read("alice") == ALICE
+        assert [_counter(p, "acl_refused") for p in stores] == [0, 0]
+
+        # bob is authorized, but not for orders: no store takes his records ...
+        bob = dafka("produce", "orders", *join, *as_("bob"), "--flush-timeout", "3", stdin=b"bob\n")
+        assert bob.code != 0, bob.err
+        refused = [_counter(p, "acl_refused") for p in stores]
+        assert all(n >= 1 for n in refused), refused
+        # ... and he reads nothing of alice's (his GET-HEADS and FETCHes refused)
+        assert read("bob") == []
+        after_read = [_counter(p, "acl_refused") for p in stores]
+        assert all(a > b for a, b in zip(after_read, refused, strict=True)), (after_read, refused)
+        for store in ("store-0", "store-1"):
+            assert log.count(store, "not allowed by the ACL") >= 1
+
+        # mallory may produce to orders, but alice's partition is alice's
+        mallory = dafka(
+            "produce",
+            "orders",
+            *join,
+            *as_("mallory"),
+            "--name",
+            "alice",
+            "--flush-timeout",
+            "3",
+            stdin=b"forged-1\nforged-2\n",
+        )
+        assert mallory.code != 0, mallory.err
+        assert [_counter(p, "not_owner") >= 1 for p in stores] == [True, True]
+        assert read("alice") == ALICE
+
+        # a stranger's key: the tower refuses it (a plaintext node: test_curve_cluster.py)
+        stranger = dafka(
+            "produce", "orders", *join, *as_("stranger"), "--flush-timeout", "3", stdin=b"no\n"
+        )
+        assert stranger.code != 0, stranger.err
+        assert read("alice") == ALICE
+        wait_until(
+            lambda: log.count("tower", "is not authorized") >= 1 or None,
+            "the tower to log the stranger's key",
+        )
