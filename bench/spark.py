@@ -1,20 +1,28 @@
-"""Rows/s of the Spark connector next to the raw clients, in one run, on one cluster.
+"""The Spark connector's cost per micro-batch next to Spark's own floor, in one run.
 
-    .venv/bin/python bench/spark.py [--messages 200000] [--size 100]
+    .venv/bin/python bench/spark.py [--sizes 100,10000,1000000] [--batches 4] [--latency 30]
 
-1. raw producer: the topic-level ``Producer`` (batching) sends N messages of SIZE bytes;
-2. raw consumer: a ``Consumer`` reads them back from the earliest offset;
-3. source: ``spark.read.format("dafka")`` of the same topic into the ``noop`` sink;
-4. sink: ``df.write.format("dafka")`` of N rows of SIZE bytes (exactly-once transactions);
-5. source with ``isolation=read_committed`` of the sink's output (transactions), next to
-   the raw read-committed ``Consumer`` of the same topic.
+Four streaming queries per size N (rows per micro-batch), each run for ``--batches`` timed
+micro-batches after one warm-up batch (the first batch of a query starts its Python
+processes: left out):
 
-The load average (``os.getloadavg()``) is printed before and after: the machine is shared.
+1. ``rate -> noop``: Spark's ``rate-micro-batch`` source (N rows per batch) into the
+   ``noop`` sink: **the floor**, what Spark costs per micro-batch without dafka;
+2. ``dafka -> noop``: the dafka source (a backlog produced beforehand, split into batches
+   of about N rows by ``maxRecordsPerTrigger``) into ``noop``;
+3. ``rate -> dafka``: the rate source into the dafka sink (exactly-once);
+4. ``dafka -> dafka``: the dafka source into the dafka sink.
 
-Spark runs ``local[2]``; its figures include the job's fixed costs (planning: ~0.3 s of it
-waits for the stores' answers; the first job's Python worker start is left out by a warm-up
-run). The raw consumer and the source run alternately, ``ROUNDS`` times each: the medians
-are compared (the machine is shared and its load moves).
+Each line gives the median ``triggerExecution`` of the timed batches (Spark's own measure of
+a micro-batch, planning included), its ratio to the floor and the difference (what the
+connector adds). Then the end-to-end latency of ``dafka -> dafka`` at a low rate: a producer
+sends ``--rate`` messages/s carrying their send time for ``--latency`` seconds, the query
+(default trigger: a batch as soon as the last one ended) copies them to another topic, and
+a ``ReadCommittedConsumer`` of that topic takes the time each one became visible;
+p50/p90/p99, next to ``rate -> noop``'s batch time at the same trigger.
+
+The cluster is a ``LocalCluster`` (a tower and one store in their own processes); Spark
+runs ``local[2]``. The load average is printed before and after: the machine is shared.
 """
 
 from __future__ import annotations
@@ -24,127 +32,236 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 
-from dafka.client import Consumer, Producer, ReadCommittedConsumer
-from dafka.server import InProcessCluster, free_port_pair
+from dafka.client import HeadWatcher, Producer, ReadCommittedConsumer
+from dafka.server import LocalCluster
 
-ROUNDS = 3
-
-
-def raw_producer(towers: str, topic: str, n: int, size: int) -> float:
-    value = os.urandom(size)
-    with Producer(topic, towers=towers, name=f"{topic}-w", partitions=2) as producer:
-        start = time.perf_counter()
-        for _ in range(n):
-            producer.send(value)
-        left = producer.flush(120)
-        took = time.perf_counter() - start
-    assert left == 0, f"{left} messages not stored"
-    return n / took
+SIZE = 100
 
 
-def raw_consumer(towers: str, topic: str, n: int, isolation: str = "read_uncommitted") -> float:
-    kind = ReadCommittedConsumer if isolation == "read_committed" else Consumer
-    with kind([topic], towers=towers, offset_reset="earliest") as consumer:
-        got = 0
-        start = time.perf_counter()
-        deadline = start + 120
-        while got < n and time.perf_counter() < deadline:
-            got += len(consumer.poll(timeout=0.5, max_records=100_000))
-        took = time.perf_counter() - start
-    assert got >= n, f"read {got} of {n}"
-    return n / took
-
-
-def spark_source(
-    spark: SparkSession, towers: str, topic: str, n: int, isolation: str = "read_uncommitted"
-) -> float:
-    df = (
-        spark.read.format("dafka")
-        .option("towers", towers)
-        .option("subscribe", topic)
-        .option("isolation", isolation)
+def _session() -> SparkSession:
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.python.authenticate.socketTimeout", "120s")
+        .getOrCreate()
     )
-    start = time.perf_counter()
-    df.load().write.format("noop").mode("overwrite").save()
-    return n / (time.perf_counter() - start)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
-def spark_sink(spark: SparkSession, towers: str, topic: str, n: int, size: int) -> float:
-    def run(name: str, rows: int) -> float:
-        df = spark.range(0, rows, 1, 2).selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS value")
-        start = time.perf_counter()
-        (
-            df.write.mode("append")
-            .format("dafka")
-            .option("towers", towers)
-            .option("topic", topic)
-            .option("name", name)
-            .save()
+def _produce(towers: str, topic: str, n: int, per_record: int) -> int:
+    """n messages of SIZE bytes, about ``per_record`` to a RECORD; returns how many RECORDs
+    (offsets) the topic holds (``maxRecordsPerTrigger`` counts them)."""
+    value = os.urandom(SIZE)
+    batch_size = max(1, per_record) * (SIZE + 24)
+    with Producer(
+        topic, towers=towers, name=f"{topic}-w", partitions=2, batch_size=batch_size
+    ) as producer:
+        producer.produce_many([value] * n)
+        left = producer.flush(300)
+    assert left == 0, f"{left} messages not stored"
+    with HeadWatcher([topic], producer.settings.transport()) as watcher:
+        heads = watcher.wait_quiet(0.3, 10.0, min_stores=1)
+    return sum(h + 1 for (t, _), h in heads.items() if t == topic)
+
+
+def _timed(query: StreamingQuery, batches: int, timeout: float) -> tuple[list[float], list[int]]:
+    """(seconds, rows) of the query's batches after its first, until ``batches`` had rows."""
+    deadline = time.monotonic() + timeout
+    seen: dict[int, tuple[float, int]] = {}
+    while time.monotonic() < deadline:
+        if query.exception() is not None:
+            raise RuntimeError(f"query failed: {query.exception()}")
+        for progress in query.recentProgress:
+            rows = int(progress.get("numInputRows", 0))
+            if progress["batchId"] > 0 and rows > 0:
+                took = progress["durationMs"]["triggerExecution"] / 1000
+                seen[progress["batchId"]] = (took, rows)
+        if len(seen) >= batches:
+            break
+        time.sleep(0.2)
+    query.stop()
+    timed = [seen[b] for b in sorted(seen)[:batches]]
+    if len(timed) < batches:
+        raise RuntimeError(f"only {len(timed)} of {batches} batches within {timeout:.0f}s")
+    return [t for t, _ in timed], [r for _, r in timed]
+
+
+class Bench:
+    def __init__(self, spark: SparkSession, towers: str, tmp: Path, batches: int) -> None:
+        self.spark = spark
+        self.towers = towers
+        self.tmp = tmp
+        self.batches = batches
+        self.runs = 0
+
+    def _checkpoint(self) -> str:
+        self.runs += 1
+        return str(self.tmp / f"ckpt-{self.runs}")
+
+    def rate(self, n: int) -> DataFrame:
+        return (
+            self.spark.readStream.format("rate-micro-batch")
+            .option("rowsPerBatch", n)
+            .option("numPartitions", 2)
+            .load()
+            .selectExpr(f"CAST(repeat('x', {SIZE}) AS BINARY) AS value")
         )
-        return time.perf_counter() - start
 
-    run("bench-warm", 1000)
-    return n / run("bench-sink", n)
+    def dafka(self, topic: str, records_per_batch: int) -> DataFrame:
+        return (
+            self.spark.readStream.format("dafka")
+            .option("towers", self.towers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("maxRecordsPerTrigger", str(max(1, records_per_batch)))
+            .load()
+            .select("value")
+        )
+
+    def noop(self, df: DataFrame) -> StreamingQuery:
+        return (
+            df.writeStream.format("noop")
+            .option("checkpointLocation", self._checkpoint())
+            .trigger(processingTime="0 seconds")
+            .start()
+        )
+
+    def sink(self, df: DataFrame, topic: str) -> StreamingQuery:
+        return (
+            df.writeStream.format("dafka")
+            .option("towers", self.towers)
+            .option("topic", topic)
+            .option("checkpointLocation", self._checkpoint())
+            .trigger(processingTime="0 seconds")
+            .start()
+        )
+
+    def run(self, start: Callable[[], StreamingQuery], n: int) -> tuple[float, float]:
+        """(median seconds per batch, median rows per batch)."""
+        timeout = 120 + 30 * self.batches * max(1.0, n / 100_000)
+        took, rows = _timed(start(), self.batches, timeout)
+        return statistics.median(took), statistics.median(rows)
+
+
+def _latency(bench: Bench, rate: float, seconds: float) -> list[float]:
+    """Seconds from send to visible (read committed) of each message, dafka -> dafka."""
+    towers = bench.towers
+    query = bench.sink(
+        bench.spark.readStream.format("dafka")
+        .option("towers", towers)
+        .option("subscribe", "lat-in")
+        .option("startingOffsets", "earliest")
+        .load()
+        .select("value"),
+        "lat-out",
+    )
+    latencies: list[float] = []
+    done = threading.Event()
+    expected = int(rate * seconds)
+
+    def consume() -> None:
+        with ReadCommittedConsumer(["lat-out"], towers=towers, offset_reset="earliest") as c:
+            while len(latencies) < expected and not done.is_set():
+                for record in c.poll(timeout=0.5):
+                    latencies.append(time.time() - float(record.value))
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    try:
+        with Producer("lat-in", towers=towers, name="lat-w", partitions=1) as producer:
+            # the query's first batch starts Python processes: wait until it runs idle
+            producer.send(str(time.time()).encode()).result(30)
+            deadline = time.monotonic() + 120
+            while not latencies and time.monotonic() < deadline:
+                time.sleep(0.1)
+            latencies.clear()
+            start = time.monotonic()
+            for i in range(expected):
+                time.sleep(max(0.0, start + i / rate - time.monotonic()))
+                producer.send(str(time.time()).encode())
+            producer.flush(30)
+        deadline = time.monotonic() + 60
+        while len(latencies) < expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        done.set()
+        reader.join()
+        query.stop()
+    return latencies
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--sizes", default="100,10000,1000000")
+    parser.add_argument("--batches", type=int, default=4, help="timed batches per query")
+    parser.add_argument("--latency", type=float, default=30.0, help="seconds of latency run")
+    parser.add_argument("--rate", type=float, default=20.0, help="messages/s of latency run")
     args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     load_before = os.getloadavg()
-    port = free_port_pair()
-    towers = f"127.0.0.1:{port}"
-    with (
-        tempfile.TemporaryDirectory() as data,
-        InProcessCluster(data, stores=1, tower_port=port),
-    ):
-        produced = raw_producer(towers, "bench-in", args.messages, args.size)
-        raw_consumer(towers, "bench-in", args.messages)  # warm-up: the store's page cache
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "1g")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(stores=1) as cluster:
+        towers = cluster.towers
+        spark = _session()
+        bench = Bench(spark, towers, Path(tmp), args.batches)
         try:
-            spark_source(spark, towers, "bench-in", args.messages)  # warm-up: Python workers
-            consumed: list[float] = []
-            sourced: list[float] = []
-            for _ in range(ROUNDS):  # alternate: the machine's load changes under us
-                consumed.append(raw_consumer(towers, "bench-in", args.messages))
-                sourced.append(spark_source(spark, towers, "bench-in", args.messages))
-            sink = spark_sink(spark, towers, "bench-out", args.messages, args.size)
-            committed_raw = raw_consumer(towers, "bench-out", args.messages, "read_committed")
-            committed = spark_source(spark, towers, "bench-out", args.messages, "read_committed")
+            for n in sizes:
+                topic = f"in-{n}"
+                records = _produce(towers, topic, n * (args.batches + 2), n // 20)
+                per_batch = records // (args.batches + 2)
+                figures = {
+                    "rate -> noop (floor)": bench.run(lambda: bench.noop(bench.rate(n)), n),
+                    "dafka -> noop": bench.run(
+                        lambda: bench.noop(bench.dafka(topic, per_batch)), n
+                    ),
+                    "rate -> dafka": bench.run(
+                        lambda: bench.sink(bench.rate(n), f"out-rate-{n}"), n
+                    ),
+                    "dafka -> dafka": bench.run(
+                        lambda: bench.sink(bench.dafka(topic, per_batch), f"out-{n}"), n
+                    ),
+                }
+                floor = figures["rate -> noop (floor)"][0]
+                lines.append(f"{n:,} rows per micro-batch (median of {args.batches} batches):")
+                for what, (took, rows) in figures.items():
+                    lines.append(
+                        f"  {what:<22}{took:7.3f} s/batch  {rows:>10,.0f} rows  "
+                        f"x{took / floor:5.2f} of the floor  +{took - floor:6.3f} s"
+                    )
+                print("\n".join(lines[-5:]), flush=True)
+            if args.latency > 0:
+                latencies = sorted(_latency(bench, args.rate, args.latency))
+                if latencies:
+                    q = statistics.quantiles(latencies, n=100)
+                    lines.append(
+                        f"end to end dafka -> dafka at {args.rate:g} msg/s ({len(latencies)} "
+                        f"messages, read committed): p50 {q[49]:.2f} s, p90 {q[89]:.2f} s, "
+                        f"p99 {q[98]:.2f} s, max {latencies[-1]:.2f} s"
+                    )
+                else:
+                    lines.append("end to end: no message came through")
+                print(lines[-1], flush=True)
         finally:
             spark.stop()
-    consumer, source = statistics.median(consumed), statistics.median(sourced)
-    print(f"{args.messages} messages of {args.size} bytes, 1 store, Spark local[2]")
+    print()
+    print(f"Spark local[2], 1 store, {SIZE}-byte rows")
     print(f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
-    print(f"raw producer          {produced:>12,.0f} msg/s")
-    print(f"raw consumer          {consumer:>12,.0f} msg/s  (median of {_rates(consumed)})")
-    print(f"source -> noop        {source:>12,.0f} rows/s  (median of {_rates(sourced)}): ", end="")
-    print(f"{source / consumer:.0%} of the consumer")
-    print(f"sink (exactly-once)   {sink:>12,.0f} rows/s  ({sink / produced:.0%} of producer)")
-    print(f"raw read_committed    {committed_raw:>12,.0f} msg/s  (the sink's output)")
-    print(
-        f"source read_committed {committed:>12,.0f} rows/s  "
-        f"({committed / committed_raw:.0%} of the read-committed consumer)"
-    )
-
-
-def _rates(rates: list[float]) -> str:
-    return ", ".join(f"{r:,.0f}" for r in rates)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

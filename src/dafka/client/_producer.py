@@ -41,7 +41,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Protocol
 
@@ -90,6 +90,13 @@ class Producer(Closing):
     """``with Producer("orders", towers="h:5556", name="w1", partitions=4) as p: p.send(b"v")``
 
     Every :class:`ProducerSettings` field is also a keyword argument.
+
+    ``next_sequences`` (``{partition: sequence}``, every partition of a named producer): the
+    caller knows where each partition continues, so the producer does not resume (no wait
+    for the stores' heads). Only for a caller that is provably the partitions' one writer
+    since it learnt their heads - e.g. the Spark sink's commit, which appends an ACK right
+    after its task's producer (that resumed) stored its last RECORD. A wrong sequence loses
+    data: a store keeps the first RECORD it got for a sequence and ACKs a later one as stored.
     """
 
     def __init__(
@@ -99,6 +106,7 @@ class Producer(Closing):
         settings: ProducerSettings | None = None,
         on_delivery: OnDelivery | None = None,
         context: ZmqContext | None = None,
+        next_sequences: Mapping[str, int] | None = None,
         **fields: Any,
     ) -> None:
         s = checked_settings(topic, settings, fields)
@@ -106,6 +114,9 @@ class Producer(Closing):
         self.topic = topic
         self.name = s.name if s.name is not None else new_node_id()
         self.partitions: tuple[str, ...] = tuple(f"{self.name}.{i}" for i in range(s.partitions))
+        known = _known_heads(
+            self.name if s.name is not None else None, self.partitions, next_sequences
+        )
         config = ProducerConfig(
             head_interval=float(s.head_interval),
             min_stores=s.min_stores,
@@ -142,7 +153,7 @@ class Producer(Closing):
         self._failed = 0
         self._delivered_bytes = 0
         self._ack_latency = LatencyHistogram()
-        resume = s.resume and s.name is not None
+        resume = s.resume and s.name is not None and known is None
         settle = max(0.5, 1.5 * s.beacon_interval)
         self._machine = TopicProducerMachine(
             topic,
@@ -155,6 +166,7 @@ class Producer(Closing):
             resume=resume,
             settle=settle,
             now=time.monotonic(),
+            heads=known,
         )
         self._runner = NodeRunner(
             self._machine,
@@ -745,6 +757,30 @@ def _metadata(topic: str, partition: str, sequence: int, j: int, chunk: Chunk) -
     if chunk.spread:
         return RecordMetadata(topic, partition, sequence + j, 0)
     return RecordMetadata(topic, partition, sequence, j)
+
+
+def _known_heads(
+    name: str | None, partitions: Sequence[str], next_sequences: Mapping[str, int] | None
+) -> dict[str, int] | None:
+    """The stored heads a caller vouches for (``next_sequences``), checked: every partition
+    of a named producer, sequences >= 0."""
+    if next_sequences is None:
+        return None
+    if name is None:
+        raise ConfigError("next_sequences needs a name (the partitions it continues)")
+    if set(next_sequences) != set(partitions):
+        raise ConfigError(
+            f"next_sequences must name exactly the partitions {list(partitions)}, "
+            f"got {sorted(next_sequences)}"
+        )
+    heads: dict[str, int] = {}
+    for partition, sequence in next_sequences.items():
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
+            raise ConfigError(
+                f"next_sequences[{partition!r}] must be an int >= 0, got {sequence!r}"
+            )
+        heads[partition] = sequence - 1
+    return heads
 
 
 def checked_settings(

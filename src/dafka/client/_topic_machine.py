@@ -50,7 +50,7 @@ from __future__ import annotations
 import collections
 import operator
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -166,6 +166,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         resume: bool,
         settle: float,
         now: float,
+        heads: Mapping[str, int] | None = None,
     ) -> None:
         self.topic = topic
         self.partitions = list(partitions)
@@ -185,8 +186,9 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         """(when sent, how many RECORDs) of what ``take_delivered`` returned (the producer's
         ACK latency metric takes and clears them)."""
         self._out: list[Action] = []
-        self.heads: dict[str, int] = {}
-        """Stored heads learnt while resuming (partition -> last sequence)."""
+        self.heads: dict[str, int] = dict(heads or {})
+        """Stored heads learnt while resuming (partition -> last sequence), or given by a
+        caller that knows them (``heads``, with ``resume=False``: no resume wait)."""
         self.store_hellos = 0
         self._greeted: set[str] = set()
         self.rejected = 0

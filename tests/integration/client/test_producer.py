@@ -214,6 +214,39 @@ def test_a_named_producer_without_stores_fails_clearly(tmp_path: Path) -> None:
             assert p.partitions == ("w.0",)
 
 
+def test_next_sequences_continue_where_the_caller_says_without_a_store(tmp_path: Path) -> None:
+    """A caller that knows its partitions' heads (the Spark sink's commit) skips the resume:
+    the producer publishes at once, at the sequences given, where a resuming producer with no
+    store to ask cannot start at all."""
+    with Cluster(tmp_path, stores=1) as cluster:
+        with Producer("known", towers=cluster.towers, name="w", partitions=2, **FAST) as p:
+            first = [p.send(b"a%d" % i, key=b"k%d" % i).result(timeout=20) for i in range(6)]
+        heads = {m.partition: m.offset for m in first}
+        assert set(heads) == {"w.0", "w.1"}
+        nexts = {partition: head + 1 for partition, head in heads.items()}
+        with Producer(
+            "known", towers=cluster.towers, name="w", partitions=2, next_sequences=nexts, **FAST
+        ) as p:
+            assert p.start_offsets == nexts
+            meta = p.send(b"next", key=b"k0").result(timeout=20)
+            assert meta.offset == nexts[meta.partition]
+        for store in cluster.stores:
+            store.stop()
+        cluster.stores.clear()
+        with pytest.raises(DeliveryError, match="resume"):
+            Producer("known", towers=cluster.towers, name="w", resume_timeout=0.5, **FAST)
+        with Producer(
+            "known", towers=cluster.towers, name="w", next_sequences={"w.0": 9}, **FAST
+        ) as p:
+            assert p.start_offsets == {"w.0": 9}
+    with pytest.raises(ConfigError, match="exactly the partitions"):
+        Producer("known", towers=cluster.towers, name="w", next_sequences={"w.1": 3}, **FAST)
+    with pytest.raises(ConfigError, match="needs a name"):
+        Producer("known", towers=cluster.towers, next_sequences={"x.0": 3}, **FAST)
+    with pytest.raises(ConfigError, match=">= 0"):
+        Producer("known", towers=cluster.towers, name="w", next_sequences={"w.0": -1}, **FAST)
+
+
 def test_application_mistakes_raise_in_the_caller(cluster: Cluster) -> None:
     with Producer("mistakes", towers=cluster.towers, **FAST) as p:
         for bad in ("text", None, 42):
