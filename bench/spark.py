@@ -34,7 +34,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -151,10 +150,10 @@ class Bench:
             .start()
         )
 
-    def run(self, start: Callable[[], StreamingQuery], n: int) -> tuple[float, float]:
-        """(median seconds per batch, median rows per batch)."""
+    def run(self, query: StreamingQuery, n: int) -> tuple[float, float]:
+        """(median seconds per batch, median rows per batch) of a started query."""
         timeout = 120 + 30 * self.batches * max(1.0, n / 100_000)
-        took, rows = _timed(start(), self.batches, timeout)
+        took, rows = _timed(query, self.batches, timeout)
         return statistics.median(took), statistics.median(rows)
 
 
@@ -225,15 +224,11 @@ def main() -> None:
                 records = _produce(towers, topic, n * (args.batches + 2), n // 20)
                 per_batch = records // (args.batches + 2)
                 figures = {
-                    "rate -> noop (floor)": bench.run(lambda: bench.noop(bench.rate(n)), n),
-                    "dafka -> noop": bench.run(
-                        lambda: bench.noop(bench.dafka(topic, per_batch)), n
-                    ),
-                    "rate -> dafka": bench.run(
-                        lambda: bench.sink(bench.rate(n), f"out-rate-{n}"), n
-                    ),
+                    "rate -> noop (floor)": bench.run(bench.noop(bench.rate(n)), n),
+                    "dafka -> noop": bench.run(bench.noop(bench.dafka(topic, per_batch)), n),
+                    "rate -> dafka": bench.run(bench.sink(bench.rate(n), f"out-rate-{n}"), n),
                     "dafka -> dafka": bench.run(
-                        lambda: bench.sink(bench.dafka(topic, per_batch), f"out-{n}"), n
+                        bench.sink(bench.dafka(topic, per_batch), f"out-{n}"), n
                     ),
                 }
                 floor = figures["rate -> noop (floor)"][0]
