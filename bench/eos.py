@@ -1,15 +1,20 @@
-"""Exactly-once costs on a real local cluster (tower + stores in their own processes).
+"""Exactly-once costs against the plain paths of the same run (tower + stores in processes).
 
-    .venv/bin/python bench/eos.py [--messages 100000] [--txn 1000] [--partitions 4] [--size 100]
-        [--lease 1.0]
+    .venv/bin/python bench/eos.py [--messages 100000] [--txn 100,1000,10000] [--stores 1,2]
+        [--partitions 4] [--size 100] [--lease 1.0] [--call produce_many|send]
 
-Prints the time the constructor takes to be ready (a fresh transactional id: read the
-logs, claim, one ``txn_lease``, the data producer's resume), then writes ``--messages``
-messages in transactions of ``--txn`` messages (commit latency p50/p99:
-``commit_transaction()`` = flush, INTENT stored, ACKs stored), then reads the topic from
-the start twice in the same run, one after the other: read uncommitted and read committed.
-Prints messages/s of each and their ratio, by wall time and by the reading process's CPU
-time (steadier on a shared machine).
+For each store count (a fresh local cluster each, default fsync ``ms:5``):
+
+* the batched producer (``produce_many`` in calls of ``--txn`` messages, flushed at the
+  end): the plain rate every transactional figure is a ratio of;
+* per transaction size: a fresh transactional id, its ready time (constructor: read the
+  logs, claim, one ``txn_lease``, the data partitions' resume) and its first commit, then
+  ``--messages`` messages with ``produce_many`` in transactions of that size: msg/s, the
+  ratio to the batched producer, commit latency p50/p99 (``commit_transaction()`` = flush
+  the data, INTENT stored; the ACKs are stored in the background);
+* the topic of the largest transaction size read from the start four times, one after the
+  other: read uncommitted and read committed, with ``poll`` and with ``poll_columns``
+  (messages/s and the ratio committed / uncommitted, by wall time).
 """
 
 from __future__ import annotations
@@ -20,95 +25,135 @@ import statistics
 import time
 from typing import Any
 
-from dafka import Consumer, LocalCluster, ReadCommittedConsumer, TransactionalProducer
+from dafka import Consumer, LocalCluster, Producer, ReadCommittedConsumer, TransactionalProducer
 
 
-def _read(
-    common: dict[str, Any], topic: str, level: str, expect: int
-) -> tuple[int, float, float, str]:
-    """Messages with a value read from ``topic``: count, wall seconds, CPU seconds, notes."""
-    kind = ReadCommittedConsumer if level == "read_committed" else Consumer
+def _read(common: dict[str, Any], topic: str, committed: bool, columns: bool, expect: int) -> float:
+    """Messages/s reading ``expect`` messages with a value from ``topic``."""
+    kind = ReadCommittedConsumer if committed else Consumer
     with kind([topic], offset_reset="earliest", **common) as c:
-        start = time.perf_counter()
-        cpu = time.process_time()
         got = 0
         deadline = time.monotonic() + 300
+        start = time.perf_counter()
         while got < expect and time.monotonic() < deadline:
-            got += sum(1 for r in c.poll(0.2) if r.value)
+            if columns:
+                batch = c.poll_columns(0.2)
+                got += sum(1 for v in batch.values if v)
+            else:
+                got += sum(1 for r in c.poll(0.2) if r.value)
         took = time.perf_counter() - start
-        used = time.process_time() - cpu
-        notes = f"{used:.2f} s CPU"
-        if isinstance(c, ReadCommittedConsumer):
-            notes += f", {c.replays} replays"
-        return got, took, used, notes
+        if got < expect:
+            raise SystemExit(f"read {got} of {expect} messages of {topic} within 300 s")
+        return got / took
+
+
+def _plain(common: dict[str, Any], args: argparse.Namespace, chunk: int, value: bytes) -> float:
+    """The batched producer's msg/s: ``produce_many`` of ``chunk`` keyed messages per call."""
+    keys = [b"%d" % i for i in range(chunk)]
+    with Producer("bench-plain", partitions=args.partitions, **common) as p:
+        start = time.perf_counter()
+        sent = 0
+        while sent < args.messages:
+            n = min(chunk, args.messages - sent)
+            p.produce_many([value] * n, keys[:n])
+            sent += n
+        left = p.flush(120)
+        took = time.perf_counter() - start
+        if left:
+            raise SystemExit(f"{left} plain messages not stored")
+        return sent / took
+
+
+def _transactional(
+    common: dict[str, Any], args: argparse.Namespace, txn: int, value: bytes
+) -> tuple[float, float, float, list[float]]:
+    """(ready s, first commit s, msg/s, commit latencies) of one fresh transactional id."""
+    keys = [b"%d" % i for i in range(txn)]
+    t0 = time.perf_counter()
+    producer = TransactionalProducer(
+        f"bench-eos-{txn}",
+        transactional_id=f"bench-{txn}",
+        partitions=args.partitions,
+        txn_lease=args.lease,
+        **common,
+    )
+    ready = time.perf_counter() - t0
+    commits: list[float] = []
+    with producer:
+        with producer.transaction():
+            producer.send(value, key=b"first")
+        first = time.perf_counter() - t0
+        start = time.perf_counter()
+        sent = 0
+        while sent < args.messages:
+            n = min(txn, args.messages - sent)
+            producer.begin_transaction()
+            if args.call == "send":
+                for key in keys[:n]:
+                    producer.send(value, key=key)
+            else:
+                producer.produce_many([value] * n, keys[:n])
+            sent += n
+            c0 = time.perf_counter()
+            producer.commit_transaction()
+            commits.append(time.perf_counter() - c0)
+        took = time.perf_counter() - start
+    return ready, first, sent / took, commits
+
+
+def _ms(values: list[float], q: int) -> float:
+    if len(values) < 2:
+        return values[0] * 1000
+    return statistics.quantiles(values, n=100)[q - 1] * 1000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=100_000)
-    parser.add_argument("--txn", type=int, default=1000, help="messages per transaction")
+    parser.add_argument("--txn", default="100,1000,10000", help="messages per transaction")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--size", type=int, default=100, help="value bytes")
-    parser.add_argument("--stores", type=int, default=1)
+    parser.add_argument("--stores", default="1,2", help="store counts, one cluster each")
     parser.add_argument("--lease", type=float, default=1.0, help="txn_lease seconds")
+    parser.add_argument(
+        "--call", choices=("produce_many", "send"), default="produce_many", help="in a txn"
+    )
     args = parser.parse_args()
+    sizes = [int(t) for t in args.txn.split(",")]
     value = os.urandom(args.size)
-    with LocalCluster(stores=args.stores, beacon_interval=0.2) as cluster:
-        common: dict[str, Any] = {
-            "towers": cluster.towers,
-            "advertised_host": "127.0.0.1",
-            "bind_host": "127.0.0.1",
-            "beacon_interval": 0.2,
-            "beacon_timeout": 0.8,
-            "ready_timeout": 30.0,
-        }
-        t_ready = time.perf_counter()
-        producer = TransactionalProducer(
-            "bench-eos",
-            transactional_id="bench",
-            partitions=args.partitions,
-            txn_lease=args.lease,
-            **common,
-        )
-        ready = time.perf_counter() - t_ready
-        commits: list[float] = []
-        start = time.perf_counter()
-        sent = 0
-        with producer:
-            while sent < args.messages:
-                producer.begin_transaction()
-                for i in range(min(args.txn, args.messages - sent)):
-                    producer.send(value, key=b"%d" % (sent + i))
-                sent += min(args.txn, args.messages - sent)
-                t0 = time.perf_counter()
-                producer.commit_transaction()
-                commits.append(time.perf_counter() - t0)
-        wrote = time.perf_counter() - start
-        n_uncommitted, t_uncommitted, cpu_u, notes_u = _read(
-            common, "bench-eos", "read_uncommitted", sent
-        )
-        n_committed, t_committed, cpu_c, notes_c = _read(
-            common, "bench-eos", "read_committed", sent
-        )
-    q = statistics.quantiles(commits, n=100) if len(commits) > 1 else commits * 99
-    rate_u = n_uncommitted / t_uncommitted
-    rate_c = n_committed / t_committed
     print(
-        f"transactional produce: {sent} messages of {args.size} B in transactions of "
-        f"{args.txn} over {args.partitions} partitions, {args.stores} store(s): "
-        f"{sent / wrote:,.0f} msg/s"
+        f"{args.messages} messages of {args.size} B per figure, {args.partitions} partitions, "
+        f"txn_lease {args.lease}s, transactional {args.call}"
     )
-    print(f"ready (constructor, txn_lease={args.lease}s): {ready:.2f} s")
-    print(
-        f"commit latency ({len(commits)} commits): p50 {q[49] * 1000:.1f} ms, "
-        f"p99 {q[98] * 1000:.1f} ms"
-    )
-    print(f"read uncommitted: {n_uncommitted} messages, {rate_u:,.0f} msg/s ({notes_u})")
-    print(f"read committed:   {n_committed} messages, {rate_c:,.0f} msg/s ({notes_c})")
-    print(
-        f"read committed / read uncommitted: {rate_c / rate_u:.0%} (wall), "
-        f"{cpu_u / cpu_c:.0%} (CPU per message)"
-    )
+    for stores in (int(n) for n in args.stores.split(",")):
+        with LocalCluster(stores=stores, beacon_interval=0.2) as cluster:
+            common: dict[str, Any] = {
+                "towers": cluster.towers,
+                "advertised_host": "127.0.0.1",
+                "bind_host": "127.0.0.1",
+                "beacon_interval": 0.2,
+                "beacon_timeout": 0.8,
+                "ready_timeout": 30.0,
+            }
+            print(f"-- {stores} store(s)")
+            for txn in sizes:
+                plain = _plain(common, args, txn, value)
+                ready, first, rate, commits = _transactional(common, args, txn, value)
+                print(
+                    f"txn {txn:>6}: {rate:>10,.0f} msg/s = {rate / plain:.2f}x batched "
+                    f"({plain:,.0f} msg/s); commit p50 {_ms(commits, 50):.1f} ms, "
+                    f"p99 {_ms(commits, 99):.1f} ms ({len(commits)} commits); ready "
+                    f"{ready:.2f} s, first commit done {first:.2f} s"
+                )
+            topic, expect = f"bench-eos-{sizes[-1]}", args.messages + 1
+            for columns in (False, True):
+                call = "poll_columns" if columns else "poll"
+                rate_u = _read(common, topic, False, columns, expect)
+                rate_c = _read(common, topic, True, columns, expect)
+                print(
+                    f"read committed {call}: {rate_c:,.0f} msg/s = {rate_c / rate_u:.2f}x "
+                    f"read uncommitted ({rate_u:,.0f} msg/s)"
+                )
 
 
 if __name__ == "__main__":

@@ -31,19 +31,27 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, InvalidStateError
+from itertools import accumulate, repeat
 from typing import Any, Protocol
 
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
 from dafka.client._metrics import ProducerMetrics
-from dafka.client._producer import Producer, check_headers, check_timestamp
+from dafka.client._producer import (
+    OnDelivery,
+    Producer,
+    _bytes_list,
+    check_headers,
+    check_timestamp,
+)
 from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
 from dafka.client._txn_state import TransactionState, TransactionStatus
 from dafka.errors import ConfigError, MessageTooLargeError
 from dafka.lifecycle import Closing
-from dafka.message import Clock, Flags, build_uuid, fnv1a32, new_producer_id
+from dafka.message import Clock, Flags, build_uuid, build_uuids, fnv1a32, new_producer_id
 from dafka.records import (
     HEADER_OVERHEAD,
     HEADER_SIZE,
@@ -85,18 +93,25 @@ log = logging.getLogger(__name__)
 
 
 class _OpenBatch:
-    __slots__ = ("futures", "headers", "keys", "size", "timestamps", "uuids", "values", "weight")
+    """The messages of one partition not yet sent: the columns of its next RECORD.
+
+    ``waiters``: (position, future) of the messages sent with :meth:`send` (a bulk call adds
+    none: completing its RECORD costs nothing per message unless ``on_delivery`` is set)."""
+
+    __slots__ = ("headed", "headers", "keys", "timestamps", "uuids", "values", "waiters", "weight")
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
         self.keys: list[bytes | None] = []
         self.headers: list[tuple[tuple[str, bytes], ...] | None] = []
+        self.headed = False
+        """A message has headers (else the column is left out)."""
         self.timestamps: list[int] = []
         self.uuids: list[bytes] = []
-        self.futures: list[Future[RecordMetadata]] = []
-        self.size = 0
+        self.waiters: list[tuple[int, Future[RecordMetadata]]] = []
         self.weight = 0
-        """The most its batch can weigh beyond the batch header (``max_message_bytes``)."""
+        """The most its batch can weigh beyond the batch header (``max_message_bytes``);
+        the batch is sent once it reaches ``batch_size``."""
 
 
 class TransactionalProducer(Closing):
@@ -119,6 +134,7 @@ class TransactionalProducer(Closing):
         log_topic: str = TXN_TOPIC,
         context: ZmqContext | None = None,
         commit_fault: CommitFault | None = None,
+        on_delivery: OnDelivery | None = None,
         **fields: Any,
     ) -> None:
         if not isinstance(transactional_id, str) or not transactional_id or "~" in transactional_id:
@@ -154,6 +170,9 @@ class TransactionalProducer(Closing):
         self._stop = threading.Event()
         self._logs: dict[str, list[bytes]] = {}
         self._commit_fault = commit_fault
+        self._on_delivery = on_delivery
+        self._room_bytes = s.max_message_bytes - HEADER_SIZE
+        """The most a RECORD's messages may weigh beyond the batch header."""
         self._log: Producer | None = None
         self._watch: Consumer | None = None
         self._data: Producer | None = None
@@ -364,24 +383,45 @@ class TransactionalProducer(Closing):
             raise DeliveryError(f"{left} records of {self.topic} not stored within {timeout}s")
 
     def _close_batch(self, index: int) -> None:
+        """Send the open batch of partition ``index`` as one RECORD (lock held)."""
         batch = self._open.pop(index, None)
         if batch is None:
             return
         assert self._data is not None
         content = encode_batch(
-            batch.values, batch.keys, batch.headers, batch.timestamps, batch.uuids
+            batch.values,
+            batch.keys,
+            batch.headers if batch.headed else None,
+            batch.timestamps,
+            batch.uuids,
         )
+        waiters = batch.waiters
+        on_delivery = self._on_delivery
+        if not waiters and on_delivery is None:  # nothing to tell per message
+            self._data.produce(content, key=self._route[index])
+            return
         stored = self._data.send(content, key=self._route[index])
-        futures = batch.futures
+        count = len(batch.values)
         topic, partition = self.topic, self.partitions[index]
 
         def done(f: Future[RecordMetadata]) -> None:
             error = f.exception()
-            for i, future in enumerate(futures):
-                if error is not None:
-                    future.set_exception(error)
-                else:
-                    future.set_result(RecordMetadata(topic, partition, f.result().offset, i))
+            offset = -1 if error is not None else f.result().offset
+            for i, future in waiters:
+                with contextlib.suppress(InvalidStateError):  # cancelled by the application
+                    if error is not None:
+                        future.set_exception(error)
+                    else:
+                        future.set_result(RecordMetadata(topic, partition, offset, i))
+            if on_delivery is not None:
+                for i in range(count):
+                    meta = (
+                        None if error is not None else RecordMetadata(topic, partition, offset, i)
+                    )
+                    try:
+                        on_delivery(meta, error)
+                    except Exception:  # the application's bug must not kill the node's thread
+                        log.exception("on_delivery callback raised")
 
         stored.add_done_callback(done)
 
@@ -392,7 +432,33 @@ class TransactionalProducer(Closing):
         headers: Sequence[tuple[str, bytes]] | None = None,
         timestamp: int | None = None,
     ) -> Future[RecordMetadata]:
-        """Send one message: in the open transaction, or committed on its own outside one."""
+        """Send one message: in the open transaction, or committed on its own outside one.
+        The future resolves once the message is stored (inside a transaction: stored, not
+        yet committed)."""
+        future: Future[RecordMetadata] = Future()
+        self._add_one(value, key, headers, timestamp, future)
+        return future
+
+    def produce(
+        self,
+        value: bytes,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        """:meth:`send` without a future (as :meth:`Producer.produce`): delivery is reported to
+        ``on_delivery`` and by :meth:`flush`; a commit still waits until every message of the
+        transaction is stored."""
+        self._add_one(value, key, headers, timestamp, None)
+
+    def _add_one(
+        self,
+        value: bytes,
+        key: bytes | None,
+        headers: Sequence[tuple[str, bytes]] | None,
+        timestamp: int | None,
+        future: Future[RecordMetadata] | None,
+    ) -> None:
         if not isinstance(value, bytes):
             raise TypeError(f"value must be bytes, got {type(value).__name__}")
         if key is not None and not isinstance(key, bytes):
@@ -404,20 +470,15 @@ class TransactionalProducer(Closing):
             weight += header_bytes + HEADER_OVERHEAD * len(hdrs)
         if timestamp is not None:
             check_timestamp(timestamp)
-        room = self.settings.max_message_bytes - HEADER_SIZE
+        room = self._room_bytes
         if weight > room:
-            raise MessageTooLargeError(
-                f"message of topic {self.topic!r} weighs {weight + HEADER_SIZE:,} bytes in its "
-                f"RECORD (with the batch's framing), over max_message_bytes="
-                f"{self.settings.max_message_bytes:,}: nothing was queued"
-            )
+            raise self._too_large(weight)
         with self._lock:
             self._status.check("send")
             self._fence_check()
             in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
             index = fnv1a32(key) % n if key is not None else self._txn % n
-            future: Future[RecordMetadata] = Future()
             ts = int(time.time() * 1000) if timestamp is None else timestamp
             batch = self._open.get(index)
             if batch is not None and batch.weight + weight > room:
@@ -430,17 +491,124 @@ class TransactionalProducer(Closing):
                 self._touched[index] = None
             else:
                 uuid = build_uuid(self.p_out, self._clock.tick(), Flags.OUTSIDE_TXN).bytes
+            if future is not None:
+                batch.waiters.append((len(batch.values), future))
             batch.values.append(value)
             batch.keys.append(key)
             batch.headers.append(hdrs)
+            if hdrs:
+                batch.headed = True
             batch.timestamps.append(ts)
             batch.uuids.append(uuid)
-            batch.futures.append(future)
-            batch.size += len(value) + (len(key) if key else 0) + 32
             batch.weight += weight
-            if batch.size >= self.settings.batch_size or not in_txn:
+            if batch.weight >= self.settings.batch_size or not in_txn:
                 self._close_batch(index)
-            return future
+
+    def produce_many(
+        self,
+        values: Iterable[bytes],
+        keys: Iterable[bytes | None] | None = None,
+        *,
+        timestamp: int | None = None,
+    ) -> None:
+        """Many messages at once, without futures (as :meth:`Producer.produce_many`): in the
+        open transaction, or each committed on its own outside one.
+
+        ``keys`` (as long as ``values``; None entries: no key) route each message as
+        :meth:`send` does; keyless messages of a transaction go to its one partition. All get
+        one ``timestamp`` (default: now) and no headers. Per message it costs a list append
+        and a 16-byte UUID from a run of clocks (:func:`dafka.message.build_uuids`): the
+        fast call inside a transaction. Delivery is reported to ``on_delivery`` and by
+        :meth:`flush`."""
+        vals = _bytes_list("value", values)
+        count = len(vals)
+        key_list: list[bytes | None] | None = None
+        if keys is not None:
+            key_list = _bytes_list("key", keys, none_ok=True)
+            if len(key_list) != count:
+                raise ValueError(f"produce_many got {len(key_list)} keys for {count} values")
+            if key_list.count(None) == count:
+                key_list = None
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        else:
+            check_timestamp(timestamp)
+        if not count:
+            return
+        weights = [len(v) + MESSAGE_OVERHEAD for v in vals]
+        if key_list is not None:
+            weights = [
+                w if k is None else w + len(k) for w, k in zip(weights, key_list, strict=True)
+            ]
+        heaviest = max(weights)
+        if heaviest > self._room_bytes:
+            i = weights.index(heaviest)
+            raise self._too_large(heaviest, f"message {i} of produce_many")
+        with self._lock:
+            self._status.check("send")
+            self._fence_check()
+            in_txn = self._status.state is TransactionState.IN_TRANSACTION
+            n = len(self.partitions)
+            groups: dict[int, tuple[list[bytes], list[bytes | None], list[int]]]
+            if key_list is None:
+                groups = {self._txn % n: (vals, [None] * count, weights)}
+            else:
+                groups = _by_partition(vals, key_list, weights, n, self._txn % n)
+            for index, (group_values, group_keys, group_weights) in groups.items():
+                self._add_run(index, group_values, group_keys, group_weights, timestamp, in_txn)
+                if in_txn:
+                    self._touched[index] = None
+                else:  # outside a transaction: each message committed on its own, sent now
+                    self._close_batch(index)
+
+    def _add_run(
+        self,
+        index: int,
+        values: list[bytes],
+        keys: list[bytes | None],
+        weights: list[int],
+        timestamp: int,
+        in_txn: bool,
+    ) -> None:
+        """Append messages of one partition to its open batches, stamped with a run of
+        clocks in append order, cut where a batch reaches ``batch_size`` or would exceed
+        ``max_message_bytes`` (lock held)."""
+        room = self._room_bytes
+        target = self.settings.batch_size
+        producer, flags = (
+            (self.p_txn, Flags.CONTINUE_TXN) if in_txn else (self.p_out, Flags.OUTSIDE_TXN)
+        )
+        ends = list(accumulate(weights))  # ends[j]: the weight of messages 0..j
+        n = len(values)
+        i = 0
+        while i < n:
+            batch = self._open.get(index)
+            if batch is None:
+                batch = self._open[index] = _OpenBatch()
+            base = ends[i - 1] if i else 0
+            fits = bisect_right(ends, base + room - batch.weight, i)
+            if fits == i:  # not even the next message fits: this RECORD is full
+                self._close_batch(index)
+                continue
+            full = bisect_left(ends, base + target - batch.weight, i) + 1
+            stop = min(fits, full, n)
+            count = stop - i
+            batch.values += values[i:stop]
+            batch.keys += keys[i:stop]
+            batch.headers += repeat(None, count)
+            batch.timestamps += repeat(timestamp, count)
+            batch.uuids += build_uuids(producer, self._clock.tick_many(count), count, flags)
+            batch.weight += ends[stop - 1] - base
+            i = stop
+            if batch.weight >= target:
+                self._close_batch(index)
+
+    def _too_large(self, weight: int, what: str = "message") -> MessageTooLargeError:
+        return MessageTooLargeError(
+            f"{what} of topic {self.topic!r} weighs {weight + HEADER_SIZE:,} bytes in its "
+            f"RECORD (with the batch's framing), over max_message_bytes="
+            f"{self.settings.max_message_bytes:,}: nothing was queued"
+        )
 
     # -- transactions: each call checked against the state table (_txn_state.py) -----------
 
@@ -488,7 +656,10 @@ class TransactionalProducer(Closing):
                 self._send_ack(partition, ack)
                 if fault is not None:
                     self._flush_data(timeout)
-            self._flush_data(timeout)
+            # Decided at the INTENT: the ACKs are queued in each partition's order ahead of
+            # anything the next transaction sends, and stored in the background (the next
+            # commit's flush, flush() and close() wait for them; after a crash the successor
+            # appends the same bytes). Not waiting here saves one store round trip per commit.
             self._last_ack.update(acks)
             self._finish_transaction()
 
@@ -499,10 +670,7 @@ class TransactionalProducer(Closing):
         with self._lock:
             self._status.check("abort_transaction")
             if self._status.state is TransactionState.IN_TRANSACTION:
-                for batch in self._open.values():
-                    for future in batch.futures:
-                        future.set_exception(TransactionError("transaction aborted"))
-                self._open = {}
+                self._fail_open(TransactionError("transaction aborted"))
                 self._deciding = tuple(
                     (self.partitions[i], self._last_ack[self.partitions[i]]) for i in self._touched
                 )
@@ -591,12 +759,23 @@ class TransactionalProducer(Closing):
 
     def _release(self) -> None:
         """Fenced: fail what is pending and leave the cluster without writing anything."""
-        for batch in self._open.values():
-            for future in batch.futures:
-                if not future.done():
-                    future.set_exception(ProducerFencedError("fenced before it was sent"))
-        self._open = {}
+        self._fail_open(ProducerFencedError("fenced before it was sent"))
         self._shutdown(timeout=0)
+
+    def _fail_open(self, error: BaseException) -> None:
+        """The messages not sent yet fail with ``error`` (futures and ``on_delivery``)."""
+        open_batches, self._open = self._open, {}
+        for batch in open_batches.values():
+            for _, future in batch.waiters:
+                if not future.done():
+                    with contextlib.suppress(InvalidStateError):
+                        future.set_exception(error)
+            if self._on_delivery is not None:
+                for _ in batch.values:
+                    try:
+                        self._on_delivery(None, error)
+                    except Exception:
+                        log.exception("on_delivery callback raised")
 
     def _shutdown(self, timeout: float | None = 10.0) -> None:
         self._stop.set()
@@ -607,6 +786,28 @@ class TransactionalProducer(Closing):
         if self._watch is not None:
             with contextlib.suppress(Exception):
                 self._watch.close()
+
+
+def _by_partition(
+    values: list[bytes], keys: list[bytes | None], weights: list[int], n: int, keyless: int
+) -> dict[int, tuple[list[bytes], list[bytes | None], list[int]]]:
+    """Messages per partition index, in order (a key by FNV-1a modulo ``n``; no key:
+    ``keyless``)."""
+    groups: dict[int, tuple[list[bytes], list[bytes | None], list[int]]] = {}
+    cache: dict[bytes, int] = {}
+    for value, key, weight in zip(values, keys, weights, strict=True):
+        if key is None:
+            index = keyless
+        else:
+            found = cache.get(key)
+            index = cache[key] = fnv1a32(key) % n if found is None else found
+        group = groups.get(index)
+        if group is None:
+            group = groups[index] = ([], [], [])
+        group[0].append(value)
+        group[1].append(key)
+        group[2].append(weight)
+    return groups
 
 
 def _routing_keys(producer: Producer, n: int) -> list[bytes]:

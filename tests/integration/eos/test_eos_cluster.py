@@ -20,7 +20,8 @@ import pytest
 
 import dafka
 from dafka.client import Consumer, Producer, ReadCommittedConsumer, TransactionalProducer
-from dafka.records import ProducerFencedError, Record, TransactionError
+from dafka.errors import MessageTooLargeError
+from dafka.records import ProducerFencedError, Record, RecordMetadata, TransactionError
 from dafka.server import LocalCluster
 from tests.integration.cluster.cluster_procs import Proc, Processes
 
@@ -216,3 +217,75 @@ def test_a_call_the_state_does_not_allow_names_the_state(cluster: LocalCluster) 
         assert p.state.name == "READY"
     with pytest.raises(TransactionError, match=r"send\(\) in state CLOSED"):
         p.send(b"late")
+
+
+def test_produce_many_and_produce_in_transactions_commit_abort_and_report_each_message(
+    cluster: LocalCluster,
+) -> None:
+    """The producer's fast calls inside transactions (issue 25): what a committed
+    transaction sent with ``produce_many``/``produce`` is read once, an aborted one never,
+    keyless messages of a transaction share one partition, and ``on_delivery`` hears of each
+    message exactly once (stored, or failed by the abort)."""
+    topic = "t-many"
+    reports: list[tuple[RecordMetadata | None, BaseException | None]] = []
+    committed = [b"K-%d" % i for i in range(500)]
+    keyless = [b"N-%d" % i for i in range(40)]
+    singles = [b"S-%d" % i for i in range(5)]
+    aborted = [b"A-%d" % i for i in range(300)]
+    outside = [b"O-%d" % i for i in range(3)]
+    with TransactionalProducer(
+        topic,
+        "wmany",
+        partitions=3,
+        txn_lease=1.0,
+        batch_size=4096,  # RECORDs leave during the transaction too
+        on_delivery=lambda meta, error: reports.append((meta, error)),
+        **common(cluster),
+    ) as p:
+        with p.transaction():
+            p.produce_many(committed, committed)
+            p.produce_many(keyless)
+            for v in singles:
+                p.produce(v, key=v)
+        p.begin_transaction()
+        p.produce_many(aborted, aborted)
+        p.abort_transaction()
+        p.produce_many(outside, outside)
+        assert p.flush(DEADLINE) == 0
+    got = read_all(cluster, topic, committed=True, expect=548)
+    assert Counter(values(got)) == Counter(committed + keyless + singles + outside)
+    assert len({r.partition for r in got if r.value.startswith(b"N-")}) == 1
+    by_partition: dict[str, list[bytes]] = {}
+    for r in got:
+        by_partition.setdefault(r.partition, []).append(r.value)
+    for got_values in by_partition.values():  # a partition keeps the order of the calls
+        mine = [v for v in got_values if v.startswith(b"K-")]
+        assert mine == sorted(mine, key=lambda v: int(v[2:]))
+    assert len(reports) == 548 + 300
+    stored = [meta for meta, error in reports if error is None]
+    assert all(meta is not None and meta.topic == topic for meta in stored)
+    assert {type(error) for _, error in reports if error is not None} <= {TransactionError}
+    assert len(stored) >= 548
+
+
+def test_produce_many_cuts_its_records_at_max_message_bytes(cluster: LocalCluster) -> None:
+    """A transaction's messages of one partition fill RECORDs up to ``max_message_bytes``
+    and no further; a message that cannot fit any RECORD is refused with nothing queued."""
+    topic = "t-cut"
+    big = [b"%04d" % i + bytes(6000) for i in range(40)]
+    with TransactionalProducer(
+        topic,
+        "wcut",
+        partitions=2,
+        txn_lease=1.0,
+        max_message_bytes=32 * 1024,
+        **common(cluster),
+    ) as p:
+        with pytest.raises(MessageTooLargeError, match="message 1 of produce_many"):
+            p.produce_many([b"x", bytes(40 * 1024)])
+        with p.transaction():
+            p.produce_many(big, [b"one-key"] * len(big))
+    got = read_all(cluster, topic, committed=True, expect=len(big))
+    assert values(got) == big
+    offsets = {r.offset for r in got}
+    assert len(offsets) >= 40 * 6000 // (32 * 1024)  # several RECORDs

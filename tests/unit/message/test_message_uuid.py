@@ -17,6 +17,7 @@ from dafka.message import (
     ProducerID,
     UUIDError,
     build_uuid,
+    build_uuids,
     get_clock,
     get_flags,
     get_producer_id,
@@ -148,3 +149,39 @@ def test_producer_id_helpers() -> None:
     assert repr(P) == "ProducerID('0123456789ab')"
     with pytest.raises(UUIDError):
         ProducerID.from_int(1 << 48)
+
+
+@given(
+    first=st.one_of(
+        st.integers(0, (1 << 64) - 300),
+        # around a wrap of time_low (every 2**36 clocks), where the 12-byte tails change
+        st.integers(1, 1 << 27).map(lambda k: (k << 36) - 100),
+    ),
+    count=st.integers(0, 260),
+    flags=st.sampled_from([Flags.OUTSIDE_TXN, Flags.CONTINUE_TXN, Flags.ACK_TXN, 0x3FF]),
+    producer=st.binary(min_size=6, max_size=6),
+)
+def test_build_uuids_is_build_uuid_for_each_clock_of_the_run(
+    first: int, count: int, flags: int, producer: bytes
+) -> None:
+    """The transactional producer's bulk stamping gives the very bytes of ``build_uuid``."""
+    expect = [build_uuid(producer, c, flags).bytes for c in range(first, first + count)]
+    assert build_uuids(producer, first, count, flags) == expect
+
+
+def test_build_uuids_checks_as_build_uuid_does() -> None:
+    with pytest.raises(UUIDError):
+        build_uuids(P, 1, 2, 0x400)
+    with pytest.raises(UUIDError):
+        build_uuids(b"12345", 1, 2, 0)
+    with pytest.raises(UUIDError):
+        build_uuids(P, (1 << 64) - 1, 2, 0)
+
+
+def test_tick_many_hands_out_a_run_after_the_last_tick() -> None:
+    clock = Clock(100)
+    assert clock.tick() == 101
+    assert clock.tick_many(5) == 102
+    assert clock.tick() == 107
+    with pytest.raises(UUIDError):
+        clock.tick_many(0)
