@@ -19,6 +19,8 @@ from dafka.node._consumer import ConsumerMachine, ConsumerStatistics, PartitionP
 from dafka.node._discovery import Discovery, DiscoveryStatistics
 from dafka.node._endpoint import endpoint_problem, host_problem, port_problem
 from dafka.node._errors import BackpressureError, NodeArgumentError, check_name
+from dafka.node._group import GroupConfig, GroupEvent, GroupMember, GroupStatistics, rendezvous
+from dafka.node._group_consumer import GroupConsumerMachine
 from dafka.node._heads import HeadsMachine, HeadsStatistics
 from dafka.node._latency import LATENCY_BUCKETS, LatencyHistogram, LatencySnapshot
 from dafka.node._producer import ProducerMachine, ProducerStatistics
@@ -71,6 +73,11 @@ __all__ = [
     "DiscoveryStatistics",
     "DurableNotices",
     "FetchPolicy",
+    "GroupConfig",
+    "GroupConsumerMachine",
+    "GroupEvent",
+    "GroupMember",
+    "GroupStatistics",
     "HeadsMachine",
     "HeadsStatistics",
     "HoleNotices",
@@ -103,4 +110,5 @@ __all__ = [
     "endpoint_problem",
     "host_problem",
     "port_problem",
+    "rendezvous",
 ]

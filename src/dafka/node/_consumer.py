@@ -27,6 +27,11 @@ Assigned partitions (:meth:`ConsumerMachine.assign`) are read by FETCH only, fro
 sequence and optionally up to an end (exclusive): no ``M`` subscription; HEADs and GET-HEADS
 answers of the topic tell how far there is to read.
 
+Group topics (:meth:`ConsumerMachine.subscribe_group`, consumer groups, docs/groups.md) are
+subscribed like any topic, but a partition is read only once the group gave it to this
+member (:meth:`ConsumerMachine.own`, until :meth:`ConsumerMachine.disown`): the others'
+RECORDs and HEADs only tell that the partition exists (:meth:`take_discovered`).
+
 FETCHes are addressed to one store at a time (``_stores``: one store serves a range, with
 fallback on timeout) once stores have greeted us.
 
@@ -105,6 +110,8 @@ class ConsumerStatistics:
     stores_suspected: int = 0
     dropped_paused: int = 0
     """Records of paused partitions dropped on arrival (fetched again after resume)."""
+    dropped_not_owned: int = 0
+    """RECORDs and HEADs of group partitions another member reads (docs/groups.md)."""
 
 
 def _wire(text: str) -> bytes:
@@ -151,6 +158,13 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         self._paused: dict[tuple[str, str], Cursor | None] = {}
         """Paused partitions (:meth:`pause`): their cursor, out of ``_cursors`` while paused
         (None: paused before it was heard of)."""
+        self._gated: dict[str, None] = {}
+        """Group topics: partitions are read only when owned (:meth:`own`)."""
+        self._discovered: dict[tuple[str, str], int] = {}
+        """Partitions of group topics heard of and not yet taken by :meth:`take_discovered`."""
+        self._group_heads: dict[tuple[str, str], int] = {}
+        """The highest sequence heard of in each partition of a group topic."""
+        self._not_owned = 0
         self._marked = consumer_id + TARGET_MARK
         self._beyond_end = 0
         self._dropped_paused = 0
@@ -180,6 +194,83 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         if topic not in self._assigned_topics:
             out.append(Subscribe(b"H" + raw))
         out.append(Send(GetHeads(topic, self.consumer_id)))
+
+    def subscribe_group(self, topic: str, now: float) -> None:
+        """Subscribe to ``topic`` for a consumer group: its partitions are only noted
+        (:meth:`take_discovered`) until :meth:`own` gives one to this consumer."""
+        self._gated[topic] = None
+        self.subscribe(topic, now)
+
+    def take_discovered(self) -> dict[tuple[str, str], int]:
+        """Partitions of group topics heard of since the last call, with their head."""
+        found = self._discovered
+        if found:
+            self._discovered = {}
+        return found
+
+    def group_head(self, topic: str, producer: str) -> int:
+        """The highest sequence heard of in a partition of a group topic (-1: none)."""
+        return self._group_heads.get((topic, producer), -1)
+
+    def own(self, topic: str, producer: str, next_sequence: int | None, now: float) -> None:
+        """Start reading a partition of a group topic from ``next_sequence`` (None: by
+        ``offset_reset``: 0, or after the highest sequence heard of for ``latest``)."""
+        key = (topic, producer)
+        if topic not in self._gated:
+            raise NodeArgumentError(f"{topic!r} is not a group topic of this consumer")
+        if key in self._cursors or key in self._paused:
+            return
+        head = self._group_heads.get(key, -1)
+        if next_sequence is None:
+            last = -1 if self._earliest else head
+        else:
+            last = check_sequence("next_sequence", next_sequence) - 1
+        cursor = Cursor(topic, producer, last)
+        self._cursors[key] = cursor
+        if head > last:
+            self._fetcher.gap(cursor, head, now, self._out)
+
+    def disown(self, topic: str, producer: str) -> None:
+        """Stop reading a partition of a group topic: what it received and has not handed
+        out yet is dropped (the next owner reads it from the committed position)."""
+        key = (topic, producer)
+        cursor = self._cursors.pop(key, None)
+        if cursor is None:
+            cursor = self._paused.pop(key, None)
+        if cursor is None:
+            return
+        self._fetcher.forget(cursor)
+        cursor.pending = []
+        dirty = self._in_order.dirty
+        if cursor in dirty:
+            dirty.remove(cursor)
+
+    def _group_partition(self, topic: str, producer: str, sequence: int) -> None:
+        """A RECORD or HEAD of a group topic's partition this member does not own."""
+        self._not_owned += 1
+        key = (topic, producer)
+        heads = self._group_heads
+        known = heads.get(key)
+        if known is None or sequence > known:
+            heads[key] = sequence
+            if known is None:
+                self._discovered[key] = sequence
+
+    def on_records(
+        self, topic: str, producer: str, first_sequence: int, contents: Sequence[bytes], now: float
+    ) -> None:
+        """:meth:`ReaderRuns.on_records`, with a run of a group partition this member does
+        not own noted at once instead of record by record."""
+        key = (topic, producer)
+        if (
+            self._gated
+            and topic in self._gated
+            and key not in self._cursors
+            and key not in self._paused
+        ):
+            self._group_partition(topic, producer, first_sequence + len(contents) - 1)
+            return
+        super().on_records(topic, producer, first_sequence, contents, now)
 
     def assign(
         self, topic: str, producer: str, next_sequence: int, end: int | None, now: float
@@ -250,6 +341,7 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         if topic not in self._topics:
             return
         del self._topics[topic]
+        self._gated.pop(topic, None)
         raw = _wire(topic)
         self._out.append(Unsubscribe(b"M" + raw))
         if topic not in self._assigned_topics:
@@ -437,6 +529,7 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             dropped_paused=self._dropped_paused,
             stores_known=len(self._router.stores),
             stores_suspected=self._router.suspected,
+            dropped_not_owned=self._not_owned,
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -459,7 +552,7 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             return False
         cursor = self._paused[key]
         if cursor is None:
-            if topic not in self._topics:
+            if topic not in self._topics or topic in self._gated:
                 return False  # not ours to make (an assigned topic's other partitions)
             cursor = self._new_cursor(topic, producer, latest_last, now)
             del self._cursors[key]
@@ -508,6 +601,9 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             if record.topic not in self._topics:
                 self._foreign += 1  # prefix leak ('hello2' while reading 'hello') or stale
                 return
+            if record.topic in self._gated:
+                self._group_partition(record.topic, record.producer, sequence)
+                return
             cursor = self._new_cursor(record.topic, record.producer, sequence - 1, now)
         if sequence > cursor.limit:
             self._beyond_end += 1  # past an end offset (a C store answers count + 1)
@@ -523,6 +619,9 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
                 return
             if topic not in self._topics:
                 self._foreign += 1  # also: a partition of an assigned topic not assigned to us
+                return
+            if topic in self._gated:
+                self._group_partition(topic, producer, sequence)
                 return
             cursor = self._new_cursor(topic, producer, sequence, now)
         if sequence > cursor.limit:

@@ -26,6 +26,7 @@ from dafka.protocol._discovery import WELCOME, decode_discovery
 from dafka.protocol._errors import DecodeError
 from dafka.protocol._frames import all_bytes, as_frames
 from dafka.protocol._ids import COMMAND_NAMES, VERSION
+from dafka.protocol._member import decode_member
 from dafka.protocol._names import name_problem, text
 from dafka.protocol.messages import (
     Ack,
@@ -279,6 +280,7 @@ _DATA_DECODERS: dict[int, _Decoder] = {
     lay.GET_HEADS.command_id[0]: _get_heads,
     lay.CONSUMER_HELLO.command_id[0]: _consumer_hello,
     lay.STORE_HELLO.command_id[0]: _store_hello,
+    lay.MEMBER.command_id[0]: decode_member,
 }
 assert set(_DATA_DECODERS) == set(COMMAND_NAMES)
 _DATA: tuple[_Decoder, ...] = tuple(_DATA_DECODERS.get(i, _unknown) for i in range(256))

@@ -22,6 +22,7 @@ from typing import TypeVar
 from dafka.protocol import _layouts as lay
 from dafka.protocol._discovery import encode_beacon, encode_peer_endpoint, encode_welcome
 from dafka.protocol._errors import EncodeError
+from dafka.protocol._member import encode_member
 from dafka.protocol._names import name
 from dafka.protocol.messages import (
     Ack,
@@ -32,6 +33,7 @@ from dafka.protocol.messages import (
     Fetch,
     GetHeads,
     Head,
+    MemberBeat,
     Message,
     PeerEndpoint,
     Record,
@@ -207,6 +209,7 @@ _ENCODERS: dict[type, Callable[[Message], list[bytes]]] = {
     GetHeads: _encode_get_heads,  # type: ignore[dict-item]
     ConsumerHello: _encode_consumer_hello,  # type: ignore[dict-item]
     StoreHello: _encode_store_hello,  # type: ignore[dict-item]
+    MemberBeat: encode_member,  # type: ignore[dict-item]
     Beacon: encode_beacon,  # type: ignore[dict-item]
     PeerEndpoint: encode_peer_endpoint,  # type: ignore[dict-item]
     Welcome: encode_welcome,  # type: ignore[dict-item]

@@ -18,6 +18,7 @@ from dafka.protocol.messages import (
     Fetch,
     GetHeads,
     Head,
+    MemberBeat,
     Record,
     StoreHello,
 )
@@ -31,6 +32,8 @@ DIRECT_HEAD_ID = b"E"
 GET_HEADS_ID = b"G"
 CONSUMER_HELLO_ID = b"W"
 STORE_HELLO_ID = b"L"
+MEMBER_ID = b"Y"
+"""MEMBER: dafka's own (consumer groups); no C node subscribes to it."""
 
 BEACON_ID = b"B"
 """First frame of a node beacon and of a beacon forwarded by a tower (beacon sockets only)."""
@@ -52,6 +55,7 @@ COMMAND_IDS: Mapping[type[DataMessage], bytes] = MappingProxyType(
         GetHeads: GET_HEADS_ID,
         ConsumerHello: CONSUMER_HELLO_ID,
         StoreHello: STORE_HELLO_ID,
+        MemberBeat: MEMBER_ID,
     }
 )
 """The command ID of each data message class."""
@@ -67,6 +71,7 @@ COMMAND_NAMES: Mapping[int, str] = MappingProxyType(
         GET_HEADS_ID[0]: "GET-HEADS",
         CONSUMER_HELLO_ID[0]: "CONSUMER-HELLO",
         STORE_HELLO_ID[0]: "STORE-HELLO",
+        MEMBER_ID[0]: "MEMBER",
     }
 )
 """The RFC name of each command, by ID byte (as ``frame[0]`` gives it), for logs and errors."""
@@ -82,6 +87,7 @@ __all__ = [
     "FETCH_ID",
     "GET_HEADS_ID",
     "HEAD_ID",
+    "MEMBER_ID",
     "RECORD_ID",
     "STORE_HELLO_ID",
     "VERSION",

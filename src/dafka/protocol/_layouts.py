@@ -22,6 +22,7 @@ from dafka.protocol._ids import (
     FETCH_ID,
     GET_HEADS_ID,
     HEAD_ID,
+    MEMBER_ID,
     RECORD_ID,
     STORE_HELLO_ID,
 )
@@ -34,6 +35,7 @@ from dafka.protocol.messages import (
     Fetch,
     GetHeads,
     Head,
+    MemberBeat,
     Record,
     StoreHello,
 )
@@ -94,6 +96,8 @@ CONSUMER_HELLO = Layout(
 )
 """Followed by ``topics`` as ``strings`` (4-byte count, then 4-byte-length strings)."""
 STORE_HELLO = Layout("STORE-HELLO", STORE_HELLO_ID, "consumer", ("store",), (), NO_INTEGERS)
+MEMBER = Layout("MEMBER", MEMBER_ID, "group", ("member",), ("sequence",), SEQUENCE, True)
+"""Frame 1 is the member's state (canonical JSON, ``_member.py``), not a ``content``."""
 
 LAYOUTS: Mapping[type[DataMessage], Layout] = MappingProxyType(
     {
@@ -106,6 +110,7 @@ LAYOUTS: Mapping[type[DataMessage], Layout] = MappingProxyType(
         GetHeads: GET_HEADS,
         ConsumerHello: CONSUMER_HELLO,
         StoreHello: STORE_HELLO,
+        MemberBeat: MEMBER,
     }
 )
 """The layout of each data message class."""
@@ -123,6 +128,7 @@ __all__ = [
     "HEAD",
     "INTEGER_BITS",
     "LAYOUTS",
+    "MEMBER",
     "NO_INTEGERS",
     "PREFIX_END",
     "RECORD",

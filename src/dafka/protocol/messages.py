@@ -16,7 +16,11 @@ DirectHead (``E``)        ``recipient``           topic, producer, sequence
 GetHeads (``G``)          ``topic``               requester
 ConsumerHello (``W``)     ``store``               consumer, topics
 StoreHello (``L``)        ``consumer``            store
+MemberBeat (``Y``)        ``group``               member, sequence, state (frame 1)
 ========================  =====================  ===================================
+
+MEMBER (``Y``) is dafka's own (consumer groups, docs/groups.md): no C node subscribes to a
+``Y`` prefix, so a C peer never receives one (its XPUB filters it out before it is sent).
 
 For RECORD and HEAD the wire carries the topic twice (prefix and subject); a C peer always
 sends them equal, and so do we.
@@ -116,6 +120,29 @@ class StoreHello:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberBeat:
+    """MEMBER: a consumer group member announces itself to the group's other members.
+
+    Frame 0 is ``Y | group | 0x00 | 0x01 | member | sequence (8)``; frame 1 is the member's
+    state as canonical JSON (sorted keys, no spaces): ``instance`` (its static
+    ``group_instance_id``, "" if none), ``topics`` it reads, ``view`` (the member keys it
+    counts as alive, itself included), ``claims`` (the partitions it reads, ``[topic,
+    partition]`` pairs), ``leaving`` and ``started`` (ms since the epoch, its incarnation).
+    ``sequence`` grows by one per beat of a member: a late beat is told from a fresh one.
+    """
+
+    group: str
+    member: str
+    sequence: int
+    instance: str = ""
+    topics: tuple[str, ...] = ()
+    view: tuple[str, ...] = ()
+    claims: tuple[tuple[str, str], ...] = ()
+    leaving: bool = False
+    started: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Beacon:
     """A node's beacon to a tower: frames ``B | node id | advertised host | port``."""
 
@@ -144,7 +171,16 @@ class Welcome:
 
 
 DataMessage = (
-    Record | DirectRecord | Fetch | Ack | Head | DirectHead | GetHeads | ConsumerHello | StoreHello
+    Record
+    | DirectRecord
+    | Fetch
+    | Ack
+    | Head
+    | DirectHead
+    | GetHeads
+    | ConsumerHello
+    | StoreHello
+    | MemberBeat
 )
 """Everything that travels on the data sockets."""
 
@@ -164,6 +200,7 @@ __all__ = [
     "Fetch",
     "GetHeads",
     "Head",
+    "MemberBeat",
     "Message",
     "PeerEndpoint",
     "Record",

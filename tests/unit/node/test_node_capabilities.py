@@ -18,6 +18,8 @@ from dafka.node import (
     DirectRecordRuns,
     Discovery,
     DurableNotices,
+    GroupConsumerMachine,
+    GroupMember,
     HeadsMachine,
     PeerNotices,
     ProducerMachine,
@@ -35,7 +37,15 @@ CAPABILITIES: dict[type, str] = {
     PeerNotices: "on_peer",
     AttributedMessages: "on_message_from",
 }
-MACHINES = [StoreMachine, ConsumerMachine, ProducerMachine, HeadsMachine, TopicProducerMachine]
+MACHINES = [
+    StoreMachine,
+    ConsumerMachine,
+    ProducerMachine,
+    HeadsMachine,
+    TopicProducerMachine,
+    GroupMember,
+    GroupConsumerMachine,
+]
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.__name__)

@@ -13,6 +13,7 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    MemberBeat,
     PeerEndpoint,
     Record,
     StoreHello,
@@ -49,6 +50,18 @@ direct_heads = st.builds(DirectHead, names, names, names, u64)
 get_heads = st.builds(GetHeads, names, names)
 consumer_hellos = st.builds(ConsumerHello, names, names, st.lists(names, max_size=6).map(tuple))
 store_hellos = st.builds(StoreHello, names, names)
+member_beats = st.builds(
+    MemberBeat,
+    names,
+    names,
+    u64,
+    st.one_of(st.just(""), names),
+    st.lists(names, max_size=4).map(tuple),
+    st.lists(names, max_size=4).map(tuple),
+    st.lists(st.tuples(names, names), max_size=4).map(tuple),
+    st.booleans(),
+    st.integers(min_value=0, max_value=(1 << 63) - 1),
+)
 beacons = st.builds(Beacon, names, free_text, st.integers(min_value=0, max_value=65535))
 peer_endpoints = st.builds(PeerEndpoint, names, free_text.filter(bool))
 welcomes = st.just(Welcome())
@@ -63,6 +76,7 @@ DATA_STRATEGIES = {
     GetHeads: get_heads,
     ConsumerHello: consumer_hellos,
     StoreHello: store_hellos,
+    MemberBeat: member_beats,
 }
 DISCOVERY_STRATEGIES = {Beacon: beacons, PeerEndpoint: peer_endpoints, Welcome: welcomes}
 data_messages = st.one_of(*DATA_STRATEGIES.values())

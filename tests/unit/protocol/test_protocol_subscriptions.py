@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 
 from dafka.protocol import (
+    MEMBER_ID,
     Ack,
     ConsumerHello,
     DataMessage,
@@ -16,6 +17,7 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    MemberBeat,
     Record,
     StoreHello,
     consumer_subscriptions,
@@ -30,7 +32,7 @@ from dafka.protocol import (
     subscription_notice,
     subscription_prefix,
 )
-from tests.unit.protocol.protocol_strategies import data_messages
+from tests.unit.protocol.protocol_strategies import data_messages, member_beats, names
 
 P = "0123456789ABCDEF0123456789ABCDEF"
 
@@ -109,6 +111,8 @@ def _receivers(message: DataMessage) -> dict[str, tuple[bytes, ...]]:
         return {"producer": producer_subscriptions(message.producer)}
     if isinstance(message, GetHeads):
         return {"store reader": store_reader_subscriptions("any")}
+    if isinstance(message, MemberBeat):
+        return {"group member": (MEMBER_ID + message.group.encode("utf-8", "surrogateescape"),)}
     assert isinstance(message, ConsumerHello)
     return {"store reader": store_reader_subscriptions(message.store)}
 
@@ -120,6 +124,21 @@ def test_every_message_reaches_its_receivers_through_their_prefixes(
     frame0 = encode(message)[0]
     for node, prefixes in _receivers(message).items():
         assert any(frame0.startswith(p) for p in prefixes), node
+
+
+@given(member_beats, names)
+def test_no_c_node_subscription_ever_matches_a_member_beat(beat: MemberBeat, name: str) -> None:
+    """MEMBER is dafka's own: whatever the group and whatever ids and topics C nodes use,
+    none of their subscriptions is a prefix of a beat, so their XPUBs never send them one."""
+    frame0 = encode(beat)[0]
+    every = (
+        producer_subscriptions(name)
+        + consumer_subscriptions(name)
+        + consumer_topic_subscriptions(name)
+        + store_writer_subscriptions(name)
+        + store_reader_subscriptions(name)
+    )
+    assert not any(frame0.startswith(p) for p in every)
 
 
 def test_addressed_messages_miss_nodes_with_other_ids_of_the_same_length() -> None:

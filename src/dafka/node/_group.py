@@ -1,0 +1,455 @@
+"""A consumer group member: membership and assignment without a coordinator (docs/groups.md).
+
+Theory. Every member publishes a *beat* (MEMBER, ``Y`` + group) on its data PUB every
+``heartbeat_interval``, and at once when its view or its claims change or when a peer
+subscribes to the group's beats (a member just connected): its key (``group_instance_id``,
+else its member id), the topics it reads, its *view* (the keys of the members it counts as
+alive, itself included) and its *claims* (the partitions it reads or is still handing over).
+A member whose beats stop for ``session_timeout`` leaves the view (a crash); a member that
+closes says so in a last beat (``leaving``) and leaves it at once.
+
+Assignment is rendezvous hashing: partition ``(topic, partition)`` belongs to the member of
+the view, among those reading ``topic``, whose key has the highest
+``blake2b(key, topic, partition)``. Every member computes it alone; members with the same
+view agree, and the owner of a partition depends only on the view, not on which other
+partitions a member knows, so members that learnt of partitions at different times still
+agree on each one.
+
+Handover. A member *releases* a partition as soon as its view says another member wins it:
+it stops reading at once, and the partition stays in its claims (``revoking``) until the
+driver said the handover is done (:meth:`GroupMember.revoked`: the position committed). A
+member *takes* a partition it wins only when (1) its join window is over (it has heard the
+group), (2) every member of its view sent a beat with the same view (they agree: the
+generation is settled) and (3) none of them claims the partition in its latest beat. So a
+partition moves only after its old owner stopped and committed.
+
+Why two members never read a partition at once, while each counts the other alive: with
+both in its view, at most one of them wins it (rendezvous hashing orders the two keys the
+same way in every view that holds both), and a member that reads a partition it no longer
+wins releases it in the same input that changed its view. Two owners at once therefore
+need one of them to count the other dead: a crash, or a network partition longer than
+``session_timeout`` (docs/groups.md says what happens then). A member learns that it was
+counted dead from a beat of a member whose view held it before and no longer does: it
+stops reading everything at once, without committing (``lost``, Kafka's
+``on_partitions_lost``), and takes part again from the next beats.
+
+Pure: beats, subscription notices and partitions seen in, Send/Subscribe actions and
+:class:`GroupEvent`\\ s out, with ``now`` from the driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dafka.node._errors import NodeArgumentError, check_name
+from dafka.node.actions import Action, Send, Subscribe, SubscriptionNotices
+from dafka.protocol import MEMBER_ID, DataMessage, MemberBeat
+
+Key = tuple[str, str]
+"""(topic, partition)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """A member's group settings (``ConsumerSettings`` builds it from Kafka's names)."""
+
+    group_id: str
+    instance_id: str = ""
+    """Static membership: the member's key across restarts (Kafka's ``group.instance.id``)."""
+    heartbeat_interval: float = 0.5
+    session_timeout: float = 2.0
+    join_window: float = 0.5
+    """How long a new member listens to the group before it takes any partition."""
+
+    def __post_init__(self) -> None:
+        check_name("group_id", self.group_id)
+        if self.instance_id:
+            check_name("group_instance_id", self.instance_id)
+        if not 0 < self.heartbeat_interval < self.session_timeout:
+            raise NodeArgumentError(
+                f"heartbeat_interval ({self.heartbeat_interval} s) must be above 0 and "
+                f"below session_timeout ({self.session_timeout} s)"
+            )
+        if self.join_window < 0:
+            raise NodeArgumentError(f"join_window must be >= 0, got {self.join_window}")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEvent:
+    """What the driver must do: ``assigned`` (start reading these), ``revoked`` (stop, commit,
+    then call :meth:`GroupMember.revoked`), ``lost`` (stop without committing: another member
+    may read them already) or ``fenced`` (a newer member with our ``group_instance_id``)."""
+
+    kind: Literal["assigned", "revoked", "lost", "fenced"]
+    partitions: tuple[Key, ...]
+    generation: int
+
+
+@dataclass(slots=True)
+class _Peer:
+    member: str
+    key: str
+    sequence: int
+    seen: float
+    started: int
+    topics: frozenset[str]
+    view: frozenset[str]
+    claims: frozenset[Key]
+    included_me: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStatistics:
+    """Counters of a :class:`GroupMember` (a snapshot)."""
+
+    generation: int
+    members: int
+    assigned: int
+    revoking: int
+    beats_sent: int
+    beats_received: int
+    stale_beats: int
+    expired: int
+    lost: int
+    agreed: bool
+
+
+def rendezvous(key: str, topic: str, partition: str) -> bytes:
+    """The weight of ``key`` for a partition: the same bytes in every process."""
+    data = b"\0".join(s.encode("utf-8", "surrogateescape") for s in (key, topic, partition))
+    return hashlib.blake2b(data, digest_size=8).digest()
+
+
+@dataclass(slots=True)
+class _State:
+    owned: set[Key] = field(default_factory=set)
+    revoking: set[Key] = field(default_factory=set)
+
+
+class GroupMember(SubscriptionNotices):
+    """Pure state machine of one group member (see the module docstring, docs/groups.md).
+
+    The driver feeds beats (:meth:`on_message`), XPUB notices (:meth:`on_subscription`),
+    partitions it learnt of (:meth:`partitions_seen`) and finished handovers
+    (:meth:`revoked`); it executes :meth:`take_actions` and handles :meth:`take_events`.
+    """
+
+    def __init__(
+        self,
+        member_id: str,
+        topics: Iterable[str],
+        config: GroupConfig,
+        now: float,
+        *,
+        started: int = 0,
+    ) -> None:
+        """``started``: this incarnation's start (ms since the epoch): of two members with
+        the same ``instance_id``, the later one stays, the other is fenced."""
+        check_name("member id", member_id)
+        self.member_id = member_id
+        self.config = config
+        self.key = config.instance_id or member_id
+        topic_set = frozenset(topics)
+        for topic in topic_set:
+            check_name("topic", topic)
+        self.topics = topic_set
+        self._now = now
+        self._started = started
+        self._peers: dict[str, _Peer] = {}
+        self._gone: dict[str, int] = {}
+        """Members that left (their last sequence): a late beat does not bring them back."""
+        self._partitions: set[Key] = set()
+        self._state = _State()
+        self._view: frozenset[str] = frozenset((self.key,))
+        self.generation = 1
+        self._join_end = now + config.join_window
+        self._joined = config.join_window == 0
+        self._sequence = 0
+        self._next_beat = now
+        self._beat_now = True
+        self._leaving = False
+        self.left = False
+        """True once a closing member released everything and said goodbye."""
+        self.fenced = False
+        self._events: list[GroupEvent] = []
+        self._out: list[Action] = [Subscribe(MEMBER_ID + _raw(config.group_id))]
+        self._beats_sent = 0
+        self._beats_received = 0
+        self._stale = 0
+        self._expired = 0
+        self._lost = 0
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def assignment(self) -> frozenset[Key]:
+        """The partitions this member reads now."""
+        return frozenset(self._state.owned)
+
+    def view(self) -> frozenset[str]:
+        """The member keys this member counts as alive (itself included)."""
+        return self._view
+
+    def claims(self) -> frozenset[Key]:
+        """What its beats claim: read now or still handed over."""
+        return frozenset(self._state.owned | self._state.revoking)
+
+    def agreed(self) -> bool:
+        """Every member of the view announced this same view."""
+        view = self._view
+        return all(p.view == view for p in self._peers.values())
+
+    def statistics(self) -> GroupStatistics:
+        return GroupStatistics(
+            generation=self.generation,
+            members=len(self._view),
+            assigned=len(self._state.owned),
+            revoking=len(self._state.revoking),
+            beats_sent=self._beats_sent,
+            beats_received=self._beats_received,
+            stale_beats=self._stale,
+            expired=self._expired,
+            lost=self._lost,
+            agreed=self.agreed(),
+        )
+
+    def owner(self, key: Key) -> str | None:
+        """The key of the member that wins ``key`` in this member's view (None: nobody
+        reads its topic)."""
+        topic, partition = key
+        best: tuple[bytes, str] | None = None
+        for member, topics in self._members():
+            if topic in topics:
+                weight = (rendezvous(member, topic, partition), member)
+                if best is None or weight > best:
+                    best = weight
+        return None if best is None else best[1]
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def partitions_seen(self, keys: Iterable[Key], now: float) -> None:
+        """Partitions known to exist (of any topic: those this member reads count)."""
+        self._now = now
+        added = False
+        for key in keys:
+            if key[0] in self.topics and key not in self._partitions:
+                self._partitions.add(key)
+                added = True
+        if added:
+            self._update(now)
+
+    def revoked(self, keys: Iterable[Key], now: float) -> None:
+        """The driver finished handing these partitions over (stopped, committed)."""
+        self._now = now
+        revoking = self._state.revoking
+        done = [k for k in keys if k in revoking]
+        if done:
+            revoking.difference_update(done)
+            self._beat_now = True
+            self._update(now)
+
+    def leave(self, now: float) -> None:
+        """Close: release every partition (``revoked`` events), then a last beat. A static
+        member (``instance_id``) says no goodbye, as in Kafka: the others keep its
+        partitions for it until ``session_timeout``, so a restart moves nothing."""
+        self._now = now
+        if self._leaving:
+            return
+        self._leaving = True
+        self._update(now)
+
+    def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
+        self._now = now
+        if subscribed and prefix == MEMBER_ID + _raw(self.config.group_id):
+            self._beat_now = True  # a member connected: tell it about us now
+
+    def on_message(self, message: DataMessage, now: float) -> None:
+        self._now = now
+        if type(message) is not MemberBeat:
+            return
+        if message.group != self.config.group_id or message.member == self.member_id:
+            return
+        if self.fenced or self.left:
+            return
+        self._beats_received += 1
+        member = message.member
+        peer = self._peers.get(member)
+        last = peer.sequence if peer is not None else self._gone.get(member, -1)
+        if message.sequence <= last:
+            self._stale += 1
+            return
+        if message.leaving:
+            self._gone[member] = message.sequence
+            if peer is not None:
+                del self._peers[member]
+            self._update(now)
+            return
+        key = message.instance or member
+        if key == self.key:  # another incarnation of our group_instance_id
+            if (message.started, member) > (self._started, self.member_id):
+                self._fence()
+            return
+        for other in list(self._peers.values()):
+            if other.key == key and other.member != member:
+                if (other.started, other.member) > (message.started, member):
+                    self._stale += 1
+                    return  # an older incarnation of a static member
+                del self._peers[other.member]
+                self._gone[other.member] = other.sequence
+        view = frozenset(message.view)
+        includes_me = self.key in view
+        if peer is None:
+            peer = _Peer(
+                member,
+                key,
+                message.sequence,
+                now,
+                message.started,
+                frozenset(message.topics),
+                view,
+                frozenset(message.claims),
+            )
+            self._peers[member] = peer
+        else:
+            if peer.included_me and not includes_me:
+                self._lose()  # it counted us dead: someone may read our partitions now
+            peer.sequence = message.sequence
+            peer.seen = now
+            peer.topics = frozenset(message.topics)
+            peer.view = view
+            peer.claims = frozenset(message.claims)
+        peer.included_me = includes_me
+        self._update(now)
+
+    def on_timer(self, now: float) -> None:
+        self._now = now
+        if self.fenced or self.left:
+            return
+        if now >= self._next_beat:
+            self._beat_now = True
+        self._update(now)
+
+    def next_deadline(self) -> float | None:
+        if self.fenced or self.left:
+            return None
+        due = self._next_beat
+        timeout = self.config.session_timeout
+        for peer in self._peers.values():
+            due = min(due, peer.seen + timeout)
+        if not self._joined:
+            due = min(due, self._join_end)
+        return due
+
+    def take_actions(self) -> list[Action]:
+        if self._beat_now and not self.fenced and not self.left:
+            self._beat()
+        out = self._out
+        self._out = []
+        return out
+
+    def take_events(self) -> list[GroupEvent]:
+        events = self._events
+        self._events = []
+        return events
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _members(self) -> list[tuple[str, frozenset[str]]]:
+        members = [(p.key, p.topics) for p in self._peers.values()]
+        if not self._leaving:
+            members.append((self.key, self.topics))
+        return members
+
+    def _update(self, now: float) -> None:
+        """Expire silent peers, recompute the view, release what we no longer win, take
+        what we win once the handover allows it."""
+        if self.fenced:
+            return
+        timeout = self.config.session_timeout
+        for peer in [p for p in self._peers.values() if p.seen + timeout <= now]:
+            del self._peers[peer.member]
+            self._expired += 1
+        view = frozenset(p.key for p in self._peers.values()) | {self.key}
+        if view != self._view:
+            self._view = view
+            self.generation += 1
+            self._beat_now = True
+        if not self._joined and now >= self._join_end:
+            self._joined = True
+        state = self._state
+        me = self.key
+        release = sorted(k for k in state.owned if self._leaving or self.owner(k) != me)
+        if release:
+            state.owned.difference_update(release)
+            state.revoking.update(release)
+            self._events.append(GroupEvent("revoked", tuple(release), self.generation))
+            self._beat_now = True
+        if self._leaving:
+            if not state.revoking and not self.left:
+                self._beat(goodbye=True)
+                self.left = True
+            return
+        if not self._joined or not self.agreed():
+            return
+        claimed: set[Key] = set()
+        for peer in self._peers.values():
+            claimed |= peer.claims
+        take = sorted(
+            k
+            for k in self._partitions
+            if k not in state.owned
+            and k not in state.revoking
+            and k not in claimed
+            and self.owner(k) == me
+        )
+        if take:
+            state.owned.update(take)
+            self._events.append(GroupEvent("assigned", tuple(take), self.generation))
+            self._beat_now = True
+
+    def _lose(self) -> None:
+        state = self._state
+        lost = sorted(state.owned | state.revoking)
+        state.owned.clear()
+        state.revoking.clear()
+        self._beat_now = True
+        if lost:
+            self._lost += 1
+            self._events.append(GroupEvent("lost", tuple(lost), self.generation))
+
+    def _fence(self) -> None:
+        self._lose()
+        self.fenced = True
+        self._events.append(GroupEvent("fenced", (), self.generation))
+
+    def _beat(self, *, goodbye: bool = False) -> None:
+        self._beat_now = False
+        self._next_beat = self._now + self.config.heartbeat_interval
+        state = self._state
+        leaving = goodbye and not self.config.instance_id
+        self._out.append(
+            Send(
+                MemberBeat(
+                    self.config.group_id,
+                    self.member_id,
+                    self._sequence,
+                    self.config.instance_id,
+                    tuple(sorted(self.topics)),
+                    () if leaving else tuple(sorted(self._view)),
+                    tuple(sorted(state.owned | state.revoking)),
+                    leaving,
+                    self._started,
+                )
+            )
+        )
+        self._sequence += 1
+        self._beats_sent += 1
+
+
+def _raw(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+__all__ = ["GroupConfig", "GroupEvent", "GroupMember", "GroupStatistics", "rendezvous"]

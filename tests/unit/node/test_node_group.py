@@ -1,0 +1,495 @@
+"""The group member machine (dafka.node.GroupMember) on a virtual clock and an in-memory
+network: joins, leaves, crashes, static members, expulsion, and hypothesis runs with random
+membership changes, message loss and reordering (docs/groups.md).
+
+Safety, checked after every delivery step: two members read the same partition at once
+only when one of them counts the other dead (a crash, or beats lost for a whole
+``session_timeout``); so never two readers of a partition in one generation (the same view).
+Liveness: once losses stop, the views agree on the live members and every known partition
+is read by exactly one member, the one rendezvous hashing names.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dafka.node import (
+    ConsumerConfig,
+    ConsumerMachine,
+    Deliver,
+    GroupConfig,
+    GroupEvent,
+    GroupMember,
+    NodeArgumentError,
+    Send,
+)
+from dafka.node.actions import Action, SubscriptionNotices
+from dafka.protocol import DataMessage, Fetch, MemberBeat, Record
+from dafka.testing import ManualClock, MemoryNetwork
+
+Key = tuple[str, str]
+TOPIC = "t"
+PARTS = [(TOPIC, f"p{i}") for i in range(6)]
+
+
+class Driven(SubscriptionNotices):
+    """A member and the part of a driver that matters here: it stops a revoked partition at
+    once and reports the handover done ``commit_delay`` seconds later (a commit's time)."""
+
+    def __init__(
+        self,
+        name: str,
+        clock: ManualClock,
+        *,
+        instance: str = "",
+        commit_delay: float = 0.05,
+        topics: tuple[str, ...] = (TOPIC,),
+        started: int = 0,
+        join_window: float = 0.5,
+    ) -> None:
+        config = GroupConfig("g", instance, 0.5, 2.0, join_window)
+        self.member = GroupMember(name, topics, config, clock.now, started=started)
+        self.commit_delay = commit_delay
+        self.pending: list[tuple[float, tuple[Key, ...]]] = []
+        self.events: list[GroupEvent] = []
+        self.clock = clock
+        self.on_assigned: Callable[[Driven, tuple[Key, ...]], None] | None = None
+
+    def on_message(self, message: DataMessage, now: float) -> None:
+        self.member.on_message(message, now)
+        self._events(now)
+
+    def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
+        self.member.on_subscription(prefix, subscribed, now)
+
+    def on_timer(self, now: float) -> None:
+        due = [p for p in self.pending if p[0] <= now]
+        self.pending = [p for p in self.pending if p[0] > now]
+        for _, keys in due:
+            self.member.revoked(keys, now)
+        self.member.on_timer(now)
+        self._events(now)
+
+    def next_deadline(self) -> float | None:
+        times = [p[0] for p in self.pending]
+        d = self.member.next_deadline()
+        if d is not None:
+            times.append(d)
+        return min(times) if times else None
+
+    def take_actions(self) -> list[Action]:
+        self._events(self.clock.now)
+        return self.member.take_actions()
+
+    def _events(self, now: float) -> None:
+        for event in self.member.take_events():
+            self.events.append(event)
+            if event.kind == "assigned" and self.on_assigned is not None:
+                self.on_assigned(self, event.partitions)
+            if event.kind == "revoked":
+                self.pending.append((now + self.commit_delay, event.partitions))
+            elif event.kind == "lost":
+                lost = set(event.partitions)
+                self.pending = [
+                    (t, tuple(k for k in keys if k not in lost)) for t, keys in self.pending
+                ]
+
+
+class Group:
+    """Members on a MemoryNetwork, the partitions they know, and the checks."""
+
+    def __init__(self, *, seed: int = 0, drop_rate: float = 0.0, interleave: bool = True) -> None:
+        self.clock = ManualClock()
+        self.cut: Callable[[DataMessage, str], bool] | None = None
+        """When set, only what it selects can be lost (``drop_rate`` near 1: a cut link)."""
+        self.net = MemoryNetwork(
+            self.clock,
+            drop_rate=drop_rate,
+            seed=seed,
+            interleave=interleave,
+            droppable=lambda m, to: self.cut is None or self.cut(m, to),
+        )
+        self.members: dict[str, Driven] = {}
+        self.partitions: set[Key] = set()
+        self.steps = 0
+
+    def join(self, name: str, **kw: object) -> Driven:
+        driven = Driven(name, self.clock, **kw)  # type: ignore[arg-type]
+        driven.on_assigned = self.check_handover
+        driven.member.partitions_seen(self.partitions, self.clock.now)
+        self.members[name] = driven
+        self.net.add(name, driven)
+        return driven
+
+    def crash(self, name: str) -> None:
+        self.net.remove(name)
+        del self.members[name]
+
+    def leave(self, name: str, within: float = 30.0) -> None:
+        driven = self.members[name]
+        driven.member.leave(self.clock.now)
+        self.run_until(lambda: driven.member.left, within)
+        self.net.settle()  # the goodbye beat leaves before the connections close
+        self.net.remove(name)
+        del self.members[name]
+
+    def add_partition(self, key: Key) -> None:
+        self.partitions.add(key)
+        for driven in self.members.values():
+            driven.member.partitions_seen([key], self.clock.now)
+
+    def check_handover(self, taker: Driven, keys: tuple[Key, ...]) -> None:
+        """When a member starts a partition, no member it counts alive reads it or is still
+        handing it over (claims it) - unless that member counts the taker dead."""
+        mt = taker.member
+        for other in self.members.values():
+            mo = other.member
+            if other is taker:
+                continue
+            both = set(keys) & mo.claims()
+            if both and mo.key in mt.view() and mt.key in mo.view():
+                raise AssertionError(
+                    f"{mt.key} took {sorted(both)} that {mo.key} still claims, each counting "
+                    f"the other alive ({sorted(mt.view())} / {sorted(mo.view())})"
+                )
+
+    def check_safety(self) -> None:
+        live = list(self.members.values())
+        for a, b in itertools.combinations(live, 2):
+            ma, mb = a.member, b.member
+            both = ma.assignment() & mb.assignment()
+            if not both:
+                continue
+            counted = mb.key in ma.view() and ma.key in mb.view()
+            assert not counted, (
+                f"{ma.key} and {mb.key} both read {sorted(both)} while each counts the other "
+                f"alive (views {sorted(ma.view())} / {sorted(mb.view())})"
+            )
+            assert ma.view() != mb.view(), f"two claims of {sorted(both)} in one generation"
+
+    def step_checked(self, limit: float) -> bool:
+        """One delivery step (or a clock jump), then the safety check; False at ``limit``.
+
+        Two members read a partition at once only if one counts the other dead."""
+        self.steps += 1
+        if not self.net.step():
+            machines = [self.net.machine(n) for n in self.members]
+            if not self.clock.jump(machines, limit):
+                return False
+        self.check_safety()
+        return True
+
+    def run(self, seconds: float) -> None:
+        limit = self.clock.now + seconds
+        while self.step_checked(limit):
+            pass
+        self.clock.advance(max(0.0, limit - self.clock.now))
+
+    def run_until(self, condition: object, within: float = 30.0) -> float:
+        start = self.clock.now
+        limit = start + within
+        while not condition():  # type: ignore[operator]
+            if not self.step_checked(limit):
+                raise AssertionError(f"not within {within} virtual s: {self.describe()}")
+        return self.clock.now - start
+
+    def converged(self) -> bool:
+        live = list(self.members.values())
+        keys = {d.member.key for d in live}
+        owners: dict[Key, list[str]] = {}
+        for d in live:
+            if d.member.view() != keys or d.member.claims() != d.member.assignment():
+                return False
+            for p in d.member.assignment():
+                owners.setdefault(p, []).append(d.member.key)
+        if not live:
+            return True
+        judge = live[0].member
+        return all(owners.get(p) == [judge.owner(p)] for p in self.partitions)
+
+    def describe(self) -> str:
+        return "; ".join(
+            f"{n}: view={sorted(d.member.view())}"
+            f" owns={sorted(p for _, p in d.member.assignment())}"
+            f" claims={sorted(p for _, p in d.member.claims())}"
+            for n, d in self.members.items()
+        )
+
+
+def owned_by(group: Group) -> dict[str, set[Key]]:
+    return {n: set(d.member.assignment()) for n, d in group.members.items()}
+
+
+def test_three_members_share_six_partitions_disjointly_and_completely() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    for name in ("a", "b", "c"):
+        group.join(name)
+    group.run_until(group.converged)
+    owned = owned_by(group)
+    assert set().union(*owned.values()) == set(PARTS)
+    assert sum(len(s) for s in owned.values()) == len(PARTS)
+
+
+def test_a_member_joining_an_existing_group_reads_within_its_join_window() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    group.join("a")
+    group.run_until(group.converged)
+    group.run(3.0)
+    joined_at = group.clock.now
+    b = group.join("b")
+    group.run_until(lambda: bool(b.member.assignment()))
+    took = group.clock.now - joined_at
+    # the join window (0.5 s), then a's commit (0.05 s) and one beat
+    assert took <= 0.5 + 0.05 + 0.01, took
+    group.run_until(group.converged)
+    a_events = [e.kind for e in group.members["a"].events]
+    assert a_events == ["assigned", "revoked"]
+
+
+def test_a_crashed_members_partitions_are_taken_over_after_session_timeout() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    for name in ("a", "b", "c"):
+        group.join(name)
+    group.run_until(group.converged)
+    group.run(1.7)
+    lost = group.members["c"].member.assignment()
+    assert lost
+    crashed_at = group.clock.now
+    group.crash("c")
+    group.run_until(
+        lambda: (
+            lost <= group.members["a"].member.assignment() | group.members["b"].member.assignment()
+        )
+    )
+    took = group.clock.now - crashed_at
+    assert 1.5 <= took <= 2.0 + 0.01, took  # the last beat was up to one interval before
+    group.run_until(group.converged)
+
+
+def test_a_leaving_member_hands_over_at_once() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    group.join("a")
+    group.join("b")
+    group.run_until(group.converged)
+    mine = group.members["b"].member.assignment()
+    start = group.clock.now
+    group.leave("b")
+    group.run_until(lambda: group.members["a"].member.assignment() == set(PARTS))
+    assert group.clock.now - start < 0.2  # commit delay + beats, no session timeout
+    assert mine
+
+
+def test_a_new_partition_is_assigned_as_it_appears() -> None:
+    group = Group()
+    group.join("a")
+    group.join("b")
+    group.run_until(group.converged)
+    group.add_partition((TOPIC, "new"))
+    group.run_until(group.converged)
+    owners = [n for n, s in owned_by(group).items() if (TOPIC, "new") in s]
+    assert len(owners) == 1
+
+
+def test_a_static_member_restarting_within_the_timeout_moves_nothing() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    group.join("a", instance="w1", started=1)
+    group.join("b", instance="w2", started=1)
+    group.run_until(group.converged)
+    before = owned_by(group)
+    a_events = len(group.members["a"].events)
+    group.crash("b")
+    group.run(1.0)
+    group.join("b2", instance="w2", started=2)
+    group.run_until(group.converged)
+    after = owned_by(group)
+    assert after["a"] == before["a"]
+    assert after["b2"] == before["b"]
+    assert len(group.members["a"].events) == a_events  # a never revoked or took anything
+
+
+def test_a_static_member_closing_keeps_its_partitions_until_the_timeout() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    group.join("a", instance="w1")
+    group.join("b", instance="w2")
+    group.run_until(group.converged)
+    b_parts = group.members["b"].member.assignment()
+    group.leave("b")
+    group.run(1.0)
+    assert not (b_parts & group.members["a"].member.assignment())
+    group.run_until(lambda: group.members["a"].member.assignment() == set(PARTS))
+
+
+def test_two_incarnations_of_one_instance_id_fence_the_older() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    old = group.join("a", instance="w1", started=1)
+    group.run_until(group.converged)
+    new = group.join("a2", instance="w1", started=2)
+    group.run_until(lambda: old.member.fenced)
+    assert old.events[-1].kind == "fenced"
+    assert not old.member.assignment()
+    group.crash("a")
+    group.run_until(group.converged)
+    assert new.member.assignment() == set(PARTS)
+
+
+def test_a_member_counted_dead_learns_it_and_stops_reading() -> None:
+    # b's beats to a are lost for a whole session timeout: a expels b and takes its
+    # partitions; b hears a's view without it and stops at once (lost, no commit)
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    a = group.join("a")
+    b = group.join("b")
+    group.run_until(group.converged)
+    b_parts = b.member.assignment()
+    assert b_parts
+    cut = {"on": True}
+    group.net._droppable = lambda m, to: cut["on"] and isinstance(m, MemberBeat) and m.member == "b"
+    group.net.drop_rate = 0.999999
+    group.run_until(lambda: "b" not in a.member.view())
+    group.run_until(lambda: any(e.kind == "lost" for e in b.events))
+    assert not b.member.assignment()
+    group.net.drop_rate = 0.0
+    group.run_until(group.converged)
+
+
+def test_a_member_that_cannot_hear_one_member_takes_nothing_until_the_views_agree() -> None:
+    # n hears b but not a (a one-way cut); b hears both: n's view lacks a, b's has it, so
+    # they disagree and n takes nothing, although it wins partitions in its own view
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    a = group.join("a")
+    group.run_until(group.converged)
+    group.cut = lambda m, to: isinstance(m, MemberBeat) and m.member == "a" and to == "n"
+    group.net.drop_rate = 0.999999
+    b = group.join("b")
+    n = group.join("n")
+    group.run(5.0)
+    assert b.member.view() == {"a", "b", "n"}
+    assert n.member.view() == {"b", "n"}
+    assert not n.member.assignment()
+    assert not (a.member.assignment() & b.member.assignment())
+    group.net.drop_rate = 0.0
+    group.run_until(group.converged)
+    assert n.member.assignment()
+
+
+def test_config_is_checked() -> None:
+    with pytest.raises(NodeArgumentError):
+        GroupConfig("g", heartbeat_interval=3.0, session_timeout=2.0)
+    with pytest.raises(NodeArgumentError):
+        GroupConfig("")
+
+
+def test_beats_of_another_group_and_stale_beats_are_ignored() -> None:
+    clock = ManualClock()
+    m = GroupMember("a", [TOPIC], GroupConfig("g", join_window=0), clock.now)
+    m.partitions_seen(PARTS, clock.now)
+    m.on_message(MemberBeat("other", "x", 5, "", (TOPIC,), ("x",), tuple(PARTS)), clock.now)
+    assert m.view() == {"a"}
+    m.on_message(MemberBeat("g", "x", 5, "", (TOPIC,), ("x",), ()), clock.now)
+    m.on_message(MemberBeat("g", "x", 4, "", (TOPIC,), ("x",), tuple(PARTS)), clock.now)
+    assert m.statistics().stale_beats == 1
+    assert m.view() == {"a", "x"}
+
+
+Op = tuple[str, int]
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["join", "join", "leave", "crash", "partition", "run", "run"]),
+        st.integers(0, 5),
+    ),
+    min_size=3,
+    max_size=14,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=ops,
+    seed=st.integers(0, 2**16),
+    drop=st.sampled_from([0.0, 0.05, 0.3]),
+    commit=st.sampled_from([0.0, 0.05, 0.8]),
+)
+def test_random_membership_changes_loss_and_reordering(
+    ops: list[Op], seed: int, drop: float, commit: float
+) -> None:
+    group = Group(seed=seed, drop_rate=drop)
+    for p in PARTS[:3]:
+        group.add_partition(p)
+    names = itertools.count()
+    group.join(f"m{next(names)}", commit_delay=commit)
+    for op, arg in ops:
+        live = sorted(group.members)
+        if op == "join" and len(live) < 5:
+            static = arg % 2 == 0
+            n = next(names)
+            group.join(
+                f"m{n}",
+                commit_delay=commit,
+                instance=f"i{arg}"
+                if static
+                and f"i{arg}" not in {d.member.config.instance_id for d in group.members.values()}
+                else "",
+                started=n,
+            )
+        elif op == "leave" and live:
+            name = live[arg % len(live)]
+            if drop == 0.0:
+                group.leave(name)
+            else:  # a goodbye can be lost: the leaver closes at once anyway
+                group.members[name].member.leave(group.clock.now)
+                group.run(0.3)
+                if name in group.members:
+                    group.crash(name)
+        elif op == "crash" and live:
+            group.crash(live[arg % len(live)])
+        elif op == "partition":
+            group.add_partition((TOPIC, f"x{arg}"))
+        group.run(0.1 + arg * 0.4)
+    group.net.drop_rate = 0.0
+    group.run_until(group.converged, within=60.0)
+
+
+def test_a_group_topic_is_read_only_in_the_partitions_the_member_owns() -> None:
+    consumer = ConsumerMachine("C", ConsumerConfig(offset_reset="latest"))
+    consumer.subscribe_group(TOPIC, 0.0)
+    consumer.take_actions()
+    consumer.on_records(TOPIC, "p0", 0, [b"a", b"b"], 0.0)
+    consumer.on_message(Record(TOPIC, "p1", 7, b"x"), 0.0)
+    assert not [a for a in consumer.take_actions() if isinstance(a, Deliver)]
+    assert consumer.take_discovered() == {(TOPIC, "p0"): 1, (TOPIC, "p1"): 7}
+    assert consumer.take_discovered() == {}
+    assert consumer.statistics().dropped_not_owned == 2
+    consumer.own(TOPIC, "p0", 0, 1.0)  # a committed offset: fetched from there
+    fetches = [a.message for a in consumer.take_actions() if isinstance(a, Send)]
+    assert [(f.producer, f.sequence) for f in fetches if isinstance(f, Fetch)] == [("p0", 0)]
+    consumer.own(TOPIC, "p1", None, 1.0)  # latest, nothing committed: after the last heard of
+    consumer.on_message(Record(TOPIC, "p1", 8, b"y"), 1.0)
+    delivered = [a for a in consumer.take_actions() if isinstance(a, Deliver)]
+    assert [(d.producer, d.first_sequence, d.contents) for d in delivered] == [("p1", 8, (b"y",))]
+    consumer.on_message(Record(TOPIC, "p1", 9, b"z"), 1.0)
+    consumer.disown(TOPIC, "p1")  # taken but not handed out: dropped
+    assert not [a for a in consumer.take_actions() if isinstance(a, Deliver)]
+    consumer.on_message(Record(TOPIC, "p1", 10, b"w"), 1.0)
+    assert not [a for a in consumer.take_actions() if isinstance(a, Deliver)]
