@@ -46,6 +46,7 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    MemberBeat,
     Record,
     StoreHello,
 )
@@ -109,7 +110,7 @@ class Guard:
         if key is None:
             return self._refuse(b"?", "acl", "a message from a peer without a key", "")
         cls = message.__class__
-        if isinstance(message, ConsumerHello):
+        if isinstance(message, ConsumerHello | MemberBeat):
             topic = "\0".join(message.topics)
         elif isinstance(message, StoreHello):
             topic = ""
@@ -157,7 +158,7 @@ class Guard:
             return acl.may_consume(names, message.topic)
         if isinstance(message, GetHeads):
             return acl.may_consume(names, message.topic) or acl.may_produce(names, message.topic)
-        if isinstance(message, ConsumerHello):
+        if isinstance(message, ConsumerHello | MemberBeat):  # a group member reads its topics
             return all(acl.may_consume(names, t) for t in message.topics)
         return not isinstance(message, Ack | StoreHello)  # only stores ACK and greet
 
