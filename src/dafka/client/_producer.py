@@ -46,7 +46,7 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Protocol
 
 from dafka.client._errors import DeliveryError
-from dafka.client._future import DeliveryFuture
+from dafka.client._future import DeliveryFuture, Run, resolve_runs
 from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_metrics
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import Chunk, TopicProducerMachine
@@ -71,6 +71,13 @@ DRAIN_SLICE = 4096
 """Messages handed to the machine per runner turn; see the module docstring."""
 ROUTE_CACHE = 65536
 """Keys whose partition is remembered (FNV-1a in Python costs ~0.1 us per key byte)."""
+
+
+class MetadataFuture(DeliveryFuture[RecordMetadata]):
+    """``send``'s future: completed with its metadata's fields, built when read (see
+    ``dafka.client._future``: a plain tuple is no object for the cycle collector)."""
+
+    _make = RecordMetadata  # a class, not a function: not bound as a method
 
 
 class Bridge(Protocol):
@@ -139,6 +146,12 @@ class Producer(Closing):
         self._sticky = 0
         self._sticky_bytes = 0
         self._pending: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._futures: dict[int, Any] = {}
+        """Ticket -> the future of a message in flight. A message's token carries its ticket
+        (an int), not its future: a tuple of ints, bytes and None is one the cycle collector
+        stops tracking, and the tokens of a million messages in flight were otherwise walked
+        by every full collection with the futures (issue 23)."""
+        self._next_ticket = 1  # under _lock; never 0: the machine tests tickets for truth
         self._chunks_queued = 0  # written by the application's threads (under _lock)
         self._chunks_drained = 0  # written by the runner thread
         self._scheduled = False
@@ -220,7 +233,7 @@ class Producer(Closing):
         Thread-safe. Blocks (or raises :class:`BackpressureError`) at the in-flight bound.
         ``uuid``: the message's 16-byte Gazette UUID (exactly-once producers set it).
         """
-        future: Future[RecordMetadata] = DeliveryFuture()
+        future: Future[RecordMetadata] = MetadataFuture()
         block = self.settings.backpressure == "block"
         self._enqueue(value, key, headers, timestamp, uuid, future, block)
         return future
@@ -426,7 +439,12 @@ class Producer(Closing):
                     self._sticky_bytes = 0
             self._in_flight += 1
             self._in_flight_bytes += size
-            self._pending.append((index, value, key, headers, timestamp, uuid, (future, size)))
+            ticket = None
+            if future is not None:
+                ticket = self._next_ticket
+                self._next_ticket = ticket + 1
+                self._futures[ticket] = future
+            self._pending.append((index, value, key, headers, timestamp, uuid, (ticket, size)))
             if not self._scheduled:
                 self._scheduled = True
                 self._runner.post(self._drain)
@@ -649,11 +667,47 @@ class Producer(Closing):
     def _resolve(self, done: list[tuple[int, int, list[Any]]]) -> None:
         """Completes the futures and callbacks of ``done``: directly, or through the bridge
         (``AsyncProducer``) in one call, after the room is released."""
+        if self._bridge is not None or self._on_delivery is not None:
+            self._resolve_each(done)
+            return
+        # The common case, send()/produce() without a callback: per message only a sum and,
+        # for a future, an append; futures complete per RECORD (resolve_runs), one lock
+        # for the turn, and no object per message (see dafka.client._future).
+        topic, partitions, futures = self.topic, self.partitions, self._futures
+        runs: list[Run] = []
+        count = size = 0
+        for index, sequence, tokens in done:
+            waiting: list[Any] = []
+            indexes: list[int] = []
+            i = 0
+            for token in tokens:
+                if token.__class__ is Chunk:  # produce_many: no futures
+                    size += token.size
+                    i += token.count
+                    continue
+                ticket, n = token
+                size += n
+                if ticket is not None:
+                    waiting.append(futures.pop(ticket))
+                    indexes.append(i)
+                i += 1
+            count += i
+            if waiting:
+                runs.append(((topic, partitions[index], sequence), waiting, indexes))
+        if runs:
+            resolve_runs(runs)
+        self._delivered += count
+        self._delivered_bytes += size
+        self._release(count, size)
+
+    def _resolve_each(self, done: list[tuple[int, int, list[Any]]]) -> None:
+        """``_resolve`` with an ``on_delivery`` callback or a bridge: metadata per message."""
         topic, partitions, on_delivery = self.topic, self.partitions, self._on_delivery
         bridge = self._bridge
         bridged: list[tuple[Any, RecordMetadata | None, BaseException | None]] | None = (
             None if bridge is None else []
         )
+        futures = self._futures
         count = size = 0
         for index, sequence, tokens in done:
             partition = partitions[index]
@@ -668,21 +722,17 @@ class Producer(Closing):
                             self._call_back(_metadata(topic, partition, sequence, j, token), None)
                     i += n
                     continue
-                future, n = token
+                ticket, n = token
                 size += n
                 count += 1
-                if future is None and on_delivery is None:  # produce(): nothing to tell
-                    i += 1
-                    continue
                 meta = RecordMetadata(topic, partition, sequence, i)
                 i += 1
-                if future is not None:  # None: produce()
+                if ticket is not None:  # None: produce()
+                    future = futures.pop(ticket)
                     if bridged is not None:
                         bridged.append((future, meta, None))
-                    else:
-                        # try/except, not contextlib.suppress: this runs per message,
-                        # suppress() builds an object each time
-                        try:  # noqa: SIM105
+                    else:  # done before its callback runs
+                        try:  # noqa: SIM105 (per message: suppress() builds an object)
                             future.set_result(meta)
                         except InvalidStateError:  # cancelled by the application
                             pass
@@ -705,7 +755,7 @@ class Producer(Closing):
                 count += 1
                 size += token[1]
                 if token[0] is not None:
-                    futures.append(token[0])
+                    futures.append(self._futures.pop(token[0]))
         self._failed += count
         self._release(count, size)  # before completing (see above)
         bridge = self._bridge

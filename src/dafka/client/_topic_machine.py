@@ -72,7 +72,7 @@ RESUME_ASK_INTERVAL = 0.1
 """Seconds between GET-HEADS while resuming."""
 
 Token = Any
-"""What the client attaches to a message (its future); opaque here."""
+"""What the client attaches to a message (its future's ticket); opaque here."""
 
 
 Entry = tuple[
@@ -86,7 +86,8 @@ Entry = tuple[
 ]
 """One queued message: (partition index, value, key, headers, timestamp ms (None when
 unbatched), uuid, token);
-the token is ``(future or None, size)`` where size counts value, key and headers.
+the token is ``(ticket or None, size)`` where size counts value, key and headers and the
+ticket (an int) names the message's future in the client (None: no future).
 
 A *chunk* (``Producer.produce_many``) is one entry for many messages of one partition:
 ``(index, values, keys or None, None, timestamp, None, Chunk)``; its messages share the
