@@ -8,7 +8,7 @@ with keys the ACL grants differently:
   both stores: ``acl_refused`` in their /metrics);
 * mallory may produce to ``orders`` but takes alice's producer name: his producer resumes
   alice's partition and sends its next sequences; both stores drop them (``not_owner``) and
-  a reader sees alice's records only;
+  a reader sees alice's records only, also after a store's restart (the owners persist);
 * a stranger's key (not in the directory) is refused by the tower and stores nothing.
 """
 
@@ -146,6 +146,24 @@ def test_acl_refuses_what_a_key_may_not_do_and_partitions_keep_their_owner(
         )
         assert mallory.code != 0, mallory.err
         assert [_counter(p, "not_owner") >= 1 for p in stores] == [True, True]
+        assert read("alice") == ALICE
+
+        # the owners survive a restart: store-0, killed and restarted, still refuses him
+        c.kill("store-0")
+        c.wait_restarted("store-0", 1)
+        again = dafka(
+            "produce",
+            "orders",
+            *join,
+            *as_("mallory"),
+            "--name",
+            "alice",
+            "--flush-timeout",
+            "3",
+            stdin=b"forged-3\n",
+        )
+        assert again.code != 0, again.err
+        assert _counter(stores[0], "not_owner") >= 1
         assert read("alice") == ALICE
 
         # a stranger's key: the tower refuses it (a plaintext node: test_curve_cluster.py)
