@@ -61,10 +61,13 @@ def consume(
         **joining,
     ) as consumer:
         serve_metrics(metrics, "consumer", consumer.metrics)
+        if from_timestamp is not None and kind is Consumer:
+            # one implementation: the client's binary search by the records' timestamps
+            consumer.seek_to_timestamp(from_timestamp, timeout=4 * settle)
         try:
             while count is None or seen < count:
                 batch = consumer.poll(timeout=0.2, max_records=10_000)
-                for record in batch:
+                for record in batch:  # a RECORD sought to may start with earlier messages
                     if from_timestamp is not None and (
                         record.timestamp is not None and record.timestamp < from_timestamp
                     ):

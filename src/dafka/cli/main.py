@@ -457,7 +457,9 @@ def produce(
     "--from-timestamp",
     type=click.IntRange(min=0),
     default=None,
-    help="Skip messages stamped before this time (ms since the epoch); implies earliest.",
+    help="Start at this time (ms since the epoch): each partition from its first RECORD "
+    "stamped at or after it (a binary search, docs/client.md), messages stamped before it "
+    "skipped; partitions found later from their start.",
 )
 def consume(
     topics: tuple[str, ...],

@@ -9,7 +9,7 @@ from dafka.client._async_consumer import AsyncConsumer
 from dafka.client._async_producer import AsyncProducer
 from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
 from dafka.client._consumer import Consumer, PollStatistics
-from dafka.client._errors import DeliveryError
+from dafka.client._errors import DeliveryError, NoStoreError
 from dafka.client._heads import HeadWatcher
 from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
 from dafka.client._offsets import CommitError, CommitReader, GroupOffsets
@@ -17,6 +17,7 @@ from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
 from dafka.client._read_committed import ReadCommittedConsumer, replay_from_stores
 from dafka.client._settings import ConsumerSettings, ProducerSettings
+from dafka.client._timestamps import TimestampSearch
 from dafka.client._transactions import TransactionalProducer
 from dafka.client._txn_state import TransactionState
 
@@ -34,12 +35,14 @@ __all__ = [
     "GroupOffsets",
     "HeadWatcher",
     "LatencySnapshot",
+    "NoStoreError",
     "PartitionProducer",
     "PollStatistics",
     "Producer",
     "ProducerMetrics",
     "ProducerSettings",
     "ReadCommittedConsumer",
+    "TimestampSearch",
     "TransactionState",
     "TransactionalProducer",
     "replay_from_stores",

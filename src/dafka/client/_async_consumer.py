@@ -163,6 +163,25 @@ class AsyncConsumer(AsyncClosing):
         """:meth:`Consumer.paused` (no wait: read under the consumer's lock)."""
         return self.consumer.paused()
 
+    async def offsets_for_times(
+        self, times: Mapping[Key, int], timeout: float = 10.0
+    ) -> dict[Key, int | None]:
+        """:meth:`Consumer.offsets_for_times` (in a worker thread)."""
+        result: dict[Key, int | None] = await self._run(
+            self.consumer.offsets_for_times, times, timeout
+        )
+        return result
+
+    async def seek_to_timestamp(
+        self, timestamp: int, partitions: Iterable[Key] | None = None, timeout: float = 10.0
+    ) -> dict[Key, int]:
+        """:meth:`Consumer.seek_to_timestamp` (in a worker thread)."""
+        keys = None if partitions is None else list(partitions)
+        result: dict[Key, int] = await self._run(
+            self.consumer.seek_to_timestamp, timestamp, keys, timeout
+        )
+        return result
+
     async def position(self, topic: str, partition: str) -> int:
         result: int = await self._run(self.consumer.position, topic, partition)
         return result

@@ -66,6 +66,7 @@ from typing import Any
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
 from dafka.client._offsets import CommitError, GroupOffsets, Position
 from dafka.client._settings import ConsumerSettings, resolve_settings
+from dafka.client._timestamps import TimestampSearch, checked_times, checked_timestamp
 from dafka.errors import ConfigError, DataLossError, NodeFailedError
 from dafka.lifecycle import Closing
 from dafka.node import (
@@ -312,6 +313,52 @@ class Consumer(Closing):
         """The paused partitions."""
         with self._lock:
             return set(self._parked)
+
+    def offsets_for_times(
+        self, times: Mapping[Key, int], timeout: float = 10.0
+    ) -> dict[Key, int | None]:
+        """``{(topic, partition): ms}`` -> the offset of the first RECORD at or after that
+        time (its latest message's timestamp), None where no RECORD is (yet): a binary
+        search reading ``~log2(head)`` single records per partition, never the whole
+        partition (dafka/client/_timestamps.py). Joins the cluster with a short-lived node
+        of its own; :class:`NoStoreError` if no store answers within ``timeout``."""
+        wanted = checked_times(times)
+        with self._searcher() as search:
+            return search.offsets_for_times(wanted, heads=self.heads(), timeout=timeout)
+
+    def seek_to_timestamp(
+        self, timestamp: int, partitions: Iterable[Key] | None = None, timeout: float = 10.0
+    ) -> dict[Key, int]:
+        """:meth:`seek` each partition to the first RECORD at or after ``timestamp`` (ms),
+        or to its end (head + 1) where none is yet: ``partitions``, by default every
+        partition of the subscribed topics that the stores know and every partition this
+        consumer knows. Returns where each was sought. Partitions that appear later follow
+        ``offset_reset``."""
+        stamp = checked_timestamp(timestamp)
+        keys = _keys(partitions) if partitions is not None else None
+        heads = self.heads()
+        with self._searcher() as search:
+            if keys is None:
+                topics = dict.fromkeys(self._runner.call(lambda _n: self._machine.topics), stamp)
+                found = search.offsets_for_times(
+                    dict.fromkeys(heads, stamp), topics=topics, heads=heads, timeout=timeout
+                )
+            else:
+                found = search.offsets_for_times(
+                    dict.fromkeys(keys, stamp), heads=heads, timeout=timeout
+                )
+            known = {**search.heads(), **{k: h for k, h in heads.items() if h >= 0}}
+        sought: dict[Key, int] = {}
+        for key, first in found.items():
+            if first is None and key not in known:
+                continue  # nothing of it anywhere: offset_reset decides when it shows up
+            target = known[key] + 1 if first is None else first
+            self.seek(key[0], key[1], target)
+            sought[key] = target
+        return sought
+
+    def _searcher(self) -> TimestampSearch:
+        return TimestampSearch(self.settings.transport(), ready_timeout=self.settings.ready_timeout)
 
     def position(self, topic: str, partition: str) -> int:
         """The next offset of ``partition`` not fully handed to the application.

@@ -10,4 +10,10 @@ class DeliveryError(DafkaError):
     producer was closed before the stores acknowledged it."""
 
 
-__all__ = ["DeliveryError"]
+class NoStoreError(DafkaError):
+    """No store answered within the wait, so there is nothing to look up in (is a store
+    running, are the towers right?): ``offsets_for_times``, ``seek_to_timestamp`` and the
+    admin calls."""
+
+
+__all__ = ["DeliveryError", "NoStoreError"]

@@ -23,6 +23,7 @@ from dafka.node._group import GroupConfig, GroupEvent, GroupMember, GroupStatist
 from dafka.node._group_consumer import GroupConsumerMachine
 from dafka.node._heads import HeadsMachine, HeadsStatistics
 from dafka.node._latency import LATENCY_BUCKETS, LatencyHistogram, LatencySnapshot
+from dafka.node._probe import ProbeKey, ProbeMachine
 from dafka.node._producer import ProducerMachine, ProducerStatistics
 from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
 from dafka.node.actions import (
@@ -90,6 +91,8 @@ __all__ = [
     "PeerNotices",
     "Persist",
     "Placement",
+    "ProbeKey",
+    "ProbeMachine",
     "ProducerConfig",
     "ProducerMachine",
     "ProducerStatistics",
