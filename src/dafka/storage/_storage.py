@@ -9,6 +9,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from dafka.lifecycle import Closing
@@ -33,6 +34,8 @@ Key = tuple[str, str]
 """(topic, partition)"""
 
 LOCK_FILE = ".lock"
+SYNC_THREADS = 8
+"""Partitions fsynced at once by an interval sync (see ``Storage._sync_dirty``)."""
 
 
 class Storage(Closing):
@@ -57,6 +60,8 @@ class Storage(Closing):
         self._topics: dict[str, dict[str, PartitionLog]] = {}
         self._advances: dict[Key, int] = {}
         self._dirty: dict[Key, PartitionLog] = {}
+        self._sync_pool: ThreadPoolExecutor | None = None
+        """Threads of :meth:`_sync_dirty`'s concurrent fsyncs (made at the first need)."""
         self._deadline: float | None = None
         self._truncations: list[Truncation] = []
         self._closed = False
@@ -151,6 +156,8 @@ class Storage(Closing):
             return
         self._closed = True
         try:
+            if self._sync_pool is not None:
+                self._sync_pool.shutdown(wait=True)
             for log in self._logs.values():
                 log.sync()
                 log.close()
@@ -314,10 +321,41 @@ class Storage(Closing):
         return self.take_durable_advances()
 
     def _sync_dirty(self) -> None:
+        """fsync every dirty partition: one at a time when one is dirty, else all at once
+        on a small pool of threads (``os.fdatasync`` releases the GIL). Why: each fsync on
+        its own waits for a journal commit (5-7 ms on this project's VMs), so a store with
+        four dirty partitions took 25+ ms per interval, and every ACK of that interval
+        waited for it (a transaction's commit waits for two); concurrent fsyncs share the
+        journal commits. Each partition's durable offset moves only after its own fsync
+        returned; the first failure is raised after the others were recorded."""
         dirty, self._dirty = self._dirty, {}
-        for key, log in dirty.items():
-            before = log.durable
-            log.sync()
+        logs = list(dirty.items())
+        befores = [log.durable for _, log in logs]
+        if len(logs) == 1:
+            logs[0][1].sync()
+        else:
+            pool = self._sync_pool
+            if pool is None:
+                pool = self._sync_pool = ThreadPoolExecutor(
+                    max_workers=SYNC_THREADS, thread_name_prefix="store-fsync"
+                )
+            futures = [pool.submit(log.sync) for _, log in logs]
+            wait(futures)
+            errors = [f.exception() for f in futures]
+            self._record_advances(
+                [entry for entry, e in zip(logs, errors, strict=True) if e is None],
+                [b for b, e in zip(befores, errors, strict=True) if e is None],
+            )
+            for error in errors:
+                if error is not None:
+                    raise error
+            return
+        self._record_advances(logs, befores)
+
+    def _record_advances(
+        self, logs: list[tuple[Key, PartitionLog]], befores: list[int | None]
+    ) -> None:
+        for (key, log), before in zip(logs, befores, strict=True):
             if log.durable != before and log.durable is not None:
                 self._advances[key] = log.durable
 

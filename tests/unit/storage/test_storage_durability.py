@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from dafka.errors import ConfigError
-from dafka.storage import FsyncPolicy, Storage, StorageConfig
+from dafka.storage import FsyncPolicy, Storage, StorageConfig, StorageIOError
 from dafka.testing import ManualClock
 
 
@@ -88,6 +89,53 @@ def test_interval_policy_is_driven_by_the_callers_clock(tmp_path: Path, syncs: l
         assert storage.next_sync_deadline() is None
         assert storage.sync_due(clock.advance(1.0)) == {}
         assert len(syncs) == 2
+
+
+def test_an_interval_sync_fsyncs_its_dirty_partitions_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four dirty partitions are fsynced concurrently (each fsync alone waits for its own
+    journal commit: 5-7 ms each here, 25+ ms an interval): every call waits at a barrier
+    of four, which one-at-a-time calls never pass."""
+    barrier = threading.Barrier(4, timeout=10)
+    real_fdatasync = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        barrier.wait()
+        real_fdatasync(fd)
+
+    clock = ManualClock(100.0)
+    config = StorageConfig(fsync=FsyncPolicy.interval(5), clock=clock)
+    with Storage.open(tmp_path, config) as storage:
+        for p in "abcd":
+            storage.append("t", p, 0, batch(2))
+        monkeypatch.setattr(os, "fdatasync", fdatasync)
+        assert storage.sync_due(clock.advance(0.005)) == {("t", p): 1 for p in "abcd"}
+        monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+
+
+def test_a_failed_fsync_of_one_partition_is_raised_and_the_others_are_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock(100.0)
+    config = StorageConfig(fsync=FsyncPolicy.interval(5), clock=clock)
+    with Storage.open(tmp_path, config) as storage:
+        for p in "abc":
+            storage.append("t", p, 0, batch(2))
+        bad = storage._logs[("t", "b")].segments[-1].fd
+        real_fdatasync = os.fdatasync
+
+        def fdatasync(fd: int) -> None:
+            if fd == bad:
+                raise OSError(5, "I/O error")
+            real_fdatasync(fd)
+
+        monkeypatch.setattr(os, "fdatasync", fdatasync)
+        with pytest.raises(StorageIOError, match="I/O error"):
+            storage.sync_due(clock.advance(0.005))
+        monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+        assert storage.take_durable_advances() == {("t", "a"): 1, ("t", "c"): 1}
+        assert storage.durable_offset("t", "b") is None
 
 
 def test_without_a_clock_the_first_sync_due_arms_the_deadline(tmp_path: Path) -> None:
