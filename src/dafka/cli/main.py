@@ -139,6 +139,7 @@ def _with_host(endpoint: str, host: str) -> str:
 @setting_option("store/db", param="data_dir")
 @setting_option("store/fsync")
 @storage_options
+@setting_option("store/receive_watermark")
 @setting_option("max_message_bytes")
 @node_options
 @security_options
@@ -152,6 +153,7 @@ def store(
     retention_age: float,
     retention_check: float,
     scrub_rate: int,
+    receive_watermark: int,
     max_message_bytes: int,
     towers: tuple[str, ...],
     advertise: str,
@@ -174,6 +176,7 @@ def store(
             fsync, segment_bytes, retention_bytes, retention_age, retention_check, scrub_rate
         ),
         store_config=StoreConfig(max_message_bytes=max_message_bytes),
+        receive_watermark=receive_watermark,
     )
 
     def samples() -> Any:
@@ -197,6 +200,7 @@ def store(
 @setting_option("up/port")
 @setting_option("store/fsync")
 @storage_options
+@setting_option("store/receive_watermark")
 @setting_option("max_message_bytes")
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
 @security_options
@@ -212,6 +216,7 @@ def up(
     retention_age: float,
     retention_check: float,
     scrub_rate: int,
+    receive_watermark: int,
     max_message_bytes: int,
     metrics_port: int,
     security: SecurityOptions,
@@ -236,6 +241,7 @@ def up(
             "store/retention/age": retention_age,
             "store/retention/check": retention_check,
             "store/scrub_rate": scrub_rate,
+            "store/receive_watermark": receive_watermark,
         },
         max_message_bytes=max_message_bytes,
         echo=lambda line: click.echo(line, err=True),

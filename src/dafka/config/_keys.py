@@ -155,6 +155,14 @@ _TABLE = [
         "Bytes per second of the store's background check of its logs (1M, 512K...; damage "
         "found is repaired from the other stores); 0: off.",
     ),
+    Setting(
+        "store/receive_watermark",
+        "--receive-watermark",
+        v.integer(1, 100_000_000),
+        20_000,
+        "Messages a store queues from one peer before TCP holds the rest back in the sender: "
+        "a store that lags holds about this many messages per peer in memory.",
+    ),
     # -- up ---------------------------------------------------------------------------------
     Setting("up/db", "--data", v.DIRECTORY, "./dafka-data", "Where the stores keep their data."),
     Setting("up/stores", "--stores", v.integer(0, 64), 1, "How many stores to run."),

@@ -12,10 +12,12 @@ refresh, not a new peer.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
 
+from dafka.config import SETTINGS
 from dafka.errors import ConfigError
 from dafka.lifecycle import Running
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
@@ -27,6 +29,14 @@ from dafka.transport.config import TransportConfig
 from dafka.transport.memory import release_free_memory
 from dafka.transport.runner import OWNERS_FILE, Identity, NodeRunner
 from dafka.transport.sockets import ZmqContext
+
+RECEIVE_WATERMARK: int = SETTINGS["store/receive_watermark"].default
+"""Messages a store queues per peer while it lags (``store/receive_watermark``; the
+``receive_watermark`` of ``StoreNode`` and of its transport): above it TCP holds RECORDs back
+in the producer, whose PUB queues them (up to its ``high_watermark``) and whose unacked
+RECORDs are bounded by its in-flight settings. Before, a store's inbound pipes took up to
+``high_watermark`` (1,000,000) messages each: 394 MiB at the peak of 1M RECORDs of 100 B
+(20,000: 48 MiB; docs/storage.md)."""
 
 TRIM_INTERVAL = 5.0
 """Seconds between two heap trims of a store (a trim of a small heap costs microseconds;
@@ -77,9 +87,13 @@ class StoreNode(Running):
         store_config: StoreConfig | None = None,
         context: ZmqContext | None = None,
         name: str = "store",
+        receive_watermark: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self._transport = transport or TransportConfig()
+        transport = transport or TransportConfig()
+        if receive_watermark is None:
+            receive_watermark = transport.receive_watermark or RECEIVE_WATERMARK
+        self._transport = dataclasses.replace(transport, receive_watermark=receive_watermark)
         self._storage_config = storage_config or StorageConfig(fsync=FsyncPolicy.interval(5))
         self._store_config = store_config or StoreConfig()
         self._context = context

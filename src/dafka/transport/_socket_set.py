@@ -121,7 +121,7 @@ class SocketSet:
                     context,
                     zmq.SUB,
                     linger_ms=0,
-                    hwm=config.high_watermark,
+                    hwm=receive_watermark(config),
                     max_inbound_bytes=DATA_MESSAGE_BYTES,
                 )
                 owned += [pub, sub]
@@ -183,7 +183,7 @@ class PeerSockets:
 
     def __init__(self, context: zmq.Context[zmq.Socket[bytes]], config: TransportConfig) -> None:
         self._context = context
-        self._hwm = config.high_watermark
+        self._hwm = receive_watermark(config)
         self._security = config.security
         self._by_endpoint: dict[str, tuple[str, zmq.Socket[bytes]]] = {}
         self.senders: dict[zmq.Socket[bytes], str] = {}
@@ -248,6 +248,13 @@ class PeerSockets:
         self._by_endpoint.clear()
         self.senders.clear()
         self.keys.clear()
+
+
+def receive_watermark(config: TransportConfig) -> int:
+    """The high-water mark of a data SUB (only its RCVHWM counts: a SUB sends nothing)."""
+    if config.receive_watermark is not None:
+        return config.receive_watermark
+    return config.high_watermark
 
 
 __all__ = ["Endpoint", "Identity", "PeerSockets", "SocketSet"]

@@ -42,6 +42,11 @@ class TransportConfig:
     """Interface the data sockets bind to (on an ephemeral port); "": the local address of
     this host's route to the towers, loopback when they are on loopback (:meth:`listen`)."""
     high_watermark: int = 1_000_000
+    receive_watermark: int | None = None
+    """RCVHWM of the SUBs a node reads its peers' data on: messages queued per peer before
+    TCP holds the rest back in the sender (whose PUB queues up to ``high_watermark``);
+    None: ``high_watermark``. Stores set it (``store/receive_watermark``): what a lagging
+    store holds in memory is then about this many messages per peer, not a million."""
     linger_ms: int = 500
     receive_batch: int = 1024
     """Messages read from one socket before the machine's outbox is executed."""
@@ -55,6 +60,8 @@ class TransportConfig:
             raise ConfigError("at least one tower address is needed for each beacon socket")
         if len(self.tower_sub_addresses) != len(self.tower_pub_addresses):
             raise ConfigError("give as many tower XSUB addresses as tower XPUB addresses")
+        if self.receive_watermark is not None and self.receive_watermark < 1:
+            raise ConfigError(f"receive watermark {self.receive_watermark}: at least 1")
         if self.beacon_interval <= 0 or self.beacon_timeout <= self.beacon_interval:
             raise ConfigError("beacon/timeout must be larger than beacon/interval, both > 0")
         if self.advertised_host:

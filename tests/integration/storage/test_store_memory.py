@@ -9,6 +9,8 @@ The store runs in its own process (``LocalCluster``); its RSS is read from ``/pr
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -61,4 +63,58 @@ def test_a_store_gives_back_the_memory_of_a_burst_once_it_is_stored() -> None:
         assert now <= BOUND_MIB, (
             f"store RSS {now:.0f} MiB 30 s after {RECORDS:,} RECORDs were stored "
             f"(peak {peak:.0f} MiB): freed memory kept"
+        )
+
+
+LAG_RECORDS = 200_000
+LAG_WATERMARK = 2_000
+LAG_BOUND_MIB = 25
+"""What a store may grow by while 200,000 RECORDs wait for it with a receive watermark of
+2,000: the watermark's RECORDs (~1 MiB) and a turn's worth of Python objects. Before the
+watermark a store's inbound pipe took up to 1,000,000 RECORDs: +80 MiB here."""
+
+
+def test_a_lagging_store_holds_no_more_than_its_receive_watermark() -> None:
+    """A store stopped (SIGSTOP) while a producer publishes 200,000 RECORDs, then resumed:
+    its ZeroMQ I/O thread reads what TCP holds into its SUB's pipe, up to the store's
+    ``store/receive_watermark`` per peer; the rest waits in the producer. Peak RSS (VmHWM)
+    is compared with the RSS before, so the bound is the watermark's, not a timing."""
+    with LocalCluster(
+        stores=1,
+        beacon_interval=1.0,  # the stop is shorter than the store's beacon timeout (4 s)
+        store_settings={"store/receive_watermark": LAG_WATERMARK},
+    ) as cluster:
+        store = next(m for m in cluster.members if m.name.startswith("store"))
+        assert store.pid is not None
+        host, port = cluster.towers.split(",")[0].rsplit(":", 1)
+        transport = TransportConfig(
+            tower_sub_addresses=(f"tcp://{host}:{port}",),
+            tower_pub_addresses=(f"tcp://{host}:{int(port) + 1}",),
+            advertised_host="127.0.0.1",
+            bind_host="127.0.0.1",
+            beacon_interval=1.0,
+            beacon_timeout=60.0,  # the producer keeps the stopped store
+        )
+        with PartitionProducer("lag", transport) as producer:
+            producer.publish(b"w")
+            assert producer.flush(60), "the warm-up record was not stored"
+            before = rss_mib(store.pid)
+            sent_before = producer.transport_statistics().sent
+            os.kill(store.pid, signal.SIGSTOP)
+            try:
+                value = b"x" * 100
+                for _ in range(LAG_RECORDS):
+                    producer.publish(value)
+                deadline = time.monotonic() + 60
+                while producer.transport_statistics().sent < sent_before + LAG_RECORDS:
+                    assert time.monotonic() < deadline, "the producer did not send its RECORDs"
+                    time.sleep(0.05)
+            finally:
+                os.kill(store.pid, signal.SIGCONT)
+            assert producer.flush(300), "not every RECORD was stored"
+        grown = peak_mib(store.pid) - before
+        print(f"store RSS before {before:.0f} MiB, peak +{grown:.0f} MiB")
+        assert grown <= LAG_BOUND_MIB, (
+            f"the store grew by {grown:.0f} MiB while {LAG_RECORDS:,} RECORDs waited for it "
+            f"(receive watermark {LAG_WATERMARK:,})"
         )
