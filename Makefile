@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test unit integration test-spark test-hosts lint bench clean
+.PHONY: run test unit integration test-spark test-hosts lint bench c-reference clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ test-hosts: $(STAMP)
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+# The C reference's drivers for bench/c_reference.py --c-bin build/c-reference/bin (needs
+# build-essential cmake git pkg-config libzmq3-dev libleveldb-dev; builds CZMQ with drafts)
+c-reference:
+	bench/c/build.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

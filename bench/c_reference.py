@@ -13,16 +13,18 @@ and consumer each in its own process; ours through ``bench/cluster.py``'s ``thro
 helper and ``bench/_procs.py``'s ``ProcessCluster``, so both bench scripts measure the same
 code), and prints records/s, CPU microseconds per record and the load average, then the
 ratios ours / anchor of that round; the last lines give the median ratios over the rounds.
-The anchors are the raw-pyzmq floor of the same topology (``bench/zmq_floor.py``'s ``codec``
-scenarios: what any Python implementation can reach per RECORD; its catch-up is timed from
-the FETCH, so compare it with our consumer's rate after its first record) and, with
-``--c-bin``, the C reference. ``--mixed`` adds a C producer publishing into our stores, read
-back by our consumer.
+The anchors are the raw-pyzmq floors of the same topology (``bench/zmq_floor.py``'s ``raw``
+scenarios, pre-built frames: the transport alone, and its ``codec`` ones: what any Python
+implementation can reach per RECORD; their catch-up is timed from the FETCH, so compare it
+with our consumer's rate after its first record) and, with ``--c-bin``, the C reference.
+``--mixed`` adds a C producer publishing into our stores, read back by our consumer.
 
-``--c-bin DIR`` names a directory the user fills: it holds executables built from the
-zeromq/dafka sources (the C reference is not part of this repository and is never
-installed by it), linked against its libraries (libczmq, libzmq, libleveldb). The script
-runs four of them, each a thin driver around one C actor and named after it:
+``--c-bin DIR`` names the directory of the drivers: ``make c-reference`` (``bench/c/build.sh``)
+builds them from their sources in ``bench/c/`` into ``build/c-reference/bin``, against the
+zeromq/dafka sources at a pinned commit and a CZMQ built with its draft API (Debian's
+``libczmq-dev`` lacks it), with libzmq and libleveldb from Debian; nothing is installed
+system-wide. The script runs four of them, each a thin driver around one C actor and named
+after it:
 
 * ``c_tower SUB PUB`` runs ``dafka_tower_actor`` with its XSUB bound at ``SUB`` and its XPUB
   at ``PUB`` until SIGTERM;
@@ -294,10 +296,18 @@ def main() -> None:
     )
     vs_c: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
     vs_floor: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
+    vs_raw: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
     for round_ in range(1, args.rounds + 1):
         print(f"round {round_}:", flush=True)
         floor: dict[str, float] = {}
+        raw: dict[str, float] = {}
         if not args.no_floor:
+            produced = run_produce(args.records, args.size, False, args.stores)
+            print(f"  pyzmq floor, {produced.line()}", flush=True)
+            caught_up = run_catchup(args.records, args.size, False)
+            print(f"  pyzmq floor, {caught_up.line()}", flush=True)
+            raw = {"produce": produced.rate, "consume": caught_up.rate}
+            raw["stream"] = caught_up.rate
             produced = run_produce(args.records, args.size, True, args.stores)
             print(f"  pyzmq floor, {produced.line()}", flush=True)
             caught_up = run_catchup(args.records, args.size, True)
@@ -313,12 +323,13 @@ def main() -> None:
         if args.c_bin is not None and args.mixed:
             mixed = mixed_scenario(ctx, args.c_bin, args, f"m{round_}")
             print(_line("C producer, our stores", mixed), flush=True)
-        for anchor, ratios, name in ((c, vs_c, "C"), (floor, vs_floor, "floor")):
+        anchors = ((c, vs_c, "C"), (floor, vs_floor, "codec floor"), (raw, vs_raw, "raw floor"))
+        for anchor, ratios, name in anchors:
             if anchor:
                 for key, values in ratios.items():
                     values.append(ours[key] / anchor[key])
                 print(f"  {_ratios(name, ratios)}", flush=True)
-    for ratios, name in ((vs_c, "C"), (vs_floor, "floor")):
+    for ratios, name in ((vs_c, "C"), (vs_floor, "codec floor"), (vs_raw, "raw floor")):
         if ratios["produce"]:
             print(
                 f"median over {args.rounds} round(s), {_ratios(name, ratios, median=True)} "
