@@ -24,12 +24,13 @@ from typing import Any, TypeVar
 
 from dafka.client._consumer import Consumer, Key, PollStatistics, checked_reads
 from dafka.client._metrics import ConsumerMetrics
+from dafka.client._offsets import Position
 from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.lifecycle import AsyncClosing
 from dafka.node import ConsumerStatistics
-from dafka.records import Record, RecordColumns
+from dafka.records import CommittedOffset, Record, RecordColumns
 
 _Taken = TypeVar("_Taken", list[Record], RecordColumns)
 
@@ -208,6 +209,47 @@ class AsyncConsumer(AsyncClosing):
     async def metrics(self) -> ConsumerMetrics:
         """:meth:`Consumer.metrics` (taken in a worker thread: it asks the node's thread)."""
         result: ConsumerMetrics = await self._run(self.consumer.metrics)
+        return result
+
+    async def commit(
+        self,
+        offsets: Mapping[Key, Position] | None = None,
+        *,
+        timeout: float | None = None,
+        metadata: str = "",
+    ) -> None:
+        """:meth:`Consumer.commit`: awaits until the stores hold the commit."""
+        consumer = self.consumer
+        await self._run(
+            functools.partial(consumer.commit, offsets, timeout=timeout, metadata=metadata)
+        )
+
+    def commit_async(
+        self, offsets: Mapping[Key, Position] | None = None, *, metadata: str = ""
+    ) -> asyncio.Future[None]:
+        """:meth:`Consumer.commit_async`, as an asyncio future of this loop."""
+        return asyncio.wrap_future(self.consumer.commit_async(offsets, metadata=metadata))
+
+    async def committed(
+        self, partitions: Iterable[Key] | None = None, *, timeout: float | None = None
+    ) -> dict[Key, CommittedOffset | None]:
+        """:meth:`Consumer.committed` (read in a worker thread)."""
+        keys = None if partitions is None else list(partitions)
+        consumer = self.consumer
+        result: dict[Key, CommittedOffset | None] = await self._run(
+            functools.partial(consumer.committed, keys, timeout=timeout)
+        )
+        return result
+
+    async def seek_to_committed(
+        self, partitions: Iterable[Key], *, timeout: float | None = None
+    ) -> list[Key]:
+        """:meth:`Consumer.seek_to_committed`."""
+        keys = list(partitions)
+        consumer = self.consumer
+        result: list[Key] = await self._run(
+            functools.partial(consumer.seek_to_committed, keys, timeout=timeout)
+        )
         return result
 
     async def close(self) -> None:

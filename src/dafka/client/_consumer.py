@@ -203,6 +203,7 @@ class Consumer(Closing):
             self._group = GroupOffsets(
                 self.settings.group_id, self.settings, writer=self.consumer_id, context=context
             )
+            self._group.start_writer()
             try:
                 start_positions = self._group_starts(
                     topic_list, assigned, dict(start_positions or {})
@@ -812,6 +813,17 @@ class Consumer(Closing):
                 with self._lock:
                     self._skip[(topic, partition)] = (offset.offset, offset.index)
         return missing
+
+    def positions_to_commit(self) -> dict[Key, Position]:
+        """What :meth:`commit` without offsets commits: per partition the next RECORD, or
+        ``(offset, index)`` inside a batch a poll cut (what
+        ``TransactionalProducer.send_offsets_to_transaction`` takes)."""
+        return dict(self._to_commit(None))
+
+    def committed_versions(self) -> dict[Key, int]:
+        """The highest commit version this consumer's group committer saw per partition
+        (a transaction committing for the group ranks its commits above them)."""
+        return self._needs_group("committed_versions").versions()
 
     def _needs_group(self, call: str) -> GroupOffsets:
         if self._group is None:

@@ -271,39 +271,73 @@ class GroupOffsets(Closing):
         self._lock = threading.Lock()
         self._own: dict[Key, CommittedOffset] = {}
         self._seen: dict[Key, int] = {}
+        self._pending: dict[Key, CommittedOffset] = {}
+        """Offsets sent in the open transaction (``commit_async(txn=)``), not decided yet."""
         self._last: Future[None] | None = None
         self._producer: Producer | None = None
+        self._starting: Future[Producer] | None = None
         self._reader: CommitReader | None = None
         self._closed = False
 
+    def start_writer(self) -> None:
+        """Start the commit producer in the background (a group consumer does at once, so
+        that its first commit - maybe an auto-commit inside an asyncio poll - waits for
+        no node start)."""
+        with self._lock:
+            if self._starting is not None or self._producer is not None:
+                return
+            starting: Future[Producer] = Future()
+            self._starting = starting
+
+        def run() -> None:
+            try:
+                starting.set_result(self._new_writer())
+            except BaseException as exc:
+                starting.set_exception(exc)
+
+        threading.Thread(target=run, name=f"offsets-{self.group}", daemon=True).start()
+
     # -- writing ----------------------------------------------------------------------------
 
-    def commit_async(self, offsets: Mapping[Key, Position], metadata: str = "") -> Future[None]:
+    def commit_async(
+        self, offsets: Mapping[Key, Position], metadata: str = "", *, txn: TxnRef | None = None
+    ) -> Future[None]:
         """Commit ``offsets``; the future resolves once the stores hold the record (fails
         with :class:`CommitError`). Unchanged offsets keep their version; nothing changed
-        and something committed before: the last commit's future."""
+        and something committed before: the last commit's future.
+
+        ``txn``: the offsets are sent in that transaction (they count once its INTENT is
+        in the log; :meth:`transaction_decided` / :meth:`transaction_aborted` then tell
+        this committer which way it went)."""
         requested = {key: as_committed(key, pos, metadata) for key, pos in offsets.items()}
         with self._lock:
             if self._closed:
-                raise CommitError(f"commit on a closed consumer of group {self.group!r}")
+                raise CommitError(f"commit on a closed committer of group {self.group!r}")
             now_us = int(self._clock() * 1_000_000)
-            changed = False
+            into = self._own if txn is None else self._pending
+            changed = txn is not None
             for key, want in requested.items():
-                held = self._own.get(key)
+                held = into.get(key) or self._own.get(key)
                 if held is not None and (held.offset, held.index, held.metadata) == (
                     want.offset,
                     want.index,
                     want.metadata,
                 ):
+                    into[key] = held
                     continue
                 seen = max(self._seen.get(key, 0), held.version if held else 0)
                 version = next_version(now_us, seen)
-                self._own[key] = CommittedOffset(want.offset, want.index, version, want.metadata)
+                into[key] = CommittedOffset(want.offset, want.index, version, want.metadata)
                 self._seen[key] = version
                 changed = True
             if not changed and self._last is not None:
                 return self._last
-            record = CommitRecord(self.group, self.writer, dict(self._own))
+            if txn is None:
+                record = CommitRecord(self.group, self.writer, dict(self._own))
+            else:
+                record = CommitRecord(
+                    self.group, self.writer, dict(self._pending), txn, dict(self._own)
+                )
             stored = self._writer().send(encode_commit(record))
             done: Future[None] = Future()
             group = self.group
@@ -319,12 +353,46 @@ class GroupOffsets(Closing):
             self._last = done
             return done
 
+    def transaction_decided(self) -> None:
+        """The transaction the pending offsets were sent in reached its commit point."""
+        with self._lock:
+            self._own.update(self._pending)
+            self._pending = {}
+
+    def transaction_aborted(self) -> None:
+        """The transaction the pending offsets were sent in was rolled back."""
+        with self._lock:
+            self._pending = {}
+
+    @property
+    def pending(self) -> bool:
+        """Offsets were sent in the open transaction."""
+        return bool(self._pending)
+
+    def seen(self, versions: Mapping[Key, int]) -> None:
+        """Versions another committer of the group read (a consumer whose positions a
+        transaction commits): commits of those partitions rank above them."""
+        with self._lock:
+            for key, version in versions.items():
+                if version > self._seen.get(key, 0):
+                    self._seen[key] = version
+
+    def versions(self) -> dict[Key, int]:
+        """The highest version seen per partition (read or committed)."""
+        with self._lock:
+            return dict(self._seen)
+
     def commit(
-        self, offsets: Mapping[Key, Position], timeout: float | None = None, metadata: str = ""
+        self,
+        offsets: Mapping[Key, Position],
+        timeout: float | None = None,
+        metadata: str = "",
+        *,
+        txn: TxnRef | None = None,
     ) -> None:
         """:meth:`commit_async` and wait until the stores hold it."""
         timeout = self._settings.commit_timeout if timeout is None else timeout
-        future = self.commit_async(offsets, metadata)
+        future = self.commit_async(offsets, metadata, txn=txn)
         try:
             future.result(timeout)
         except TimeoutError:
@@ -333,22 +401,34 @@ class GroupOffsets(Closing):
             ) from None
 
     def _writer(self) -> Producer:
+        """The commit producer (the lock is held)."""
         if self._producer is None:
-            s = self._settings
-            self._producer = Producer(
-                OFFSETS_TOPIC,
-                settings=ProducerSettings(
-                    **common_fields(s),
-                    name=self.partition[:-2],
-                    partitions=1,
-                    batching=False,
-                    resume=False,
-                    linger_ms=0.0,
-                    delivery_timeout=s.commit_timeout,
-                ),
-                context=self._context,
-            )
+            starting = self._starting
+            if starting is None:
+                self._producer = self._new_writer()
+            else:
+                try:
+                    self._producer = starting.result(self._settings.ready_timeout + 5)
+                except Exception as exc:
+                    self._starting = None
+                    raise CommitError(f"group {self.group!r}: commit producer: {exc}") from exc
         return self._producer
+
+    def _new_writer(self) -> Producer:
+        s = self._settings
+        return Producer(
+            OFFSETS_TOPIC,
+            settings=ProducerSettings(
+                **common_fields(s),
+                name=self.partition[:-2],
+                partitions=1,
+                batching=False,
+                resume=False,
+                linger_ms=0.0,
+                delivery_timeout=s.commit_timeout,
+            ),
+            context=self._context,
+        )
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -375,7 +455,10 @@ class GroupOffsets(Closing):
         """Wait for the commits in flight (up to ``timeout``), then leave."""
         with self._lock:
             self._closed = True
-            producer, reader = self._producer, self._reader
+            producer, reader, starting = self._producer, self._reader, self._starting
+        if producer is None and starting is not None:
+            with contextlib.suppress(Exception):
+                producer = starting.result(timeout)
         if producer is not None:
             with contextlib.suppress(DeliveryError, DafkaError):
                 producer.flush(timeout)

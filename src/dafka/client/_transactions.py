@@ -32,7 +32,7 @@ import os
 import threading
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from itertools import accumulate, repeat
 from typing import Any, Protocol
@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
 from dafka.client._metrics import ProducerMetrics
+from dafka.client._offsets import GroupOffsets, Position, check_group
 from dafka.client._producer import (
     OnDelivery,
     Producer,
@@ -47,7 +48,12 @@ from dafka.client._producer import (
     check_headers,
     check_timestamp,
 )
-from dafka.client._settings import ConsumerSettings, ProducerSettings, resolve_settings
+from dafka.client._settings import (
+    ConsumerSettings,
+    ProducerSettings,
+    common_fields,
+    resolve_settings,
+)
 from dafka.client._txn_state import TransactionState, TransactionStatus
 from dafka.errors import ConfigError, MessageTooLargeError
 from dafka.lifecycle import Closing
@@ -68,6 +74,7 @@ from dafka.records import (
     RecordMetadata,
     RecoveredRecord,
     TransactionError,
+    TxnRef,
     ack_uuid,
     encode_batch,
     encode_record,
@@ -176,6 +183,10 @@ class TransactionalProducer(Closing):
         self._log: Producer | None = None
         self._watch: Consumer | None = None
         self._data: Producer | None = None
+        self._log_next = 0
+        """The offset of this instance's next log record (it is the log's only writer)."""
+        self._offsets: dict[str, GroupOffsets] = {}
+        """Per group: the committer of the offsets sent in transactions."""
         self.resolved: list[str] = []
         """Log partitions of predecessors this instance resolved at start."""
         try:
@@ -369,7 +380,7 @@ class TransactionalProducer(Closing):
     def _append_log(self, record: LogRecord) -> None:
         assert self._log is not None
         future = self._log.send(encode_record(record))
-        future.result(self.settings.delivery_timeout)
+        self._log_next = future.result(self.settings.delivery_timeout).offset + 1
 
     def _send_ack(self, partition: str, ack: bytes) -> Future[RecordMetadata]:
         assert self._data is not None
@@ -639,13 +650,16 @@ class TransactionalProducer(Closing):
                     (self.partitions[i], ack_uuid(self.p_txn, self._clock.tick()))
                     for i in self._touched
                 )
-                if not acks:  # nothing written: nothing to decide
+                if not acks and not any(o.pending for o in self._offsets.values()):
+                    # nothing written: nothing to decide
                     self._finish_transaction()
                     return
                 self._deciding = acks
                 self._status.move(TransactionState.COMMITTING)
             acks = self._deciding
             self._append_log(IntentRecord(self._txn, acks))  # the commit point
+            for offsets in self._offsets.values():
+                offsets.transaction_decided()
             # A successor that claimed meanwhile decides from our log after its lease:
             # write no ACK once fenced (it finishes the commit or rolls it back whole).
             self._fence_check()
@@ -675,10 +689,49 @@ class TransactionalProducer(Closing):
                     (self.partitions[i], self._last_ack[self.partitions[i]]) for i in self._touched
                 )
                 self._status.move(TransactionState.ABORTING)
+            for offsets in self._offsets.values():
+                offsets.transaction_aborted()
             for partition, ack in self._deciding:
                 self._send_ack(partition, ack)  # re-sent: rolls back
             self._flush_data(self.settings.delivery_timeout if timeout is None else timeout)
             self._finish_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        positions: Mapping[tuple[str, str], Position] | None,
+        group: str | Consumer,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer group's ``positions`` with the open transaction: they count
+        for the group (``committed()``, a restarted member) if and only if the transaction
+        commits (docs/groups.md, "Exactly-once"). ``group``: the group id, or the group's
+        :class:`Consumer` (then ``positions`` None means its :meth:`Consumer.positions_to_commit`,
+        and its commits' versions are known). Returns once the stores hold the offsets
+        (their commit point is the transaction's); a fenced producer raises
+        :class:`ProducerFencedError` and commits nothing."""
+        consumer = group if isinstance(group, Consumer) else None
+        group_id = check_group(consumer.group_id if consumer is not None else group)
+        if positions is None:
+            if consumer is None:
+                raise ConfigError("send_offsets_to_transaction(None, ...) needs the Consumer")
+            positions = consumer.positions_to_commit()
+        timeout = self.settings.delivery_timeout if timeout is None else timeout
+        with self._lock:
+            self._status.check("send_offsets_to_transaction")
+            self._fence_check()
+            committer = self._offsets.get(group_id)
+            if committer is None:
+                s = self.settings
+                committer = self._offsets[group_id] = GroupOffsets(
+                    group_id,
+                    ConsumerSettings(**common_fields(s), commit_timeout=s.delivery_timeout),
+                    writer=self.transactional_id,
+                    context=self._context,
+                )
+            if consumer is not None:
+                committer.seen(consumer.committed_versions())
+            ref = TxnRef(self.log_partition, self._log_next, self._txn)
+            committer.commit(positions, timeout, txn=ref)
 
     def _finish_transaction(self) -> None:
         self._txn += 1
@@ -779,6 +832,9 @@ class TransactionalProducer(Closing):
 
     def _shutdown(self, timeout: float | None = 10.0) -> None:
         self._stop.set()
+        for offsets in self._offsets.values():
+            with contextlib.suppress(Exception):
+                offsets.close(timeout)
         for closer in (self._data, self._log):
             if closer is not None:
                 with contextlib.suppress(Exception):

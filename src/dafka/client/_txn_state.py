@@ -60,6 +60,7 @@ CALLS: Mapping[str, frozenset[TransactionState]] = {
     "begin_transaction": frozenset({S.READY}),
     "commit_transaction": frozenset({S.IN_TRANSACTION, S.COMMITTING}),
     "abort_transaction": frozenset({S.IN_TRANSACTION, S.ABORTING}),
+    "send_offsets_to_transaction": frozenset({S.IN_TRANSACTION}),
 }
 """Public call -> the states that allow it."""
 

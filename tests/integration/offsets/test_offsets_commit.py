@@ -6,11 +6,12 @@ own group and topic, so they share one cluster.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
-from dafka import CommittedOffset, ConfigError, Consumer, LocalCluster, Producer
+from dafka import AsyncConsumer, CommittedOffset, ConfigError, Consumer, LocalCluster, Producer
 
 
 def _produce(
@@ -110,3 +111,29 @@ def test_commit_without_a_group_is_a_config_error(cluster: LocalCluster) -> None
             consumer.commit()
         with pytest.raises(ConfigError, match="group_id"):
             consumer.committed()
+
+
+def test_the_asyncio_consumer_commits_and_reads_commits(cluster: LocalCluster) -> None:
+    parts = _produce(cluster, "off-async", 20)
+    keys = {("off-async", p): 0 for p in parts}
+
+    async def scenario() -> dict[tuple[str, str], CommittedOffset | None]:
+        async with AsyncConsumer(
+            assign=keys,
+            towers=cluster.towers,
+            beacon_interval=0.2,
+            group_id="g-async",
+            enable_auto_commit=False,
+        ) as consumer:
+            got = 0
+            async with asyncio.timeout(30):
+                while got < 20:
+                    got += len(await consumer.poll(1.0))
+            await consumer.commit_async()
+            await consumer.commit()
+            return await consumer.committed(keys)
+
+    committed = asyncio.run(scenario())
+    assert {k: (c.offset, c.index) for k, c in committed.items() if c} == dict.fromkeys(
+        keys, (1, 0)
+    )

@@ -1,0 +1,69 @@
+"""A consume-transform-produce group member *process*, exactly-once (JSON lines on stdout).
+
+    python eos_member.py --tower HOST:SUB:PUB --input in --output out --group g --tid loop
+
+Reads ``--input`` as a member of ``--group`` and writes ``out-<value>`` for every message to
+``--output`` in transactions of at most ``--txn-size`` messages, each committing the
+consumed positions with it (``send_offsets_to_transaction``). The transactional producer
+starts first - it fences a predecessor with the same ``--tid`` and resolves what it left -
+and only then the consumer reads the group's commits (as Kafka's ``init_transactions``
+before fetching offsets). Prints ``started``, ``txn`` per commit and ``fenced`` if another
+instance took over (``failed`` if its commit's data was not stored in time: a zombie whose
+successor resumed its partitions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import signal
+from typing import Any
+
+from dafka import Consumer, DeliveryError, ProducerFencedError, TransactionalProducer
+
+
+def say(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tower", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--tid", required=True)
+    parser.add_argument("--txn-size", type=int, default=13)
+    args = parser.parse_args()
+    faulthandler.register(signal.SIGUSR1)  # a test that times out asks for the stacks
+    common: dict[str, Any] = {"towers": args.tower, "beacon_interval": 0.2, "ready_timeout": 30.0}
+    producer = TransactionalProducer(args.output, args.tid, partitions=2, txn_lease=1.0, **common)
+    consumer = Consumer(
+        args.input,
+        group_id=args.group,
+        enable_auto_commit=False,
+        offset_reset="earliest",
+        **common,
+    )
+    say("started")
+    n = 0
+    try:
+        while True:
+            records = consumer.poll(0.5, max_records=args.txn_size)
+            if not records:
+                continue
+            with producer.transaction():
+                for record in records:
+                    producer.send(b"out-" + record.value, key=record.value)
+                producer.send_offsets_to_transaction(None, consumer)
+            n += 1
+            say("txn", n=n, last=records[-1].value.decode())
+    except ProducerFencedError as exc:
+        say("fenced", error=str(exc))
+    except DeliveryError as exc:  # not stored: the transaction was not committed either
+        say("failed", error=str(exc))
+
+
+if __name__ == "__main__":
+    main()
