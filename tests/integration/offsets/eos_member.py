@@ -8,8 +8,12 @@ consumed positions with it (``send_offsets_to_transaction``). The transactional 
 starts first - it fences a predecessor with the same ``--tid`` and resolves what it left -
 and only then the consumer reads the group's commits (as Kafka's ``init_transactions``
 before fetching offsets). Prints ``started``, ``txn`` per commit and ``fenced`` if another
-instance took over (``failed`` if its commit's data was not stored in time: a zombie whose
-successor resumed its partitions).
+instance took over (``failed`` if its commit's data was not stored in time).
+
+SIGUSR2 makes it a zombie the way a member usually becomes one: its next transaction is
+stuck in "processing" for ``--stuck`` seconds (it prints ``stuck``) after sending its output
+and offsets, while its process runs on (the producer's watchdog keeps checking for a
+successor); then it tries to commit.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import faulthandler
 import json
 import signal
+import threading
 from typing import Any
 
 from dafka import Consumer, DeliveryError, ProducerFencedError, TransactionalProducer
@@ -35,8 +40,11 @@ def main() -> None:
     parser.add_argument("--group", required=True)
     parser.add_argument("--tid", required=True)
     parser.add_argument("--txn-size", type=int, default=13)
+    parser.add_argument("--stuck", type=float, default=15.0)
     args = parser.parse_args()
     faulthandler.register(signal.SIGUSR1)  # a test that times out asks for the stacks
+    stuck = threading.Event()
+    signal.signal(signal.SIGUSR2, lambda _s, _f: stuck.set())
     common: dict[str, Any] = {"towers": args.tower, "beacon_interval": 0.2, "ready_timeout": 30.0}
     producer = TransactionalProducer(args.output, args.tid, partitions=2, txn_lease=1.0, **common)
     consumer = Consumer(
@@ -57,6 +65,9 @@ def main() -> None:
                 for record in records:
                     producer.send(b"out-" + record.value, key=record.value)
                 producer.send_offsets_to_transaction(None, consumer)
+                if stuck.is_set():
+                    say("stuck")
+                    threading.Event().wait(args.stuck)  # the application's slow processing
             n += 1
             say("txn", n=n, last=records[-1].value.decode())
     except ProducerFencedError as exc:
