@@ -10,6 +10,7 @@ segmented log and ``message`` is Gazette's exactly-once layer; both are pure of 
 """
 
 from dafka.client import (
+    Admin,
     AsyncConsumer,
     AsyncProducer,
     CommitError,
@@ -17,9 +18,11 @@ from dafka.client import (
     ConsumerSettings,
     DeliveryError,
     NoStoreError,
+    PartitionInfo,
     Producer,
     ProducerSettings,
     ReadCommittedConsumer,
+    TopicInfo,
     TransactionalProducer,
 )
 from dafka.errors import (
@@ -44,6 +47,7 @@ from dafka.server import ClusterError, LocalCluster
 from dafka.transport.runner import NodeNotReadyError
 
 __all__ = [
+    "Admin",
     "AsyncConsumer",
     "AsyncProducer",
     "BackpressureError",
@@ -64,6 +68,7 @@ __all__ = [
     "NodeArgumentError",
     "NodeFailedError",
     "NodeNotReadyError",
+    "PartitionInfo",
     "Producer",
     "ProducerFencedError",
     "ProducerSettings",
@@ -71,6 +76,7 @@ __all__ = [
     "Record",
     "RecordColumns",
     "RecordMetadata",
+    "TopicInfo",
     "TransactionError",
     "TransactionalProducer",
     "__version__",

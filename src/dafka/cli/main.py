@@ -581,12 +581,14 @@ def status(
         click.echo("\n".join(status_lines(found)))
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @node_options
 @security_options
 @json_option("array")
 @_wait_option
+@click.pass_context
 def topics(
+    ctx: click.Context,
     towers: tuple[str, ...],
     advertise: str,
     bind_host: str,
@@ -595,7 +597,10 @@ def topics(
     as_json: bool,
     wait: float | None,
 ) -> None:
-    """List the topics the cluster announces: partitions, records, producers, lag."""
+    """List the topics the cluster announces: partitions, records, producers, lag
+    (``dafka topics describe T``, ``dafka topics delete T --yes``: one topic)."""
+    if ctx.invoked_subcommand is not None:
+        return
     import json
 
     from dafka.cli._status import topics_lines, topics_rows
@@ -605,6 +610,104 @@ def topics(
         click.echo(json.dumps(rows, indent=2))
     else:
         click.echo("\n".join(topics_lines(rows)))
+
+
+@topics.command("describe")
+@click.argument("topic", type=TopicType())
+@node_options
+@security_options
+@json_option("object")
+@_wait_option
+def topics_describe(
+    topic: str,
+    towers: tuple[str, ...],
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    security: SecurityOptions,
+    as_json: bool,
+    wait: float | None,
+) -> None:
+    """One topic: each partition's head, the head each store holds, its producer, the lag.
+    Exit 1 if no store or producer knows it."""
+    import json
+
+    from dafka.client import Admin
+
+    fields = client_fields(towers, advertise, bind_host, beacon_interval, security)
+    info = Admin(**fields).describe(topic, wait)
+    if not info.partitions and not info.producers:
+        raise click.ClickException(f"no store or producer knows topic {topic!r}")
+    partitions: list[dict[str, Any]] = [
+        {
+            "partition": p.partition,
+            "head": p.head,
+            "producer_head": p.producer_head,
+            "stores": dict(p.stores),
+            "lag": p.lag,
+        }
+        for p in info.partitions.values()
+    ]
+    if as_json:
+        found = {
+            "topic": topic,
+            "records": info.records,
+            "producers": list(info.producers),
+            "consumed": info.consumed,
+            "partitions": partitions,
+        }
+        click.echo(json.dumps(found, indent=2))
+        return
+    click.echo(
+        f"topic {topic}: {len(partitions)} partition(s), {info.records} record(s), "
+        f"{len(info.producers)} live producer(s), consumed: {'yes' if info.consumed else 'no'}"
+    )
+    width = max((len(p["partition"]) for p in partitions), default=9)
+    click.echo(f"  {'PARTITION':<{width}}  HEAD  PRODUCER  STORES  LAG")
+    for p in partitions:
+        held = " ".join("-" if h is None else str(h) for h in p["stores"].values())
+        producer = "-" if p["producer_head"] is None else str(p["producer_head"])
+        click.echo(f"  {p['partition']:<{width}}  {p['head']}  {producer}  [{held}]  {p['lag']}")
+
+
+@topics.command("delete")
+@click.argument("topic", type=TopicType())
+@node_options
+@security_options
+@click.option("--yes", is_flag=True, help="Confirm: the topic's records are deleted for good.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for every live store to apply the delete.",
+)
+def topics_delete(
+    topic: str,
+    towers: tuple[str, ...],
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    security: SecurityOptions,
+    yes: bool,
+    timeout: float,
+) -> None:
+    """Delete TOPIC's records on every store, up to each partition's head now (a tombstone
+    every store applies; records written after it are kept; a store that is down applies
+    it when it comes back; docs/storage.md). Needs --yes."""
+    from dafka.client import Admin
+
+    if not yes:
+        raise UserError(f"deleting {topic!r} removes its records for good: pass --yes")
+    fields = client_fields(towers, advertise, bind_host, beacon_interval, security)
+    cuts = Admin(**fields).delete_topic(topic, timeout)
+    if not cuts:
+        raise click.ClickException(f"no store or producer knows topic {topic!r}: nothing deleted")
+    records = sum(c + 1 for c in cuts.values())
+    click.echo(
+        f"deleted {topic}: {len(cuts)} partition(s), up to {records} record(s) "
+        "(every live store applied it)"
+    )
 
 
 @main.command()

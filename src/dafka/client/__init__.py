@@ -5,6 +5,7 @@ live. What they hand out and read - records, batches, columns, the transaction l
 committed-read filter - is the pure :mod:`dafka.records`.
 """
 
+from dafka.client._admin import Admin, PartitionInfo, TopicInfo
 from dafka.client._async_consumer import AsyncConsumer
 from dafka.client._async_producer import AsyncProducer
 from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
@@ -22,6 +23,7 @@ from dafka.client._transactions import TransactionalProducer
 from dafka.client._txn_state import TransactionState
 
 __all__ = [
+    "Admin",
     "AsyncConsumer",
     "AsyncProducer",
     "ClusterSnapshot",
@@ -36,6 +38,7 @@ __all__ = [
     "HeadWatcher",
     "LatencySnapshot",
     "NoStoreError",
+    "PartitionInfo",
     "PartitionProducer",
     "PollStatistics",
     "Producer",
@@ -43,6 +46,7 @@ __all__ = [
     "ProducerSettings",
     "ReadCommittedConsumer",
     "TimestampSearch",
+    "TopicInfo",
     "TransactionState",
     "TransactionalProducer",
     "replay_from_stores",

@@ -183,6 +183,9 @@ class StoreConfig:
       counted (``partitions_refused``). Each partition costs memory and a directory; this
       bounds what one peer inventing partitions can cost (limits against strangers,
       docs/nodes.md).
+    * ``ask_topics`` - topics whose heads the writer asks the others for even when it holds
+      nothing of them (the control topic of topic deletes: a store that was down during a
+      delete learns of its tombstone when it comes back, docs/storage.md).
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -196,6 +199,7 @@ class StoreConfig:
     hole_retry_max: float = 30.0
     max_message_bytes: int = MAX_MESSAGE_BYTES
     max_partitions: int = 100_000
+    ask_topics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _message_limit("store", self.max_message_bytes)

@@ -69,7 +69,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from dafka.node._catchup import Cursor, FetchScheduler
 from dafka.node._config import FetchPolicy, StoreConfig
@@ -125,6 +125,14 @@ class RecordReader(Protocol):
     def holes(self, topic: str, partition: str, /) -> Sequence[tuple[int, int]]:
         """The ``[first, end)`` ranges below the partition's head that are not held."""
         ...
+
+
+@runtime_checkable
+class DeletionMarks(Protocol):
+    """A log that applies topic deletes (``dafka.storage.Storage``): the last sequence
+    deleted of each partition, which the writer never fetches or takes again."""
+
+    def deleted(self) -> Mapping[tuple[str, str], int]: ...
 
 
 MAX_LEARNED_TOPICS = 10_000
@@ -264,6 +272,11 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
                 if holes:  # fetched at the first timer tick (``now`` is known then)
                     self._holes[cursor] = [_hole_cursor(cursor, *hole) for hole in holes]
                     self._holes_unstarted = True
+        if isinstance(reader, DeletionMarks):
+            for (topic, producer), cut in reader.deleted().items():
+                cursor = self._cursors.get((topic, producer)) or self._cursor(topic, producer)
+                if cursor.last < cut:
+                    cursor.last = cursor.known_head = cursor.durable = cut
         self._refresh_due: float | None = None
         self._out += [
             Subscribe(b"D" + wid),
@@ -357,6 +370,36 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             self._holes[cursor] = kept
         else:
             self._holes.pop(cursor, None)
+
+    def on_deleted(self, topic: str, producer: str, cut: int, now: float) -> None:
+        """The driver applied a topic delete to the log: everything up to ``cut`` is gone
+        for good. The writer moves past it (no FETCH of it ever again, records of it taken
+        and not yet persisted dropped, holes below it forgotten) and ACKs through ``cut``:
+        a producer still holding records up to it is released (they were deleted), and it
+        goes on after it."""
+        cursor = self._cursors.get((topic, producer))
+        if cursor is None:
+            cursor = self._cursor(topic, producer)
+        if cursor.last < cut:
+            self._fetcher.forget(cursor)
+            cursor.pending = []
+            cursor.last = cut
+            self._after_gap.discard(cursor)
+        cursor.known_head = max(cursor.known_head, cut)
+        cursor.durable = max(cursor.durable, cut)
+        holes = self._holes.get(cursor)
+        if holes:
+            for hole in holes:
+                if hole.limit <= cut:
+                    self._hole_fetcher.forget(hole)
+            kept = [h for h in holes if h.limit > cut]
+            if kept:
+                self._holes[cursor] = kept
+            else:
+                del self._holes[cursor]
+        self._ack_due[cursor] = None
+        if cursor.known_head > cursor.last:
+            self._fetcher.gap(cursor, cursor.known_head, now, self._out)
 
     def _rewind(self, cursor: Cursor, stored: int) -> None:
         """Make ``cursor`` hold exactly what the log holds (``stored``), dropping the rest."""
@@ -676,7 +719,7 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         self._arm_refresh(now)
 
     def _ask_heads(self) -> None:
-        for topic in self._by_topic:
+        for topic in {**self._by_topic, **dict.fromkeys(self.config.ask_topics)}:
             self._out.append(Send(GetHeads(topic, self.writer_id)))
 
     def _on_head(self, head: Head | DirectHead, now: float) -> None:

@@ -46,6 +46,7 @@ from dafka.records._columns import (
     RecordRun,
 )
 from dafka.records._committed import CHECKPOINT_VERSION, CommittedFilter, ReplayFunc
+from dafka.records._deletes import DELETE_TOPIC, TopicDelete, decode_delete, encode_delete
 from dafka.records._errors import (
     CorruptBatchError,
     CorruptLogError,
@@ -89,6 +90,7 @@ __all__ = [
     "ARROW_EXTRA",
     "BATCH_OF_ONE",
     "CHECKPOINT_VERSION",
+    "DELETE_TOPIC",
     "HEADER_OVERHEAD",
     "HEADER_SIZE",
     "MAGIC",
@@ -123,6 +125,7 @@ __all__ = [
     "RecordRun",
     "RecoveredRecord",
     "ReplayFunc",
+    "TopicDelete",
     "TransactionError",
     "TxnRef",
     "ack_uuid",
@@ -131,10 +134,12 @@ __all__ = [
     "commit_partition",
     "decode_batch",
     "decode_commit",
+    "decode_delete",
     "decode_record",
     "drop_notice",
     "encode_batch",
     "encode_commit",
+    "encode_delete",
     "encode_record",
     "fold_commits",
     "instance_state",

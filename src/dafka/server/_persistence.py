@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from dafka.errors import DafkaError
 from dafka.node import LatencyHistogram, LatencySnapshot, StoreMachine
 from dafka.node.actions import Persist
-from dafka.records import drop_notice
+from dafka.records import DELETE_TOPIC, decode_delete, drop_notice
 from dafka.storage import NonContiguousAppendError, Storage, StorageIOError, Truncation
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,10 @@ class PersistenceStats:
     """Writes into holes (records a peer still held)."""
     oversized_dropped: int = 0
     """RECORDs over the store's ``max_message_bytes`` kept as drop notices."""
+    deletes_applied: int = 0
+    """Partitions cut by topic deletes (tombstones of ``DELETE_TOPIC``, applied when stored)."""
+    bad_tombstones: int = 0
+    """RECORDs of ``DELETE_TOPIC`` that are no tombstone (logged, kept, not applied)."""
 
 
 @dataclass
@@ -157,6 +161,8 @@ class StorePersistence:
             )
             self._failing = 0
         self._stats.persisted_records += len(action.contents)
+        if topic == DELETE_TOPIC:
+            self.apply_deletes(contents, now)
         self._latencies.append_seconds.observe(time.monotonic() - started)
         self._waiting.setdefault((action.topic, action.producer), started)
         if action.placement == "after_gap":
@@ -172,6 +178,49 @@ class StorePersistence:
                 action.first_sequence,
             )
             self._machine.on_holes(topic, producer, holes, now)
+
+    def apply_deletes(self, contents: tuple[bytes, ...] | list[bytes], now: float) -> None:
+        """Apply the tombstones in ``contents`` (RECORDs of ``DELETE_TOPIC`` just stored, or
+        read back at start): each partition's records up to its cut are deleted from the
+        log and the machine moves past them (``on_deleted``), before the tombstone's ACK
+        leaves. Applying one again changes nothing. A disk error leaves the tombstone in
+        the log: it is applied again at the next start."""
+        for content in contents:
+            delete = decode_delete(content)
+            if delete is None:
+                self._stats.bad_tombstones += 1
+                log.warning(
+                    "%s: a RECORD of %s is no tombstone: kept, not applied",
+                    self._name,
+                    DELETE_TOPIC,
+                )
+                continue
+            for partition, cut in sorted(delete.cuts.items()):
+                try:
+                    applied = self._storage.delete_through(delete.topic, partition, cut)
+                except StorageIOError as exc:
+                    log.error(
+                        "%s: deleting %s/%s up to %d failed: %s (applied again at the next start)",
+                        self._name,
+                        delete.topic,
+                        partition,
+                        cut,
+                        exc,
+                    )
+                    continue
+                except DafkaError as exc:  # a name the log cannot hold: nothing of it is here
+                    log.warning(
+                        "%s: tombstone of %s/%s refused: %s",
+                        self._name,
+                        delete.topic,
+                        partition,
+                        exc,
+                    )
+                    continue
+                self._machine.on_deleted(delete.topic, partition, cut, now)
+                if applied:
+                    self._stats.deletes_applied += 1
+                    log.info("%s: deleted %s/%s up to %d", self._name, delete.topic, partition, cut)
 
     def _fill(self, action: Persist, contents: tuple[bytes, ...], now: float) -> None:
         """Write records a peer still held into a hole; tell the machine the holes left."""

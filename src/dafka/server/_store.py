@@ -22,6 +22,7 @@ from dafka.errors import ConfigError
 from dafka.lifecycle import Running
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage, new_node_id
+from dafka.records import DELETE_TOPIC
 from dafka.server._persistence import StorePersistence
 from dafka.server._scrub import Scrubber
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
@@ -95,7 +96,10 @@ class StoreNode(Running):
             receive_watermark = transport.receive_watermark or RECEIVE_WATERMARK
         self._transport = dataclasses.replace(transport, receive_watermark=receive_watermark)
         self._storage_config = storage_config or StorageConfig(fsync=FsyncPolicy.interval(5))
-        self._store_config = store_config or StoreConfig()
+        config = store_config or StoreConfig()
+        if DELETE_TOPIC not in config.ask_topics:  # tombstones reach a store that was down
+            config = dataclasses.replace(config, ask_topics=(*config.ask_topics, DELETE_TOPIC))
+        self._store_config = config
         self._context = context
         self._name = name
         self.storage: Storage | None = None
@@ -115,6 +119,7 @@ class StoreNode(Running):
         self.storage = storage
         self.machine = StoreMachine(self.writer_id, self.reader_id, storage, self._store_config)
         self.persistence = StorePersistence(storage, self.machine, self._name)
+        self._reapply_deletes(storage, self.persistence)
         self.scrubber = Scrubber(storage, self._storage_config.scrub_bytes_per_s)
         self.runner = NodeRunner(
             self.machine,
@@ -142,6 +147,19 @@ class StoreNode(Running):
             self.reader_id,
             self.runner.ports,
         )
+
+    @staticmethod
+    def _reapply_deletes(storage: Storage, persistence: StorePersistence) -> None:
+        """The tombstones this store holds, applied again (a crash may have come between
+        storing one and applying it; applying one twice changes nothing)."""
+        for partition in storage.partitions(DELETE_TOPIC):
+            first = storage.start_offset(DELETE_TOPIC, partition) or 0
+            while True:
+                at, contents = storage.read_contents(DELETE_TOPIC, partition, first, 1024)
+                if not contents:
+                    break
+                persistence.apply_deletes(contents, time.monotonic())
+                first = at + len(contents)
 
     def _after_turn(self, now: float) -> None:
         """Retention, the scrub and the heap trim, after each turn of the runner (in its

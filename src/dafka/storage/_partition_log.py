@@ -971,6 +971,20 @@ class PartitionLog:
 
     # ---------------------------------------------------------------- retention
 
+    def drop_front(self, offset: int) -> list[Path]:
+        """Delete the closed segments whose records all lie below ``offset`` (a delete's
+        cut + 1), oldest first, never the active one."""
+        removed: list[Path] = []
+        while len(self.segments) > 1 and self.segments[1].base <= offset:
+            seg = self.segments[0]
+            seg.delete()
+            removed.append(seg.path)
+            del self.segments[0]
+            del self.bases[0]
+            self.generation += 1
+            self.dir_dirty = True
+        return removed
+
     def apply_retention(self, policy: RetentionPolicy, now_wall: float) -> list[Path]:
         """Delete whole closed segments from the front while the policy says so."""
         removed: list[Path] = []

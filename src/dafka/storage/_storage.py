@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import time
@@ -36,6 +37,9 @@ Key = tuple[str, str]
 LOCK_FILE = ".lock"
 SYNC_THREADS = 8
 """Partitions fsynced at once by an interval sync (see ``Storage._sync_dirty``)."""
+DELETED_FILE = "deleted.json"
+"""Where a topic delete's cuts are kept: ``[[topic, partition, cut], ...]`` (see
+:meth:`Storage.delete_through`)."""
 
 
 class Storage(Closing):
@@ -68,6 +72,9 @@ class Storage(Closing):
         self._root_dirty = False
         self.scrub_progress = ScrubProgress()
         """What :meth:`scrub` has checked and found (read it in the store's thread)."""
+        self._deleted: dict[Key, int] = {}
+        """Partition -> the last offset deleted (:meth:`delete_through`): nothing at or below
+        it is held, served or appended any more."""
         self._scrub_keys: list[Key] = []
         self._scrub_at = 0
         self._scrub_position: ScrubPosition | None = None
@@ -111,8 +118,9 @@ class Storage(Closing):
 
     def _recover(self) -> None:
         report = self.recovery_report
+        self._deleted = _read_deleted(self.root / DELETED_FILE)
         for topic_dir in sorted(self.root.iterdir()):
-            if topic_dir.name in (LOCK_FILE, QUARANTINE_DIR):
+            if topic_dir.name in (LOCK_FILE, QUARANTINE_DIR, DELETED_FILE):
                 continue
             topic = name_from_directory(topic_dir) if topic_dir.is_dir() else None
             if topic is None:
@@ -137,6 +145,8 @@ class Storage(Closing):
                 else:
                     plog.sync(force=True)
                 self._touch(plog)
+        for (topic, partition), cut in sorted(self._deleted.items()):
+            self._cut_front(topic, partition, cut)  # a crash may have come before
 
     def _register(self, log: PartitionLog) -> None:
         self._logs[log.topic, log.partition] = log
@@ -198,8 +208,14 @@ class Storage(Closing):
             raise InvalidArgumentError(f"offset must be a u64, got {first_offset!r}")
         key = (topic, partition)
         log = self._logs.get(key)
+        cut = self._deleted.get(key) if self._deleted else None
+        if cut is not None and first_offset <= cut:  # deleted already: taken, not kept
+            payloads = payloads[cut + 1 - first_offset :]
+            first_offset = cut + 1
+            if not payloads:
+                return cut if log is None or log.head is None else log.head
         if log is None:
-            start = self.config.first_offset
+            start = self.config.first_offset if cut is None else cut + 1
             if (
                 start is not None
                 and first_offset != start
@@ -397,6 +413,7 @@ class Storage(Closing):
         log = self._logs.get((topic, partition))
         if log is None or count <= 0:
             return []
+        from_offset, count = self._after_cut(topic, partition, from_offset, count)
         try:
             return log.read(from_offset, count)
         finally:
@@ -414,10 +431,74 @@ class Storage(Closing):
         log = self._logs.get((topic, partition))
         if log is None or count <= 0:
             return from_offset, []
+        from_offset, count = self._after_cut(topic, partition, from_offset, count)
         try:
             return log.read_contents(from_offset, count)
         finally:
             self._collect_truncations(log)
+
+    def _after_cut(self, topic: str, partition: str, first: int, count: int) -> tuple[int, int]:
+        """A read range moved past a delete's cut (the segment holding the cut keeps its
+        older records on disk until the whole segment is below the cut)."""
+        cut = self._deleted.get((topic, partition)) if self._deleted else None
+        if cut is None or first > cut:
+            return first, count
+        return cut + 1, count - (cut + 1 - first)
+
+    # ---------------------------------------------------------------- delete
+
+    def delete_through(self, topic: str, partition: str, cut: int) -> bool:
+        """Delete the partition's records up to ``cut`` (a topic delete's tombstone): from
+        now on nothing at or below it is held, read or appended (an append that starts at
+        or below it keeps only what follows it; an emptied partition starts again at
+        ``cut + 1``). Whole segments below the cut are removed, a partition left empty
+        entirely; the cut is kept in ``deleted.json`` (written and fsynced before this
+        returns) and applied again at every open. False if an equal or later cut was
+        already applied (idempotent)."""
+        self._check_open()
+        if type(cut) is not int or not 0 <= cut <= MAX_OFFSET:
+            raise InvalidArgumentError(f"cut must be a u64, got {cut!r}")
+        key = (topic, partition)
+        if self._deleted.get(key, -1) >= cut:
+            return False
+        self._deleted[key] = cut
+        _write_deleted(self.root / DELETED_FILE, self._deleted)
+        self._cut_front(topic, partition, cut)
+        return True
+
+    def deleted(self) -> dict[Key, int]:
+        """Every partition's delete cut (what :meth:`delete_through` applied)."""
+        return dict(self._deleted)
+
+    def _cut_front(self, topic: str, partition: str, cut: int) -> None:
+        """Remove what lies wholly at or below ``cut``: the partition if nothing is above
+        it, else the segments before the one that holds ``cut + 1``."""
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is None:
+            return
+        head = log.head
+        try:
+            if head is None or head <= cut:
+                for seg in log.segments:
+                    seg.delete()
+                del self._logs[key]
+                self._open.pop(key, None)
+                self._dirty.pop(key, None)
+                self._advances.pop(key, None)
+                topic_logs = self._topics.get(topic, {})
+                topic_logs.pop(partition, None)
+                with contextlib.suppress(OSError):
+                    for leftover in log.directory.iterdir():
+                        leftover.unlink()
+                    log.directory.rmdir()
+                fsync_directory(log.directory.parent)
+                return
+            if log.drop_front(cut + 1) and not self.config.fsync.is_os:
+                fsync_directory(log.directory)
+                log.dir_dirty = False
+        except OSError as exc:
+            raise StorageIOError(f"deleting {topic}/{partition} up to {cut} failed: {exc}") from exc
 
     def _collect_truncations(self, plog: PartitionLog, when: str = "read") -> None:
         if plog.truncations:
@@ -497,9 +578,13 @@ class Storage(Closing):
         return None if log is None else log.next_offset
 
     def start_offset(self, topic: str, partition: str) -> int | None:
-        """The first offset still held (retention moves it up), None for unknown partitions."""
+        """The first offset still held (retention and deletes move it up), None for unknown
+        partitions."""
         log = self._logs.get((topic, partition))
-        return None if log is None else log.start_offset
+        if log is None:
+            return None
+        cut = self._deleted.get((topic, partition), -1)
+        return max(log.start_offset, cut + 1)
 
     def heads(self, topic: str) -> dict[str, int]:
         """partition -> head for every non-empty partition of ``topic`` (no disk access)."""
@@ -541,6 +626,38 @@ class Storage(Closing):
             if removed:
                 moved[key] = log.start_offset
         return moved
+
+
+def _read_deleted(path: Path) -> dict[Key, int]:
+    """``deleted.json`` (missing: no delete yet). Unreadable is an error, not an empty file:
+    forgetting a cut would bring deleted records back."""
+    try:
+        raw = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return {}
+    try:
+        entries = json.loads(raw)
+        return {(str(t), str(p)): int(c) for t, p, c in entries}
+    except (ValueError, TypeError) as exc:
+        raise StorageIOError(f"{path} is damaged ({exc}); it lists the topic deletes") from exc
+
+
+def _write_deleted(path: Path, deleted: dict[Key, int]) -> None:
+    """Replace ``deleted.json`` atomically and durably (written, fsynced, renamed, the
+    directory fsynced)."""
+    temporary = path.with_suffix(".tmp")
+    data = json.dumps([[t, p, c] for (t, p), c in sorted(deleted.items())]).encode()
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+        fsync_directory(path.parent)
+    except OSError as exc:
+        raise StorageIOError(f"cannot write {path}: {exc}") from exc
 
 
 def _warn(root: Path, truncations: Sequence[Truncation], when: str) -> None:

@@ -37,6 +37,11 @@ def unknown_flags(text: str) -> list[tuple[str, str]]:
             command = group.commands.get(found.group(1))
             if not isinstance(command, click.Command):
                 continue  # prose ("dafka has..."), not a command
+            if isinstance(command, click.Group):  # `dafka topics delete T --yes`
+                words = found.group(2).split()
+                sub = command.commands.get(words[0]) if words else None
+                if sub is not None:
+                    command = sub
             known = {"--help"}
             for param in command.params:
                 known.update(getattr(param, "opts", []), getattr(param, "secondary_opts", []))
@@ -58,4 +63,6 @@ def test_the_check_sees_an_unknown_flag() -> None:
         ("tower", "--port")
     ]
     assert unknown_flags("`dafka up --port 6000` and `dafka tower --sub tcp://*:1`") == []
+    assert unknown_flags("`dafka topics delete T --yes` and `dafka topics --json`") == []
+    assert unknown_flags("`dafka topics describe T --yes`") == [("topics", "--yes")]
     assert unknown_flags("```sh\nseq 3 | dafka produce t --no-batching  # --bogus\n```") == []
