@@ -20,7 +20,7 @@ import click
 
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
 from dafka.cli._output import Formatter
-from dafka.errors import DataLossError
+from dafka.errors import DafkaError, DataLossError
 from dafka.node import ConsumerStatistics
 
 
@@ -37,13 +37,15 @@ def consume(
     isolation_level: str = "read_uncommitted",
     fail_on_data_loss: bool = True,
     metrics: MetricsHost | None = None,
+    group_id: str | None = None,
 ) -> int:
     """Write records until ``count``, the end (``exit_at_end``), Ctrl-C or a closed stdout;
     returns how many were written. ``joining``: the consumer's settings fields that join the
     cluster (``cli._options.client_fields``). Records gone from every store end the command
     with one ``Error:`` line naming them and exit 1 (``DataLossError``, after what came
     before them is written), unless ``fail_on_data_loss`` is off: then they are skipped with
-    a warning."""
+    a warning. ``group_id``: a group member (starts at the group's commits, auto-commits,
+    commits at exit)."""
     from dafka.client import Consumer, ReadCommittedConsumer
 
     kind = ReadCommittedConsumer if isolation_level == "read_committed" else Consumer
@@ -58,15 +60,21 @@ def consume(
         start_positions=start_positions,
         isolation_level=isolation_level,
         fail_on_data_loss=fail_on_data_loss,
+        group_id=group_id,
+        enable_auto_commit=False,  # _GroupCommits commits only what was written
         **joining,
     ) as consumer:
+        commits = _GroupCommits(consumer) if group_id is not None else None
         serve_metrics(metrics, "consumer", consumer.metrics)
         if from_timestamp is not None and kind is Consumer:
             # one implementation: the client's binary search by the records' timestamps
             consumer.seek_to_timestamp(from_timestamp, timeout=4 * settle)
         try:
             while count is None or seen < count:
-                batch = consumer.poll(timeout=0.2, max_records=10_000)
+                if commits is not None:
+                    commits.written()  # everything polled so far is written
+                left = 10_000 if count is None else min(10_000, count - seen)
+                batch = consumer.poll(timeout=0.2, max_records=left)
                 for record in batch:  # a RECORD sought to may start with earlier messages
                     if from_timestamp is not None and (
                         record.timestamp is not None and record.timestamp < from_timestamp
@@ -88,6 +96,9 @@ def consume(
                     and _at_end(consumer, started, settle)
                 ):
                     break
+            if commits is not None:
+                out.flush()
+                commits.written()  # the last batch is written too
         except KeyboardInterrupt:
             pass
         except BrokenPipeError:
@@ -105,6 +116,8 @@ def consume(
             ) from None
         finally:
             lookout.close()
+            if commits is not None:
+                commits.close()
             if metrics is not None:
                 metrics.stop()
         try:
@@ -112,6 +125,34 @@ def consume(
         except BrokenPipeError:
             _quiet_stdout()
     return seen
+
+
+class _GroupCommits:
+    """``-G``: the group's commits, of what was written only. Before each poll everything
+    polled so far was written: those positions are what may be committed (every 5 s, async)
+    and what is committed at exit (sync) - also after Ctrl-C or a closed stdout in the
+    middle of a batch: that batch's records are read again by the group, none is lost."""
+
+    def __init__(self, consumer: Any, interval: float = 5.0) -> None:
+        self._consumer = consumer
+        self._interval = interval
+        self._safe: Any = None
+        self._due = time.monotonic() + interval
+
+    def written(self) -> None:
+        self._safe = self._consumer.positions_to_commit()
+        now = time.monotonic()
+        if now >= self._due:
+            self._due = now + self._interval
+            self._consumer.commit_async(self._safe)
+
+    def close(self) -> None:
+        if self._safe is None:
+            return
+        try:
+            self._consumer.commit(self._safe)
+        except DafkaError as exc:
+            click.echo(f"Warning: the group's last commit failed: {exc}", err=True)
 
 
 class _Lookout:

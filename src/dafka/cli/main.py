@@ -441,6 +441,14 @@ def produce(
 @setting_option("max_message_bytes")
 @setting_option("consumer/fail_on_data_loss")
 @click.option("--earliest", is_flag=True, help="Same as --offset earliest.")
+@click.option(
+    "-G",
+    "--group",
+    default=None,
+    help="Consume as a member of this consumer group (as kcat -G): start at the group's "
+    "committed offsets (--offset-reset only where none), commit what was written every 5 s "
+    "and at exit.",
+)
 @click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Exit after N.")
 @click.option(
     "-e",
@@ -480,6 +488,7 @@ def consume(
     max_message_bytes: int,
     fail_on_data_loss: bool,
     earliest: bool,
+    group: str | None,
     count: int | None,
     exit_at_end: bool,
     output_format: str,
@@ -494,6 +503,8 @@ def consume(
     from dafka.cli._consume import consume as run
 
     positions = None
+    if group is not None and isolation == "read_committed":
+        raise click.UsageError("-G/--group reads read_uncommitted (a group commits positions)")
     if earliest or from_timestamp is not None:
         offset_reset = "earliest"
     if offset in ("earliest", "latest"):
@@ -521,6 +532,7 @@ def consume(
         isolation_level=isolation,
         fail_on_data_loss=fail_on_data_loss,
         metrics=MetricsServerHost(metrics_host, metrics_port),
+        group_id=group,
     )
 
 
@@ -708,6 +720,50 @@ def topics_delete(
         f"deleted {topic}: {len(cuts)} partition(s), up to {records} record(s) "
         "(every live store applied it)"
     )
+
+
+@main.command()
+@click.argument("group", required=False)
+@node_options
+@security_options
+@json_option("array")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.5, 600),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for a store's answers.",
+)
+def groups(
+    group: str | None,
+    towers: tuple[str, ...],
+    advertise: str,
+    bind_host: str,
+    beacon_interval: float,
+    security: SecurityOptions,
+    as_json: bool,
+    timeout: float,
+) -> None:
+    """Consumer groups (or only GROUP): committed offsets and lag per partition.
+
+    Read from the stores (docs/groups.md): every group that committed offsets, each
+    partition's committed offset, its head and the RECORDs between them.
+    """
+    import json
+
+    from dafka.cli._groups import group_lines, groups_report
+    from dafka.client import ConsumerSettings
+
+    settings = ConsumerSettings(
+        **client_fields(towers, advertise, bind_host, beacon_interval, security)
+    )
+    found = groups_report(settings, group, timeout)
+    if group is not None and not found:
+        raise click.ClickException(f"group {group!r} has committed no offsets")
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+    else:
+        click.echo("\n".join(group_lines(found)))
 
 
 @main.command()
