@@ -14,6 +14,10 @@ process:
 
 A lone message leaves at once when nothing of its partition is in flight; batches form
 while RECORDs await their ACKs (see docs/client.md), which is what these figures show.
+
+Each figure is printed next to the raw-pyzmq baseline of the same run
+(``bench/zmq_floor.py``'s ``run_pubsub``: one PUB -> one SUB process, one message per send,
+no ACK, no disk), at the same rate and size, with the ratio ours / raw.
 """
 
 from __future__ import annotations
@@ -21,9 +25,14 @@ from __future__ import annotations
 import argparse
 import os
 import struct
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dafka import Consumer, LocalCluster, Producer
+from zmq_floor import run_pubsub
 
 _STAMP = struct.Struct(">q")
 
@@ -36,6 +45,15 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     args = parser.parse_args()
     padding = b"p" * max(0, args.size - _STAMP.size)
+    total = int(args.rate * args.seconds)
+    _, floor_latencies = run_pubsub(total, args.size, args.rate)
+    floor_rate, _ = run_pubsub(args.messages, args.size)
+    nf = len(floor_latencies)
+    floor_p50, floor_p99 = floor_latencies[nf // 2], floor_latencies[int(nf * 0.99)]
+    print(
+        f"raw pyzmq PUB->SUB: latency at {args.rate:,.0f} msg/s p50 {floor_p50:.0f} us, p99 "
+        f"{floor_p99:.0f} us; {floor_rate:,.0f} msg/s in a loop"
+    )
     with LocalCluster(stores=1, beacon_interval=0.2) as cluster:
         common = {
             "towers": cluster.towers,
@@ -53,7 +71,6 @@ def main() -> None:
                 pass
             latencies: list[float] = []
             interval = 1.0 / args.rate
-            total = int(args.rate * args.seconds)
             before = producer.metrics().records_published
             next_at = time.monotonic()
             for _ in range(total):
@@ -75,10 +92,11 @@ def main() -> None:
             records = producer.metrics().records_published - before
         latencies.sort()
         n = len(latencies)
+        p50, p99 = latencies[n // 2], latencies[int(n * 0.99)]
         print(
             f"latency produce->poll at {args.rate:,.0f} msg/s, {args.size} B, {n} samples: "
-            f"p50 {latencies[n // 2]:.0f} us, p99 {latencies[int(n * 0.99)]:.0f} us "
-            f"({records / max(1, total):.2f} RECORDs per message)"
+            f"p50 {p50:.0f} us, p99 {p99:.0f} us ({records / max(1, total):.2f} RECORDs per "
+            f"message; raw pyzmq x{p50 / floor_p50:.1f} / x{p99 / floor_p99:.1f})"
         )
         value = os.urandom(args.size)
         for mode in ("produce", "send", "produce_many"):
@@ -101,7 +119,8 @@ def main() -> None:
                 records = producer.metrics().records_published
             print(
                 f"{mode:>12} in a loop: {n / took:,.0f} msg/s, {records} RECORDs "
-                f"({n / max(1, records):,.0f} messages per RECORD)"
+                f"({n / max(1, records):,.0f} messages per RECORD; "
+                f"{n / took / floor_rate:.2f} x raw pyzmq)"
             )
         print(f"load average {os.getloadavg()[0]:.2f}")
 

@@ -38,6 +38,12 @@ after it:
   reset ``RESET``, reads ``COUNT`` records (giving up after ``TIMEOUT_MS`` of silence) and
   prints ``consumed COUNT FIRST_US LAST_US CPU_S`` (microseconds from its creation).
 
+``c_latency SUB PUB TOPIC RATE COUNT SIZE WARMUP_MS`` (``--latency-seconds``) runs a C
+consumer and a C producer in one process (each an actor with its own sockets), publishes
+COUNT stamped records at RATE records/s and prints ``latency N P50_US P99_US``, publish to
+the consumer's receive; ours is ``bench/cluster.py``'s latency (producer and consumer each in
+its own process, one RECORD per publish) and the raw floor ``zmq_floor.run_pubsub``'s.
+
 The drivers set every socket's default high-water marks to 1,000,000 (dafka's configured
 default; CZMQ's own 1,000 makes the C store reader drop a catch-up reply after 1,000
 records) and advertise 127.0.0.1 in their beacons (4 frames ``B | id | host | port``, see
@@ -64,8 +70,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import ProcessCluster, cpu_seconds, free_port_pair
-from cluster import Results, consume_count, throughput
-from zmq_floor import run_catchup, run_produce
+from cluster import Results, consume_count, latency, throughput
+from zmq_floor import run_catchup, run_produce, run_pubsub
 
 
 def _load() -> str:
@@ -206,6 +212,50 @@ def our_scenario(ctx: Any, args: argparse.Namespace, topic: str) -> dict[str, fl
     return result
 
 
+def c_latency(bin_dir: Path, args: argparse.Namespace, topic: str) -> tuple[float, float]:
+    """``c_latency`` on a C cluster: (p50, p99) in microseconds."""
+    count = int(args.latency_rate * args.latency_seconds)
+    with CCluster(bin_dir, args.stores) as cluster:
+        done = subprocess.run(
+            [
+                str(bin_dir / "c_latency"),
+                *cluster.addresses,
+                topic,
+                str(args.latency_rate),
+                str(count),
+                str(args.size),
+                str(args.c_warmup_ms),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    found = [line.split() for line in done.stdout.splitlines() if line.startswith("latency ")]
+    if not found:
+        raise RuntimeError(f"c_latency failed ({done.returncode}): {done.stderr[-500:]}")
+    _, n, p50, p99 = found[0]
+    if int(n) != count:
+        print(f"  ! c_latency: {n} of {count} records received")
+    return float(p50), float(p99)
+
+
+def our_latency(ctx: Any, args: argparse.Namespace) -> tuple[float, float]:
+    """``bench/cluster.py``'s latency (one RECORD per publish, producer and consumer in
+    their own processes) on our cluster: (p50, p99) in microseconds."""
+    with ProcessCluster(
+        stores=args.stores, fsync=args.fsync, beacon_interval=args.beacon_interval
+    ) as cluster:
+        result = latency(ctx, cluster, args.latency_rate, args.latency_seconds, args.size)
+    return float(result[2]), float(result[3])
+
+
+def raw_latency(args: argparse.Namespace) -> tuple[float, float]:
+    count = int(args.latency_rate * args.latency_seconds)
+    _, latencies = run_pubsub(count, args.size, args.latency_rate)
+    return latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.99)]
+
+
 def mixed_scenario(
     ctx: Any, bin_dir: Path, args: argparse.Namespace, topic: str
 ) -> dict[str, float]:
@@ -278,6 +328,12 @@ def main() -> None:
         "--mixed", action="store_true", help="also a C producer -> our stores -> our consumer"
     )
     parser.add_argument(
+        "--latency-rate", type=float, default=1000.0, help="records/s of the latency runs"
+    )
+    parser.add_argument(
+        "--latency-seconds", type=float, default=5.0, help="seconds of each latency run; 0: none"
+    )
+    parser.add_argument(
         "--no-floor", action="store_true", help="skip bench/zmq_floor.py's codec scenarios"
     )
     args = parser.parse_args()
@@ -329,6 +385,18 @@ def main() -> None:
                 for key, values in ratios.items():
                     values.append(ours[key] / anchor[key])
                 print(f"  {_ratios(name, ratios)}", flush=True)
+        if args.latency_seconds > 0:
+            at = f"at {args.latency_rate:,.0f} rec/s"
+            raw_p50, raw_p99 = raw_latency(args)
+            print(f"  raw pyzmq PUB->SUB latency {at}: p50 {raw_p50:.0f} us, p99 {raw_p99:.0f} us")
+            if args.c_bin is not None:
+                c_p50, c_p99 = c_latency(args.c_bin, args, f"cl{round_}")
+                print(f"  C reference latency {at}: p50 {c_p50:.0f} us, p99 {c_p99:.0f} us")
+            p50, p99 = our_latency(ctx, args)
+            print(f"  ours latency {at}: p50 {p50:.0f} us, p99 {p99:.0f} us [load {_load()}]")
+            if args.c_bin is not None:
+                print(f"  ours / C latency: p50 {p50 / c_p50:.2f}, p99 {p99 / c_p99:.2f}")
+            print(f"  ours / raw latency: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
     for ratios, name in ((vs_c, "C"), (vs_floor, "codec floor"), (vs_raw, "raw floor")):
         if ratios["produce"]:
             print(

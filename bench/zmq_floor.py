@@ -406,6 +406,83 @@ def run_catchup(records: int, size: int, codec: bool) -> Floor:
     return Floor("catch-up 1 store", codec, n, size, n / elapsed, cpu_us)
 
 
+def _pubsub_receiver(port_out: Results, messages: int, out: Results) -> None:
+    """The SUB of :func:`run_pubsub`: reports its port, then per message what it measures:
+    the count and the time of the last (throughput), or each latency (stamped messages)."""
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.RCVHWM, HWM)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    port = sub.bind_to_random_port("tcp://127.0.0.1")
+    port_out.put((port,))
+    recv = sub.recv
+    while recv() != b"go":  # warm-up: the PUB repeats it until the SUB is connected
+        pass
+    port_out.put(("ready",))
+    latencies: list[float] = []
+    count = 0
+    first = 0
+    while count < messages:
+        body = recv()
+        if body == b"go":
+            continue
+        now = time.time_ns()
+        if not count:
+            first = now
+        count += 1
+        if body[:1] == b"t":
+            latencies.append((now - SEQ.unpack_from(body, 1)[0]) / 1000)
+    out.put((count, first, time.time_ns(), latencies))
+    sub.close(0)
+    ctx.term()
+
+
+def run_pubsub(messages: int, size: int, rate: float = 0.0) -> tuple[float, list[float]]:
+    """The plainest baseline: one PUB -> one SUB process on loopback, one message per send,
+    no ACK, no disk, nothing decoded. ``rate`` 0: as fast as it goes, returns (messages/s,
+    []); else at ``rate`` messages/s, each stamped, returns (rate, latencies in us)."""
+    ctx = multiprocessing.get_context("spawn")
+    ports: Results = ctx.Queue()
+    out: Results = ctx.Queue()
+    proc = ctx.Process(target=_pubsub_receiver, args=(ports, messages, out))
+    proc.start()
+    zctx = zmq.Context()
+    pub = zctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.SNDHWM, HWM)
+    try:
+        pub.connect(f"tcp://127.0.0.1:{ports.get(timeout=60)[0]}")
+        deadline = time.monotonic() + 30
+        while ports.empty():  # "go" until the SUB took one: then it is connected
+            if not proc.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("pub/sub floor: the SUB process never connected")
+            pub.send(b"go")
+            time.sleep(0.01)
+        send = pub.send
+        payload = b"x" * size
+        if rate <= 0:
+            started = time.time_ns()
+            for _ in range(messages):
+                send(payload)
+        else:
+            padding = b"x" * max(0, size - 1 - SEQ.size)
+            interval = 1.0 / rate
+            next_at = time.monotonic()
+            for _ in range(messages):
+                send(b"t" + SEQ.pack(time.time_ns()) + padding)
+                next_at += interval
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+        count, _first, last, latencies = out.get(timeout=300)
+    finally:
+        pub.close(0)
+        zctx.term()
+        proc.join(30)
+    if rate <= 0:
+        return count / ((last - started) / 1e9), []
+    return rate, sorted(latencies)
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Builds the C reference (zeromq/dafka) and the four drivers bench/c_reference.py runs
-# (c_tower, c_store, c_producer, c_consumer: their sources are next to this script) into
+# Builds the C reference (zeromq/dafka) and the five drivers bench/c_reference.py runs
+# (c_tower, c_store, c_producer, c_consumer, c_latency: their sources are next to it) into
 # $OUT/bin (default build/c-reference/bin, under the repository; `make c-reference`).
 #
 # The C Dafka needs CZMQ's draft API (zsock_set_xpub_welcome_msg..., zconfig_get with
@@ -74,10 +74,10 @@ if [ ! -f "$prefix/lib/libdafka.so" ] || [ ! -f "$prefix/.dafka-$DAFKA_REF" ]; t
 fi
 
 mkdir -p "$OUT/bin"
-for driver in c_tower c_store c_producer c_consumer; do
+for driver in c_tower c_store c_producer c_consumer c_latency; do
     cc -O2 -Wall -DCZMQ_BUILD_DRAFT_API=1 -DDAFKA_BUILD_DRAFT_API=1 \
         -o "$OUT/bin/$driver" "$here/$driver.c" -I"$prefix/include" \
         -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -ldafka -lczmq -lzmq
 done
-echo "built: $OUT/bin/{c_tower,c_store,c_producer,c_consumer}"
+echo "built: $OUT/bin/{c_tower,c_store,c_producer,c_consumer,c_latency}"
 echo "run:   .venv/bin/python bench/c_reference.py --c-bin $OUT/bin"
