@@ -244,6 +244,8 @@ class StorePersistence:
                 action.first_sequence,
                 action.first_sequence + len(action.contents) - 1,
             )
+            if topic == DELETE_TOPIC:  # a tombstone lost to damage, filled from a peer
+                self.apply_deletes(contents, now)
         self._machine.on_holes(topic, producer, self._storage.holes(topic, producer), now)
 
     def _notices(
