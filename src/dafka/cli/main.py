@@ -18,7 +18,6 @@ from click.core import ParameterSource
 from dafka import __version__
 from dafka.cli._errors import DafkaGroup, UserError
 from dafka.cli._options import (
-    SecurityOptions,
     SettingType,
     TopicType,
     client_fields,
@@ -26,6 +25,7 @@ from dafka.cli._options import (
     log_options,
     metrics_options,
     node_options,
+    security_fields,
     security_options,
     setting_option,
     stack,
@@ -34,8 +34,9 @@ from dafka.cli._options import (
     transport_config,
 )
 from dafka.cli.daemon import Exposed, MetricsServerHost, serve
-from dafka.config import CONFIG_ENV, Layers, load
+from dafka.config import CONFIG_ENV, KeyFiles, Layers, load
 from dafka.errors import ConfigError
+from dafka.transport.security import Security
 
 
 def _default_map(group: click.Group, layers: Layers) -> dict[str, dict[str, Any]]:
@@ -93,7 +94,7 @@ def tower(
     ctx: click.Context,
     sub_address: str,
     pub_address: str,
-    security: SecurityOptions,
+    security: KeyFiles,
     bind_host: str,
     metrics_port: int,
     metrics_host: str,
@@ -113,7 +114,7 @@ def tower(
             sub_address = _with_host(sub_address, bind_host)
         if ctx.get_parameter_source("pub_address") == defaulted:
             pub_address = _with_host(pub_address, bind_host)
-    t = Tower(sub_address, pub_address, security=security.load())
+    t = Tower(sub_address, pub_address, security=Security.from_files(security))
 
     def samples() -> Any:
         from dafka.metrics import tower_samples  # prometheus-client: only with a port
@@ -141,6 +142,7 @@ def _with_host(endpoint: str, host: str) -> str:
 @storage_options
 @setting_option("store/receive_watermark")
 @setting_option("max_message_bytes")
+@setting_option("store/max_partitions")
 @node_options
 @security_options
 @metrics_options
@@ -155,11 +157,12 @@ def store(
     scrub_rate: int,
     receive_watermark: int,
     max_message_bytes: int,
+    max_partitions: int,
     towers: tuple[str, ...],
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     metrics_port: int,
     metrics_host: str,
     log_format: str,
@@ -175,7 +178,9 @@ def store(
         storage_config=storage_config_of(
             fsync, segment_bytes, retention_bytes, retention_age, retention_check, scrub_rate
         ),
-        store_config=StoreConfig(max_message_bytes=max_message_bytes),
+        store_config=StoreConfig(
+            max_message_bytes=max_message_bytes, max_partitions=max_partitions
+        ),
         receive_watermark=receive_watermark,
     )
 
@@ -202,6 +207,7 @@ def store(
 @storage_options
 @setting_option("store/receive_watermark")
 @setting_option("max_message_bytes")
+@setting_option("store/max_partitions")
 @setting_option("metrics/port", help_extra=" The tower takes PORT, store i PORT+1+i.")
 @security_options
 @log_options
@@ -218,8 +224,9 @@ def up(
     scrub_rate: int,
     receive_watermark: int,
     max_message_bytes: int,
+    max_partitions: int,
     metrics_port: int,
-    security: SecurityOptions,
+    security: KeyFiles,
     log_format: str,
     verbose: bool,
 ) -> None:
@@ -242,12 +249,13 @@ def up(
             "store/retention/check": retention_check,
             "store/scrub_rate": scrub_rate,
             "store/receive_watermark": receive_watermark,
+            "store/max_partitions": max_partitions,
         },
         max_message_bytes=max_message_bytes,
         echo=lambda line: click.echo(line, err=True),
         log_format=log_format,
         metrics_port=metrics_port,  # the members serve their own
-        **security.client_fields(),
+        **security_fields(security),
     )
 
     def announce() -> None:
@@ -329,7 +337,7 @@ def produce(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     flush_timeout: float,
     delimiter: str,
     null: bool,
@@ -481,7 +489,7 @@ def consume(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     offset: str | None,
     offset_reset: str,
     isolation: str,
@@ -551,7 +559,7 @@ def _watch(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     wait: float | None,
 ) -> dict[str, Any]:
     from dafka.cli._status import default_wait, report, towers_of, watch
@@ -573,7 +581,7 @@ def status(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     as_json: bool,
     wait: float | None,
 ) -> None:
@@ -605,7 +613,7 @@ def topics(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     as_json: bool,
     wait: float | None,
 ) -> None:
@@ -785,7 +793,7 @@ def top(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     interval: float,
     iterations: int | None,
     once: bool,

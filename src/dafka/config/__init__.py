@@ -12,6 +12,7 @@ Precedence: default < file < environment < flag. See docs/cli.md.
 """
 
 from dafka.config._acl import Acl, Grant, key_name
+from dafka.config._key_files import PLAINTEXT, KeyFields, KeyFiles
 from dafka.config._keys import CLIENT_FIELDS, SETTINGS, Setting
 from dafka.config._listen import (
     Listen,
@@ -27,10 +28,13 @@ from dafka.config._values import TOPIC, Kind, check_towers, tower_endpoints, tow
 __all__ = [
     "CLIENT_FIELDS",
     "CONFIG_ENV",
+    "PLAINTEXT",
     "SETTINGS",
     "TOPIC",
     "Acl",
     "Grant",
+    "KeyFields",
+    "KeyFiles",
     "Kind",
     "Layers",
     "Listen",

@@ -163,6 +163,15 @@ _TABLE = [
         "Messages a store queues from one peer before TCP holds the rest back in the sender: "
         "a store that lags holds about this many messages per peer in memory.",
     ),
+    Setting(
+        "store/max_partitions",
+        "--max-partitions",
+        v.integer(1, 1 << 40),
+        100_000,
+        "The most partitions a store tracks: a RECORD or HEAD of a new partition beyond is "
+        "refused and counted (partitions_refused), so a peer inventing partitions cannot "
+        "grow a store without bound.",
+    ),
     # -- up ---------------------------------------------------------------------------------
     Setting("up/db", "--data", v.DIRECTORY, "./dafka-data", "Where the stores keep their data."),
     Setting("up/stores", "--stores", v.integer(0, 64), 1, "How many stores to run."),

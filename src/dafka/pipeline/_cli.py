@@ -9,10 +9,12 @@ from pathlib import Path
 
 import click
 
-from dafka.config import check_towers
+from dafka.config import KeyFiles, check_towers
+from dafka.config.options import security_options
 from dafka.errors import ConfigError
 from dafka.pipeline._run import Chaos, PipelineError, RunOptions
 from dafka.pipeline._workload import WorkloadSpec
+from dafka.transport.security import Security
 
 
 def _checked_towers(value: str | None) -> str | None:
@@ -80,6 +82,7 @@ def _checked_towers(value: str | None) -> str | None:
     is_flag=True,
     help="Kill the Spark job (restarted from its checkpoints) and a store while it runs.",
 )
+@security_options
 def pipeline_command(
     data_dir: Path,
     towers: str | None,
@@ -94,6 +97,7 @@ def pipeline_command(
     forever: bool,
     sink: str,
     chaos: bool,
+    security: KeyFiles,
 ) -> None:
     """The main job: a streaming pipeline on dafka and Spark that checks its own output.
 
@@ -103,6 +107,9 @@ def pipeline_command(
     enriches from a reference table, and writes the aggregates exactly-once to an output
     topic and to Parquet. The summary compares both with the output computed in plain
     Python; the command fails if they differ.
+
+    With --key (and --authorized-keys, --tower-key, --acl) everything runs secured: the
+    local cluster, the producers, the checks and the Spark job (docs/security.md).
     """
     missing = [m for m in ("pyspark", "pyarrow", "rich") if importlib.util.find_spec(m) is None]
     if missing:
@@ -120,6 +127,10 @@ def pipeline_command(
         raise click.UsageError("--producers, --readings and --devices must be >= 1, --rate >= 0")
     if window_s <= 0 or watermark_s < 0:
         raise click.UsageError("--window must be > 0 and --watermark >= 0")
+    try:
+        Security.from_files(security)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
     window_ms = round(window_s * 1000)
     watermark_ms = round(watermark_s * 1000)
     spec = WorkloadSpec(seed=seed, readings=readings, devices=devices)
@@ -140,6 +151,7 @@ def pipeline_command(
         forever=forever,
         sink=sink,
         chaos=Chaos(kill_job_after_batches=4, kill_store_at=0.5) if chaos else Chaos(),
+        security=security,
     )
     console = Console()
     console.print(

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from types import FrameType
 
-from dafka.pipeline._keys import PLAINTEXT, Keys
+from dafka.config import PLAINTEXT, KeyFiles
 from dafka.pipeline._workload import Message, WorkloadSpec, generate
 
 
@@ -39,7 +39,7 @@ class FeedConfig:
     start_at: float  # wall time (time.time()) of feed position 0: one schedule for all
     report_every: float = 0.5
     forever: bool = False  # repeat the feed with fresh seeds until stopped
-    security: Keys = PLAINTEXT
+    security: KeyFiles = PLAINTEXT
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -48,7 +48,7 @@ class FeedConfig:
     def from_json(cls, text: str) -> FeedConfig:
         data = json.loads(text)
         data["spec"] = WorkloadSpec(**data["spec"])
-        data["security"] = Keys(**data.get("security", {}))
+        data["security"] = KeyFiles(**data.get("security", {}))
         return cls(**data)
 
 

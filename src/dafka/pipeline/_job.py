@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from dafka.pipeline._keys import PLAINTEXT, Keys
+from dafka.config import PLAINTEXT, KeyFiles
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class JobConfig:
     shuffle_partitions: int = 2
     report_every: float = 0.25
     sink: str = "dafka"  # "dafka": the connector's exactly-once sink; "driver": see _driver_sink
-    security: Keys = PLAINTEXT  # the connector's key options, the driver sink's
+    security: KeyFiles = PLAINTEXT  # the connector's key options, the driver sink's
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -55,7 +55,7 @@ class JobConfig:
     @classmethod
     def from_json(cls, text: str) -> JobConfig:
         data = json.loads(text)
-        data["security"] = Keys(**data.get("security", {}))
+        data["security"] = KeyFiles(**data.get("security", {}))
         return cls(**data)
 
 
@@ -67,7 +67,7 @@ class _DriverSink:
     driver, one producer per query and job process. At-least-once only: a batch replayed
     after a crash is written again (the checks then report the repeated rows)."""
 
-    def __init__(self, towers: str, topic: str, name: str, security: Keys) -> None:
+    def __init__(self, towers: str, topic: str, name: str, security: KeyFiles) -> None:
         self.towers = towers
         self.security = security
         self.topic = topic

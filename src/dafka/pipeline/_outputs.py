@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from dafka.config import PLAINTEXT, KeyFiles
 from dafka.pipeline._expected import Aggregate
-from dafka.pipeline._keys import PLAINTEXT, Keys
 from dafka.records import Record
 
 
@@ -72,7 +72,7 @@ def read_topic(
     read_committed: bool,
     idle: float = 3.0,
     timeout: float = 60.0,
-    security: Keys = PLAINTEXT,
+    security: KeyFiles = PLAINTEXT,
 ) -> list[Record]:
     """Every message of ``topic``, from the beginning, once the consumer is at the end.
 

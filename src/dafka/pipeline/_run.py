@@ -28,12 +28,12 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from dafka.config import PLAINTEXT, KeyFiles
 from dafka.pipeline._checks import Summary, check
 from dafka.pipeline._children import Child, Event
 from dafka.pipeline._expected import expected
 from dafka.pipeline._feed import FeedConfig, feed, share_of
 from dafka.pipeline._job import JobConfig
-from dafka.pipeline._keys import PLAINTEXT, Keys
 from dafka.pipeline._state import State
 from dafka.pipeline._workload import Message, WorkloadSpec, heartbeat, reference_table
 
@@ -69,7 +69,7 @@ class RunOptions:
     drain_timeout: float = 180.0  # from the producers' end to the last aggregate
     job_retries: int = 3  # restarts of a failed Spark job (from its checkpoints)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    security: Keys = PLAINTEXT  # --key...: the local cluster, producers, job, checks
+    security: KeyFiles = PLAINTEXT  # --key...: the local cluster, producers, job, checks
     python: str = sys.executable
 
     @property
@@ -122,7 +122,7 @@ class _Watcher:
     Read committed: an aggregate counts as visible when a downstream reader can see it, i.e.
     once the sink's transaction for it is committed (not when its message is stored)."""
 
-    def __init__(self, towers: str, topic: str, timings: Timings, security: Keys) -> None:
+    def __init__(self, towers: str, topic: str, timings: Timings, security: KeyFiles) -> None:
         self._towers = towers
         self._security = security
         self._topic = topic
@@ -212,6 +212,7 @@ class Runner:
             key=security.key,
             authorized_keys=security.authorized_keys,
             tower_key=security.tower_key,
+            acl=security.acl,
         )
         cluster.start()
         self.cluster = cluster

@@ -13,9 +13,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Literal
 
-from dafka.config import check_towers
+from dafka.config import PLAINTEXT, KeyFiles, check_towers
 from dafka.errors import ConfigError
 from dafka.transport.config import TransportConfig
 from dafka.transport.security import Security
@@ -41,6 +41,7 @@ _SOURCE_OPTIONS = {
     "key",
     "authorizedkeys",
     "towerkey",
+    "acl",
 }
 _SINK_OPTIONS = {
     "towers",
@@ -52,47 +53,17 @@ _SINK_OPTIONS = {
     "key",
     "authorizedkeys",
     "towerkey",
+    "acl",
 }
 _SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
 """Options Spark itself may pass along (``start(path)``, ``checkpointLocation``,
 ``queryName``)."""
 
 
-class SecurityFields(TypedDict):
-    """The clients' security settings fields, as ``ClientSecurity.fields`` gives them."""
-
-    key: str | None
-    authorized_keys: str | None
-    tower_key: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClientSecurity:
-    """The options ``key``, ``authorizedKeys``, ``towerKey``: paths, as the clients' settings
-    take them (``key=``, ``authorized_keys=``, ``tower_key=``; docs/security.md). Kept as paths,
-    not loaded keys, so that a task carries them to its executor and reads the files there."""
-
-    key: str | None = None
-    authorized_keys: str | None = None
-    tower_key: str | None = None
-
-    def fields(self) -> SecurityFields:
-        """The clients' settings fields (``ConsumerSettings(**fields)``, ``Producer(**...)``)."""
-        return {
-            "key": self.key,
-            "authorized_keys": self.authorized_keys,
-            "tower_key": self.tower_key,
-        }
-
-    def load(self) -> Security | None:
-        """The loaded keys (None: plaintext); a bad file is a :class:`ConfigError`."""
-        if self.key is None:
-            return None
-        return Security.load(self.key, self.authorized_keys, self.tower_key)
-
-
-PLAINTEXT = ClientSecurity()
-"""No key: the clients run in plaintext (the default, as the C reference)."""
+ClientSecurity = KeyFiles
+"""The options ``key``, ``authorizedKeys``, ``towerKey``, ``acl``: the files every client
+takes (:class:`dafka.config.KeyFiles`, paths: a task carries them to its executor and reads
+the files there; docs/security.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +114,7 @@ def towers_transport(towers: str, security: ClientSecurity) -> TransportConfig:
     secured when ``security`` names a key: the head watchers' transport. The connector's
     consumers and producers take :meth:`ClientSecurity.fields` instead, which their settings
     load the same way."""
-    return TransportConfig.for_towers(towers, security=security.load())
+    return TransportConfig.for_towers(towers, security=Security.from_files(security))
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -233,17 +204,14 @@ def _check_known(opts: Mapping[str, str], known: set[str], what: str) -> None:
 
 
 def _security_options(opts: Mapping[str, str]) -> ClientSecurity:
-    """``key``, ``authorizedKeys``, ``towerKey``: checked by loading them here, on the driver,
-    so that a missing or bad file fails the query at once (the executors load them again)."""
-    given = {name: opts.get(name.lower()) or None for name in ("key", "authorizedKeys", "towerKey")}
-    security = ClientSecurity(given["key"], given["authorizedKeys"], given["towerKey"])
-    if security.key is None and (security.authorized_keys or security.tower_key):
-        raise ConfigError(
-            "options 'authorizedKeys' and 'towerKey' need the option 'key' "
-            "(this client's secret certificate, dafka keygen)"
-        )
+    """``key``, ``authorizedKeys``, ``towerKey``, ``acl``: checked by loading them here, on
+    the driver, so that a missing or bad file fails the query at once (the executors load
+    them again)."""
+    names = ("key", "authorizedKeys", "towerKey", "acl")
+    security = KeyFiles.given(*(opts.get(name.lower()) for name in names))
+    security.check(("option 'key'", "option 'authorizedKeys'", "option 'towerKey'", "option 'acl'"))
     try:
-        security.load()
+        Security.from_files(security)
     except ConfigError as exc:
         raise ConfigError(f"option 'key': {exc}") from None
     return security

@@ -34,7 +34,7 @@ import zmq.auth
 from zmq.utils import z85
 from zmq.utils.monitor import parse_monitor_message
 
-from dafka.config import Acl, is_loopback, key_name
+from dafka.config import Acl, KeyFiles, is_loopback, key_name
 from dafka.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -153,6 +153,15 @@ class Security:
             acl_file = Path(acl)
             Acl.load(acl_file)
         return cls(public, secret, directory, towers, key_file, acl_file)
+
+    @classmethod
+    def from_files(cls, files: KeyFiles) -> Security | None:
+        """The security of ``files`` (None: no key, plaintext); the combination and every
+        file are checked (:class:`ConfigError`)."""
+        files.check()
+        if files.key is None:
+            return None
+        return cls.load(files.key, files.authorized_keys, files.tower_key, files.acl)
 
     def server(self, sock: zmq.Socket[bytes], gate: Gate) -> None:
         """Make ``sock`` (before it binds) a CURVE server whose peers ``gate`` checks."""

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dafka.client import Consumer
+from dafka.config import KeyFiles
 from dafka.pipeline import WorkloadSpec
-from dafka.pipeline._keys import Keys
 from dafka.pipeline._run import Runner, RunOptions, Timings
 from dafka.pipeline._state import State
 from dafka.transport.runner import NodeNotReadyError
@@ -34,7 +34,7 @@ def test_a_secured_pipeline_run_is_exact(tmp_path: Path) -> None:
     auth.mkdir()
     public, secret = keygen(tmp_path / "pipeline")
     shutil.copy(public, auth)
-    security = Keys(str(secret), str(auth))
+    security = KeyFiles(str(secret), str(auth))
     options = RunOptions(
         data_dir=tmp_path / "run",
         spec=SPEC,

@@ -37,6 +37,7 @@ def test_source_and_sink_take_the_keys_case_insensitively(tmp_path: Path) -> Non
             "key": str(secret),
             "authorized_keys": str(auth),
             "tower_key": str(tower),
+            "acl": None,
         }
         loaded = options.transport.security
         assert loaded is not None
