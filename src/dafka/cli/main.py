@@ -644,7 +644,7 @@ def topics_describe(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     as_json: bool,
     wait: float | None,
 ) -> None:
@@ -708,7 +708,7 @@ def topics_delete(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     yes: bool,
     timeout: float,
 ) -> None:
@@ -748,7 +748,7 @@ def groups(
     advertise: str,
     bind_host: str,
     beacon_interval: float,
-    security: SecurityOptions,
+    security: KeyFiles,
     as_json: bool,
     timeout: float,
 ) -> None:
