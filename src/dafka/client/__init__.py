@@ -10,8 +10,9 @@ from dafka.client._async_consumer import AsyncConsumer
 from dafka.client._async_producer import AsyncProducer
 from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
 from dafka.client._consumer import Consumer, PollStatistics
-from dafka.client._errors import DeliveryError, NoStoreError
+from dafka.client._errors import DeliveryError, FencedMemberError, NoStoreError
 from dafka.client._heads import HeadWatcher
+from dafka.client._membership import ConsumerRebalanceListener, RebalanceListener
 from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
 from dafka.client._offsets import CommitError, CommitReader, GroupOffsets
 from dafka.client._partition_producer import PartitionProducer
@@ -32,8 +33,10 @@ __all__ = [
     "CommitReader",
     "Consumer",
     "ConsumerMetrics",
+    "ConsumerRebalanceListener",
     "ConsumerSettings",
     "DeliveryError",
+    "FencedMemberError",
     "GroupOffsets",
     "HeadWatcher",
     "LatencySnapshot",
@@ -45,6 +48,7 @@ __all__ = [
     "ProducerMetrics",
     "ProducerSettings",
     "ReadCommittedConsumer",
+    "RebalanceListener",
     "TimestampSearch",
     "TopicInfo",
     "TransactionState",

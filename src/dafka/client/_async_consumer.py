@@ -120,6 +120,8 @@ class AsyncConsumer(AsyncClosing):
         deadline = None if timeout is None else loop.time() + timeout
         event = self._event
         while True:
+            if consumer._rebalance_due():  # callbacks and commits: in a worker thread
+                await self._run(consumer._rebalance)
             found = take(max_records)
             if found or consumer._closed:
                 return found

@@ -63,6 +63,8 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
+from dafka.client._errors import FencedMemberError
+from dafka.client._membership import Callback, Membership, listener_of
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
 from dafka.client._offsets import CommitError, GroupOffsets, Position
 from dafka.client._settings import ConsumerSettings, resolve_settings
@@ -74,6 +76,10 @@ from dafka.node import (
     ConsumerMachine,
     ConsumerStatistics,
     Deliver,
+    GroupConfig,
+    GroupConsumerMachine,
+    GroupMember,
+    NodeMachine,
     check_name,
 )
 from dafka.protocol import new_node_id
@@ -187,12 +193,26 @@ class Consumer(Closing):
         config: ConsumerConfig | None = None,
         context: ZmqContext | None = None,
         drop_inbound: DropInbound | None = None,
+        listener: object = None,
+        on_assign: Callback | None = None,
+        on_revoke: Callback | None = None,
+        on_lost: Callback | None = None,
         **fields: Any,
     ) -> None:
         self.settings = resolve_settings(ConsumerSettings, settings, fields)
         if self.settings.isolation_level == "read_committed":
             raise ConfigError(READ_COMMITTED_IS_A_CLASS)
         topic_list, assigned, ends = checked_reads(topics, assign, end_offsets)
+        group_member = self.settings.group_id is not None and bool(topic_list)
+        """Subscriptions with a group_id: the group shares their partitions (docs/groups.md)."""
+        rebalance_listener = listener_of(listener, on_assign, on_revoke, on_lost)
+        if not group_member and (
+            listener is not None or any(c is not None for c in (on_assign, on_revoke, on_lost))
+        ):
+            raise ConfigError(
+                "listener/on_assign/on_revoke/on_lost need a consumer group: "
+                "Consumer(topics, group_id='name', ...)"
+            )
         self.consumer_id = consumer_id or new_node_id()
         self._skip: dict[Key, tuple[int, int]] = {}
         """(offset, index): a committed position inside a batch - its first ``index``
@@ -204,10 +224,11 @@ class Consumer(Closing):
                 self.settings.group_id, self.settings, writer=self.consumer_id, context=context
             )
             self._group.start_writer()
-            try:
-                start_positions = self._group_starts(
-                    topic_list, assigned, dict(start_positions or {})
-                )
+            try:  # a group member reads its commits when the group gives it a partition
+                if not group_member or assigned:
+                    start_positions = self._group_starts(
+                        [] if group_member else topic_list, assigned, dict(start_positions or {})
+                    )
             except BaseException:
                 self._group.close(0)
                 raise
@@ -251,12 +272,36 @@ class Consumer(Closing):
         self._wakeup: Callable[[], None] | None = None
         """Called (in the runner thread) when records arrive in an empty queue or the node
         fails: how :class:`AsyncConsumer` wakes its event loop."""
+        self._handover_cut: dict[Key, tuple[int, int]] = {}
+        """A revoked partition's batch that a poll had cut: its (offset, messages handed)."""
+        self._membership: Membership | None = None
+        machine: NodeMachine = self._machine
+        if group_member:
+            session, heartbeat = self.settings.group_timing()
+            member = GroupMember(
+                self.consumer_id,
+                topic_list,
+                GroupConfig(
+                    self.settings.group_id or "",
+                    self.settings.group_instance_id or "",
+                    heartbeat,
+                    session,
+                    heartbeat,
+                ),
+                time.monotonic(),
+                started=time.time_ns() // 1_000_000,
+            )
+            composite = GroupConsumerMachine(self._machine, member)
+            self._membership = Membership(composite, rebalance_listener, self)
+            self._membership.wake = self._wake_for_rebalance
+            machine = composite
         self._runner = NodeRunner(
-            self._machine,
+            machine,
             [Identity(self.consumer_id)],
             transport or self.settings.transport(),
             context=context,
             on_deliver=self._on_deliver,
+            after_turn=None if self._membership is None else self._membership.after_turn,
             receive_paused=self._paused,
             drop_inbound=drop_inbound,
             name="consumer",
@@ -271,8 +316,12 @@ class Consumer(Closing):
         try:
             if assigned:
                 self._runner.call(lambda now: self._assign(assigned, ends, now))
-            for topic in topic_list:
-                self.subscribe(topic)
+            if self._membership is not None:
+                self._runner.call(lambda now: self._join(topic_list, now))
+                self._warm_up_commits()
+            else:
+                for topic in topic_list:
+                    self.subscribe(topic)
         except BaseException:
             self._runner.stop()
             if self._group is not None:
@@ -282,6 +331,8 @@ class Consumer(Closing):
     # -- subscriptions and positions ---------------------------------------------------------
 
     def subscribe(self, topic: str) -> None:
+        if self._membership is not None:
+            raise ConfigError("a group member's topics are the ones it was built with")
         self._bounded = False
         self._runner.call(lambda now: self._machine.subscribe(topic, now))
 
@@ -387,7 +438,8 @@ class Consumer(Closing):
 
     def at_end(self) -> bool:
         """True when every known partition is read up to its known head (and every end
-        offset reached) and the application has polled everything received.
+        offset reached) and the application has polled everything received (a group
+        member: once it holds its share of the group's partitions).
 
         A bounded consumer (every partition assigned with an end, no subscription) is at
         its end once every end offset is handed out: nothing else can come, so this is
@@ -398,6 +450,12 @@ class Consumer(Closing):
                 return all(nxt[key] >= end for key, end in self._ends.items())
         if not self._runner.call(self._machine.at_end):
             return False
+        membership = self._membership
+        if membership is not None and (
+            membership.pending
+            or not self._runner.call(lambda _: membership.machine.member.settled())
+        ):
+            return False  # the group has not given this member its share yet
         with self._lock:
             return not (
                 self._batches
@@ -456,25 +514,35 @@ class Consumer(Closing):
         Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
         """
         _check_max(max_records)
-        if self._auto_commit_due is not None:
-            self._maybe_auto_commit()
-        with self._lock:
-            if not self._wait(timeout):
-                return []
-            return self._take(max_records)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._membership is not None and self._membership.pending:
+                self._rebalance()
+            if self._auto_commit_due is not None:
+                self._maybe_auto_commit()
+            with self._lock:
+                if not self._wait(_left(deadline)):
+                    return []
+                if not self._rebalance_due() or _left(deadline) == 0.0:
+                    return self._take(max_records)
 
     def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
         """What :meth:`poll` would return - the same messages, in the same order, with the
         same effect on positions - as a :class:`RecordColumns` (columns built when read,
         no tuple per message; ``to_arrow()``). Empty (``len() == 0``) on timeout."""
         _check_max(max_records)
-        if self._auto_commit_due is not None:
-            self._maybe_auto_commit()
-        with self._lock:
-            if not self._wait(timeout):
-                return RecordColumns()
-            parts = self._take_parts(max_records)
-        return RecordColumns(parts)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._membership is not None and self._membership.pending:
+                self._rebalance()
+            if self._auto_commit_due is not None:
+                self._maybe_auto_commit()
+            with self._lock:
+                if not self._wait(_left(deadline)):
+                    return RecordColumns()
+                if not self._rebalance_due() or _left(deadline) == 0.0:
+                    parts = self._take_parts(max_records)
+                    return RecordColumns(parts)
 
     def read_to_end(
         self, idle_timeout: float = 30.0, max_records: int = 10_000
@@ -550,6 +618,7 @@ class Consumer(Closing):
             and not self._batches
             and self._leftover is None
             and not self._resumed_leftovers
+            and not self._rebalance_due()
         ):
             failure.check()
             if self._closed:
@@ -561,7 +630,8 @@ class Consumer(Closing):
         return True
 
     def _poll_now(self, max_records: int) -> list[Record]:
-        """What :meth:`poll` returns without waiting (the asyncio flavour's building block)."""
+        """What :meth:`poll` returns without waiting (the asyncio flavour's building block;
+        it runs :meth:`_rebalance` in a worker thread first when :meth:`_rebalance_due`)."""
         _check_max(max_records)
         if self._auto_commit_due is not None:
             self._maybe_auto_commit()
@@ -748,6 +818,8 @@ class Consumer(Closing):
             failure.check()
             return
         group = self._group
+        if self._membership is not None and failure.error is None:
+            self._leave_group()
         if group is not None and self._auto_commit_due is not None and failure.error is None:
             try:  # as Kafka: auto-commit commits what was handed out when closing
                 self.commit()
@@ -762,6 +834,163 @@ class Consumer(Closing):
         if group is not None:
             group.close()
         failure.check()
+
+    # -- group membership (group_id with topics; docs/groups.md) ---------------------------
+
+    def assignment(self) -> set[Key]:
+        """The partitions this consumer reads: a group member's share of its topics (what
+        ``on_assign`` gave it and no ``on_revoke``/``on_lost`` took back), else every
+        partition it knows."""
+        if self._membership is not None:
+            return self._membership.assignment()
+        return set(self.positions())
+
+    def _rebalance_due(self) -> bool:
+        membership = self._membership
+        return membership is not None and membership.pending
+
+    def _rebalance(self) -> None:
+        """Handle the group's decisions in this (the application's) thread: callbacks,
+        the handover commits, the committed offsets of new partitions."""
+        membership = self._membership
+        if membership is not None:
+            membership.rebalance(self._runner.call)
+
+    def _wake_for_rebalance(self) -> None:
+        with self._lock:
+            self._lock.notify_all()
+        if self._wakeup is not None:
+            self._wakeup()
+
+    def _leave_group(self) -> None:
+        """close(): hand every partition over (``on_revoke``, commit), then a goodbye beat
+        so that the others take them at once (a static member says none)."""
+        membership = self._membership
+        assert membership is not None
+        member = membership.machine.member
+        deadline = time.monotonic() + max(5.0, float(self.settings.commit_timeout))
+        try:
+            self._runner.call(member.leave)
+            while not self._runner.call(lambda _now: member.left or member.fenced):
+                if membership.pending:
+                    self._rebalance()
+                elif time.monotonic() > deadline:
+                    log.warning(
+                        "consumer: left group %s without handing over", member.config.group_id
+                    )
+                    return
+                else:
+                    with self._lock:
+                        self._lock.wait(0.01)
+        except FencedMemberError:
+            return
+
+    def _warm_up_commits(self) -> None:
+        """Read the group's commits once while the join window runs: the first read waits
+        for the stores' answers (at least 0.3 s), later ones only for news (0.1 s), so a
+        partition assigned at the window's end starts sooner."""
+        group = self._group
+        if group is None:
+            return
+        try:
+            group.committed([])
+        except CommitError as exc:
+            log.info("consumer: group %s: no commits read yet (%s)", group.group, exc)
+
+    def _join(self, topics: list[str], now: float) -> None:
+        membership = self._membership
+        assert membership is not None
+        for topic in topics:
+            self._machine.subscribe_group(topic, now)
+        membership.machine.member.restart_join(now)
+
+    def _forget_partition(self, key: Key) -> None:
+        """Runner thread: a revoked or lost partition - drop what of it is queued, parked or
+        partly handed out (a cut batch's position is kept for the handover commit)."""
+        with self._lock:
+            parked = self._parked.pop(key, None)
+            if parked:
+                self._queued -= sum(len(b.contents) for b in parked)
+            self._parked_leftovers.pop(key, None)
+            kept = collections.deque(b for b in self._batches if (b.topic, b.producer) != key)
+            dropped = sum(len(b.contents) for b in self._batches) - sum(
+                len(b.contents) for b in kept
+            )
+            self._batches = kept
+            current = self._current
+            if current is not None and (current.topic, current.producer) == key:
+                dropped += len(current.contents) - self._offset
+                self._current = None
+            leftover = self._leftover
+            if leftover is not None and (leftover[0].topic, leftover[0].partition) == key:
+                self._handover_cut[key] = (leftover[0].offset, leftover[1])
+                self._leftover = None
+            self._resumed_leftovers = [
+                lo for lo in self._resumed_leftovers if (lo[0].topic, lo[0].partition) != key
+            ]
+            self._queued -= dropped
+            self._expect.pop(key, None)
+
+    def _handed_out(self, keys: Iterable[Key]) -> dict[Key, Position]:
+        """The positions of what was handed out of ``keys`` (a revoke's commit)."""
+        with self._lock:
+            out: dict[Key, Position] = {}
+            for key in keys:
+                cut = self._handover_cut.pop(key, None)
+                if cut is not None:
+                    out[key] = cut
+                elif key in self._next:
+                    out[key] = self._next[key]
+            return out
+
+    def _commit_handover(self, positions: dict[Key, Position]) -> None:
+        """Commit a revoked partition's position (auto-commit), then forget it: the next
+        owner starts there. A commit that fails is logged: the next owner then starts at
+        the group's previous commit (the records since are read twice)."""
+        group = self._group
+        if group is not None and self.settings.enable_auto_commit and positions:
+            try:
+                group.commit(positions, None, "")
+            except (CommitError, NodeFailedError) as exc:
+                log.warning(
+                    "consumer: the handover commit of %s failed: %s", sorted(positions), exc
+                )
+        with self._lock:
+            for key in positions:
+                self._next.pop(key, None)
+                self._skip.pop(key, None)
+
+    def _start_assigned(self, keys: list[Key]) -> None:
+        """Start newly assigned partitions at the group's committed offsets (read now, after
+        the previous owner's handover commit); ``offset_reset`` where nothing was committed."""
+        group = self._group
+        found = group.committed(keys) if group is not None else {}
+        membership = self._membership
+        assert membership is not None
+        member = membership.machine.member
+
+        def start(now: float) -> None:
+            owned = member.assignment()
+            with self._lock:
+                for key in keys:
+                    if key not in owned:
+                        continue  # revoked meanwhile: the revoke's event follows
+                    self._expect.pop(key, None)
+                    self._next.pop(key, None)
+                    self._skip.pop(key, None)
+                    offset = found.get(key)
+                    if offset is not None:
+                        self._next[key] = offset.offset
+                        if offset.index:
+                            self._skip[key] = (offset.offset, offset.index)
+            for topic, partition in keys:
+                if (topic, partition) in owned:
+                    offset = found.get((topic, partition))
+                    self._machine.own(
+                        topic, partition, None if offset is None else offset.offset, now
+                    )
+
+        self._runner.call(start)
 
     # -- committed offsets (group_id; docs/groups.md) ---------------------------------------
 
@@ -1032,6 +1261,10 @@ def _keys(partitions: Iterable[Key]) -> list[Key]:
         check_name("topic", key[0])
         check_name("partition", key[1])
     return keys
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _check_max(max_records: int) -> None:

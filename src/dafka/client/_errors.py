@@ -16,4 +16,9 @@ class NoStoreError(DafkaError):
     admin calls."""
 
 
-__all__ = ["DeliveryError", "NoStoreError"]
+class FencedMemberError(DafkaError):
+    """A group consumer's ``group_instance_id`` was taken by a consumer started after it: it
+    reads nothing more of the group (Kafka's ``FencedInstanceIdException``); close it."""
+
+
+__all__ = ["DeliveryError", "FencedMemberError", "NoStoreError"]

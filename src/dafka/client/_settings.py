@@ -304,6 +304,16 @@ class ConsumerSettings(_CommonSettings):
     commit_timeout: float = 30.0
     """Seconds a synchronous ``commit`` waits for the stores (then :class:`CommitError`)
     and ``committed`` for their answers."""
+    group_instance_id: str | None = None
+    """Static membership (Kafka's ``group.instance.id``): a member restarted with the same
+    id within ``session_timeout_ms`` gets the same partitions and moves nothing; closing
+    says no goodbye (its partitions wait for it until the timeout)."""
+    session_timeout_ms: float | None = None
+    """A group member whose beats stop for this long is counted dead and its partitions
+    move (None: 2 beacon intervals, 2,000 ms by default)."""
+    heartbeat_interval_ms: float | None = None
+    """How often a group member beats (None: a quarter of ``session_timeout_ms``); a new
+    member also listens this long before taking partitions."""
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -322,6 +332,23 @@ class ConsumerSettings(_CommonSettings):
             "True or False",
         )
         _number("auto_commit_interval_ms", self.auto_commit_interval_ms)
+        if self.group_instance_id is not None:
+            _require(
+                "group_instance_id",
+                isinstance(self.group_instance_id, str) and bool(self.group_instance_id.strip()),
+                self.group_instance_id,
+                "a non-empty string or None",
+            )
+        if self.session_timeout_ms is not None:
+            _number("session_timeout_ms", self.session_timeout_ms)
+        if self.heartbeat_interval_ms is not None:
+            _number("heartbeat_interval_ms", self.heartbeat_interval_ms)
+        session, heartbeat = self.group_timing()
+        if heartbeat >= session:
+            raise ConfigError(
+                f"heartbeat_interval_ms ({heartbeat * 1000:g}) must be below "
+                f"session_timeout_ms ({session * 1000:g})"
+            )
         _number("commit_timeout", self.commit_timeout)
         _choice("isolation_level", self.isolation_level, ("read_uncommitted", "read_committed"))
         _int("fetch_window", self.fetch_window, 1)
@@ -358,6 +385,20 @@ class ConsumerSettings(_CommonSettings):
     ) -> ConsumerSettings:
         """See :func:`settings_from_config`: ``ConsumerSettings.from_config("dafka.toml")``."""
         return settings_from_config(cls, config, environ=environ, **fields)
+
+    def group_timing(self) -> tuple[float, float]:
+        """(session timeout, heartbeat interval) of a group member, in seconds."""
+        session = (
+            2.0 * float(self.beacon_interval)
+            if self.session_timeout_ms is None
+            else float(self.session_timeout_ms) / 1000.0
+        )
+        heartbeat = (
+            session / 4.0
+            if self.heartbeat_interval_ms is None
+            else float(self.heartbeat_interval_ms) / 1000.0
+        )
+        return session, heartbeat
 
     def consumer_config(self) -> ConsumerConfig:
         """The :class:`ConsumerConfig` of the consumer's machine."""

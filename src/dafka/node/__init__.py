@@ -19,7 +19,14 @@ from dafka.node._consumer import ConsumerMachine, ConsumerStatistics, PartitionP
 from dafka.node._discovery import Discovery, DiscoveryStatistics
 from dafka.node._endpoint import endpoint_problem, host_problem, port_problem
 from dafka.node._errors import BackpressureError, NodeArgumentError, check_name
-from dafka.node._group import GroupConfig, GroupEvent, GroupMember, GroupStatistics, rendezvous
+from dafka.node._group import (
+    GroupConfig,
+    GroupEvent,
+    GroupMember,
+    GroupStatistics,
+    assign,
+    rendezvous,
+)
 from dafka.node._group_consumer import GroupConsumerMachine
 from dafka.node._heads import HeadsMachine, HeadsStatistics
 from dafka.node._latency import LATENCY_BUCKETS, LatencyHistogram, LatencySnapshot
@@ -109,6 +116,7 @@ __all__ = [
     "Subscribe",
     "SubscriptionNotices",
     "Unsubscribe",
+    "assign",
     "check_name",
     "endpoint_problem",
     "host_problem",

@@ -1,36 +1,47 @@
 """A consumer group member: membership and assignment without a coordinator (docs/groups.md).
 
 Theory. Every member publishes a *beat* (MEMBER, ``Y`` + group) on its data PUB every
-``heartbeat_interval``, and at once when its view or its claims change or when a peer
-subscribes to the group's beats (a member just connected): its key (``group_instance_id``,
-else its member id), the topics it reads, its *view* (the keys of the members it counts as
-alive, itself included) and its *claims* (the partitions it reads or is still handing over).
-A member whose beats stop for ``session_timeout`` leaves the view (a crash); a member that
-closes says so in a last beat (``leaving``) and leaves it at once.
+``heartbeat_interval``, and at once when its state changes, when it hears a peer's new
+generation (to acknowledge it) or when a peer subscribes to the group's beats (a member
+just connected). A beat says: the member's key (``group_instance_id``, else its member id),
+the topics it reads, its *view* (the keys of the members it counts as alive, itself
+included), its *claims* (the partitions it reads or is still handing over), its
+*generation* (a counter that grows whenever its view or the partitions it knows change), a
+*digest* of that view and those partitions, and its *acks* (the generation it last heard
+from each member). A member whose beats stop for ``session_timeout`` leaves the view (a
+crash); a member that closes says so in a last beat (``leaving``) and leaves it at once.
 
-Assignment is rendezvous hashing: partition ``(topic, partition)`` belongs to the member of
-the view, among those reading ``topic``, whose key has the highest
-``blake2b(key, topic, partition)``. Every member computes it alone; members with the same
-view agree, and the owner of a partition depends only on the view, not on which other
-partitions a member knows, so members that learnt of partitions at different times still
-agree on each one.
+Assignment is a function of the digest's contents alone, so members with equal digests
+compute the same owner for every partition: per topic, the members reading it share its
+known partitions, each at most ``ceil(partitions / members)``, every partition going to the
+member of highest ``blake2b(key, topic, partition)`` weight that still has room (rendezvous
+hashing with bounded loads: balanced, and a join or a leave moves few partitions).
+Members learn partitions from the records and heads they receive and from each other's
+claims.
 
-Handover. A member *releases* a partition as soon as its view says another member wins it:
-it stops reading at once, and the partition stays in its claims (``revoking``) until the
-driver said the handover is done (:meth:`GroupMember.revoked`: the position committed). A
-member *takes* a partition it wins only when (1) its join window is over (it has heard the
-group), (2) every member of its view sent a beat with the same view (they agree: the
-generation is settled) and (3) none of them claims the partition in its latest beat. So a
-partition moves only after its old owner stopped and committed.
+Handover. A member *releases* a partition as soon as its own assignment gives it to
+another member: it stops reading at once, and the partition stays in its claims
+(``revoking``) until the driver said the handover is done (:meth:`GroupMember.revoked`:
+the position is committed). A member *takes* a partition its assignment gives it only when
+(1) its join window is over (it has heard the group), (2) every member of its view *agrees*:
+its latest beat has the same digest and acknowledges this member's current generation, and
+(3) none of them claims the partition in that beat. So a partition moves only after its old
+owner stopped and committed.
 
-Why two members never read a partition at once, while each counts the other alive: with
-both in its view, at most one of them wins it (rendezvous hashing orders the two keys the
-same way in every view that holds both), and a member that reads a partition it no longer
-wins releases it in the same input that changed its view. Two owners at once therefore
-need one of them to count the other dead: a crash, or a network partition longer than
+Why two members that each count the other alive never read a partition at once: say A took
+it in its generation ``gA`` on a beat ``b`` of B that agreed (same digest, acknowledging
+``gA``, not claiming it), and B took it in its generation ``gB`` on a beat ``a`` of A that
+agreed likewise. Equal digests give one owner, so the two generations differ in content and
+``a`` was sent in another generation of A than ``gA``. If A sent ``a`` before entering
+``gA``, then B entered ``gB`` before A entered ``gA`` (``a`` acknowledges ``gB``), so B
+sent ``b`` (which acknowledges ``gA``) after entering ``gB`` - and, having another content,
+after leaving it: B held the partition from its take in ``gB`` until a release that ended
+before ``b`` said it claims nothing, so A took it after B let it go. If A sent ``a`` after
+leaving ``gA``, the same holds with the roles swapped. So overlapping readers need one of
+them to count the other dead: a crash, or a network partition longer than
 ``session_timeout`` (docs/groups.md says what happens then). A member learns that it was
-counted dead from a beat of a member whose view held it before and no longer does: it
-stops reading everything at once, without committing (``lost``, Kafka's
+counted dead from a beat of a member whose view held it before and no longer does: it stops
+reading everything at once, without committing (``lost``, Kafka's
 ``on_partitions_lost``), and takes part again from the next beats.
 
 Pure: beats, subscription notices and partitions seen in, Send/Subscribe actions and
@@ -98,6 +109,9 @@ class _Peer:
     topics: frozenset[str]
     view: frozenset[str]
     claims: frozenset[Key]
+    generation: int = 0
+    digest: str = ""
+    acks: dict[str, int] = field(default_factory=dict)
     included_me: bool = False
 
 
@@ -164,7 +178,10 @@ class GroupMember(SubscriptionNotices):
         self._partitions: set[Key] = set()
         self._state = _State()
         self._view: frozenset[str] = frozenset((self.key,))
-        self.generation = 1
+        self.generation = 0
+        self._digest = ""
+        self._owners: dict[Key, str] | None = None
+        """The assignment of the current generation (computed when first needed)."""
         self._join_end = now + config.join_window
         self._joined = config.join_window == 0
         self._sequence = 0
@@ -176,6 +193,8 @@ class GroupMember(SubscriptionNotices):
         self.fenced = False
         self._events: list[GroupEvent] = []
         self._out: list[Action] = [Subscribe(MEMBER_ID + _raw(config.group_id))]
+        self._digest = self._state_digest()
+        self.generation = 1
         self._beats_sent = 0
         self._beats_received = 0
         self._stale = 0
@@ -197,9 +216,20 @@ class GroupMember(SubscriptionNotices):
         return frozenset(self._state.owned | self._state.revoking)
 
     def agreed(self) -> bool:
-        """Every member of the view announced this same view."""
-        view = self._view
-        return all(p.view == view for p in self._peers.values())
+        """Every member of the view announced this member's digest and acknowledged its
+        current generation."""
+        digest, me, generation = self._digest, self.member_id, self.generation
+        return all(
+            p.digest == digest and p.acks.get(me, -1) >= generation for p in self._peers.values()
+        )
+
+    def settled(self) -> bool:
+        """Joined, the views agree, and this member reads every known partition it wins
+        and nothing else (no handover under way)."""
+        if not self._joined or not self.agreed() or self._state.revoking:
+            return False
+        me = self.key
+        return all((self.owner(k) == me) == (k in self._state.owned) for k in self._partitions)
 
     def statistics(self) -> GroupStatistics:
         return GroupStatistics(
@@ -216,18 +246,22 @@ class GroupMember(SubscriptionNotices):
         )
 
     def owner(self, key: Key) -> str | None:
-        """The key of the member that wins ``key`` in this member's view (None: nobody
-        reads its topic)."""
-        topic, partition = key
-        best: tuple[bytes, str] | None = None
-        for member, topics in self._members():
-            if topic in topics:
-                weight = (rendezvous(member, topic, partition), member)
-                if best is None or weight > best:
-                    best = weight
-        return None if best is None else best[1]
+        """The key of the member this member's assignment gives ``key`` to (None: a
+        partition it does not know, or nobody reads its topic)."""
+        owners = self._owners
+        if owners is None:
+            owners = self._owners = assign(self._members(), self._partitions)
+        return owners.get(key)
 
     # -- inputs ----------------------------------------------------------------------------
+
+    def restart_join(self, now: float) -> None:
+        """Start the join window now (a driver that built the member before its node was
+        connected: the window is for hearing the group, which needs the connections)."""
+        self._now = now
+        self._join_end = now + self.config.join_window
+        self._joined = self.config.join_window == 0
+        self._beat_now = True
 
     def partitions_seen(self, keys: Iterable[Key], now: float) -> None:
         """Partitions known to exist (of any topic: those this member reads count)."""
@@ -312,15 +346,25 @@ class GroupMember(SubscriptionNotices):
                 frozenset(message.claims),
             )
             self._peers[member] = peer
+            self._beat_now = True  # acknowledge it
         else:
             if peer.included_me and not includes_me:
                 self._lose()  # it counted us dead: someone may read our partitions now
+            if message.generation != peer.generation:
+                self._beat_now = True  # acknowledge it
             peer.sequence = message.sequence
             peer.seen = now
             peer.topics = frozenset(message.topics)
             peer.view = view
             peer.claims = frozenset(message.claims)
+        peer.generation = message.generation
+        peer.digest = message.digest
+        peer.acks = dict(message.acks)
         peer.included_me = includes_me
+        topics = self.topics
+        for claim in message.claims:
+            if claim[0] in topics:
+                self._partitions.add(claim)  # a claim says the partition exists
         self._update(now)
 
     def on_timer(self, now: float) -> None:
@@ -360,7 +404,18 @@ class GroupMember(SubscriptionNotices):
         members = [(p.key, p.topics) for p in self._peers.values()]
         if not self._leaving:
             members.append((self.key, self.topics))
-        return members
+        return sorted(members, key=lambda m: m[0])
+
+    def _state_digest(self) -> str:
+        """What the assignment is computed from: the members (keys and topics) and the
+        known partitions, hashed."""
+        h = hashlib.blake2b(digest_size=12)
+        for key, topics in self._members():
+            h.update(_raw(key) + b"\0" + b"\1".join(_raw(t) for t in sorted(topics)) + b"\2")
+        h.update(b"\3")
+        for topic, partition in sorted(self._partitions):
+            h.update(_raw(topic) + b"\0" + _raw(partition) + b"\2")
+        return h.hexdigest()
 
     def _update(self, now: float) -> None:
         """Expire silent peers, recompute the view, release what we no longer win, take
@@ -372,9 +427,12 @@ class GroupMember(SubscriptionNotices):
             del self._peers[peer.member]
             self._expired += 1
         view = frozenset(p.key for p in self._peers.values()) | {self.key}
-        if view != self._view:
-            self._view = view
+        self._view = view
+        digest = self._state_digest()
+        if digest != self._digest:
+            self._digest = digest
             self.generation += 1
+            self._owners = None
             self._beat_now = True
         if not self._joined and now >= self._join_end:
             self._joined = True
@@ -441,6 +499,9 @@ class GroupMember(SubscriptionNotices):
                     tuple(sorted(state.owned | state.revoking)),
                     leaving,
                     self._started,
+                    self.generation,
+                    self._digest,
+                    tuple(sorted((m, p.generation) for m, p in self._peers.items())),
                 )
             )
         )
@@ -448,8 +509,46 @@ class GroupMember(SubscriptionNotices):
         self._beats_sent += 1
 
 
+def assign(
+    members: Iterable[tuple[str, frozenset[str]]], partitions: Iterable[Key]
+) -> dict[Key, str]:
+    """Owner (member key) of each partition: per topic, the members reading it share its
+    partitions, at most ``ceil(partitions / members)`` each. Every (partition, member) pair
+    has a weight (:func:`rendezvous`); going through the pairs from the heaviest, a
+    partition goes to the member of the pair if it has no owner yet and the member has
+    room. Without the bound this is rendezvous hashing; with it, balanced, and a join or a
+    leave moves about the share of one member. Deterministic: equal inputs, equal output,
+    in every process."""
+    by_topic: dict[str, list[str]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    readers: dict[str, list[str]] = {}
+    for key, topics in members:
+        for topic in topics:
+            readers.setdefault(topic, []).append(key)
+    owners: dict[Key, str] = {}
+    for topic, names in by_topic.items():
+        keys = readers.get(topic)
+        if not keys:
+            continue
+        room = -(-len(names) // len(keys))
+        load = dict.fromkeys(keys, 0)
+        pairs = sorted(((rendezvous(k, topic, p), k, p) for p in names for k in keys), reverse=True)
+        left = len(names)
+        for _, key, partition in pairs:
+            where = (topic, partition)
+            if where in owners or load[key] >= room:
+                continue
+            owners[where] = key
+            load[key] += 1
+            left -= 1
+            if not left:
+                break
+    return owners
+
+
 def _raw(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-__all__ = ["GroupConfig", "GroupEvent", "GroupMember", "GroupStatistics", "rendezvous"]
+__all__ = ["GroupConfig", "GroupEvent", "GroupMember", "GroupStatistics", "assign", "rendezvous"]

@@ -20,7 +20,18 @@ from dafka.protocol._ids import VERSION
 from dafka.protocol._names import name, name_problem, text, wire
 from dafka.protocol.messages import MemberBeat
 
-_KEYS = ("claims", "instance", "leaving", "started", "topics", "view")
+_KEYS = (
+    "acks",
+    "claims",
+    "digest",
+    "generation",
+    "instance",
+    "leaving",
+    "started",
+    "topics",
+    "view",
+)
+_MAX_DIGEST = 64
 MAX_STATE_BYTES = 16 * 1024 * 1024
 """The largest frame 1 decoded (about 200,000 claimed partitions)."""
 
@@ -52,8 +63,27 @@ def _state(m: MemberBeat) -> bytes:
         raise EncodeError(f"leaving must be a bool, got {type(m.leaving).__name__}")
     if not (isinstance(m.started, int) and 0 <= m.started < 1 << 63):
         raise EncodeError(f"started must be an int in [0, 2**63), got {m.started!r}")
+    if not (isinstance(m.generation, int) and 0 <= m.generation < 1 << 63):
+        raise EncodeError(f"generation must be an int in [0, 2**63), got {m.generation!r}")
+    if not (isinstance(m.digest, str) and m.digest.isascii() and len(m.digest) <= _MAX_DIGEST):
+        raise EncodeError(f"digest must be ASCII of at most {_MAX_DIGEST} characters")
+    if not isinstance(m.acks, tuple | list):
+        raise EncodeError(f"acks must be a tuple of (member, generation), got {m.acks!r}")
+    acks: dict[str, int] = {}
+    for ack in m.acks:
+        if not (isinstance(ack, tuple | list) and len(ack) == 2):
+            raise EncodeError(f"an ack must be a (member, generation) pair, got {ack!r}")
+        name(ack[0], "an ack's member")
+        if not (isinstance(ack[1], int) and 0 <= ack[1] < 1 << 63) or ack[0] in acks:
+            raise EncodeError(f"bad ack {ack!r} (a generation in [0, 2**63), once per member)")
+        acks[ack[0]] = ack[1]
+    if list(acks) != sorted(acks):
+        raise EncodeError("acks must be sorted by member (as the JSON object's keys are)")
     state = {
+        "acks": acks,
         "claims": pairs,
+        "digest": m.digest,
+        "generation": m.generation,
         "instance": m.instance,
         "leaving": m.leaving,
         "started": m.started,
@@ -158,6 +188,19 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         raise DecodeError("state: leaving is not a bool", layout.name)
     if type(started) is not int or not 0 <= started < 1 << 63:
         raise DecodeError("state: started is not an int in [0, 2**63)", layout.name)
+    generation, digest, acks_raw = state["generation"], state["digest"], state["acks"]
+    if type(generation) is not int or not 0 <= generation < 1 << 63:
+        raise DecodeError("state: generation is not an int in [0, 2**63)", layout.name)
+    if not isinstance(digest, str) or not digest.isascii() or len(digest) > _MAX_DIGEST:
+        raise DecodeError(f"state: digest is not ASCII of at most {_MAX_DIGEST}", layout.name)
+    if not isinstance(acks_raw, dict):
+        raise DecodeError("state: acks is not an object", layout.name)
+    members = _text_list(list(acks_raw), "acks")
+    acks = []
+    for member_id, ack in zip(members, acks_raw.values(), strict=True):
+        if type(ack) is not int or not 0 <= ack < 1 << 63:
+            raise DecodeError("state: an ack is not an int in [0, 2**63)", layout.name)
+        acks.append((member_id, ack))
     beat = MemberBeat(
         text(group),
         text(member),
@@ -168,6 +211,9 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         tuple(claims),
         leaving,
         started,
+        generation,
+        digest,
+        tuple(acks),
     )
     try:
         canonical = _state(beat)

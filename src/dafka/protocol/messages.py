@@ -127,8 +127,11 @@ class MemberBeat:
     state as canonical JSON (sorted keys, no spaces): ``instance`` (its static
     ``group_instance_id``, "" if none), ``topics`` it reads, ``view`` (the member keys it
     counts as alive, itself included), ``claims`` (the partitions it reads, ``[topic,
-    partition]`` pairs), ``leaving`` and ``started`` (ms since the epoch, its incarnation).
-    ``sequence`` grows by one per beat of a member: a late beat is told from a fresh one.
+    partition]`` pairs), ``leaving``, ``started`` (ms since the epoch, its incarnation),
+    ``generation`` (grows whenever its view or the partitions it knows change), ``digest``
+    (of that view and those partitions: equal digests, equal assignment) and ``acks`` (the
+    generation of each member it last heard, by member id). ``sequence`` grows by one per
+    beat of a member: a late beat is told from a fresh one.
     """
 
     group: str
@@ -140,6 +143,9 @@ class MemberBeat:
     claims: tuple[tuple[str, str], ...] = ()
     leaving: bool = False
     started: int = 0
+    generation: int = 0
+    digest: str = ""
+    acks: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

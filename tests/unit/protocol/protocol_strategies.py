@@ -61,6 +61,11 @@ member_beats = st.builds(
     st.lists(st.tuples(names, names), max_size=4).map(tuple),
     st.booleans(),
     st.integers(min_value=0, max_value=(1 << 63) - 1),
+    st.integers(min_value=0, max_value=(1 << 63) - 1),
+    st.text(alphabet="0123456789abcdef", max_size=16),
+    st.dictionaries(names, st.integers(min_value=0, max_value=(1 << 63) - 1), max_size=3).map(
+        lambda acks: tuple(sorted(acks.items()))
+    ),
 )
 beacons = st.builds(Beacon, names, free_text, st.integers(min_value=0, max_value=65535))
 peer_endpoints = st.builds(PeerEndpoint, names, free_text.filter(bool))

@@ -7,17 +7,35 @@ import pytest
 
 from dafka.protocol import MEMBER_ID, DecodeError, EncodeError, MemberBeat, decode_data, encode
 
-BEAT = MemberBeat("g", "m1", 3, "", ("t",), ("m1", "m2"), (("t", "p"),), False, 5)
+BEAT = MemberBeat(
+    "g", "m1", 3, "", ("t",), ("m1", "m2"), (("t", "p"),), False, 5, 7, "ab", (("m2", 4),)
+)
 
 
 def test_frames_are_the_documented_ones() -> None:
     frames = encode(BEAT)
     assert frames[0] == MEMBER_ID + b"g\x00\x01\x02m1" + (3).to_bytes(8, "big")
     assert frames[1] == (
-        b'{"claims":[["t","p"]],"instance":"","leaving":false,"started":5,'
-        b'"topics":["t"],"view":["m1","m2"]}'
+        b'{"acks":{"m2":4},"claims":[["t","p"]],"digest":"ab","generation":7,"instance":"",'
+        b'"leaving":false,"started":5,"topics":["t"],"view":["m1","m2"]}'
     )
     assert decode_data(frames) == BEAT
+
+
+def _state(**changes: str) -> bytes:
+    fields = {
+        "acks": "{}",
+        "claims": "[]",
+        "digest": '""',
+        "generation": "0",
+        "instance": '""',
+        "leaving": "false",
+        "started": "5",
+        "topics": "[]",
+        "view": "[]",
+    }
+    fields.update(changes)
+    return ("{" + ",".join(f'"{k}":{v}' for k, v in fields.items() if v) + "}").encode()
 
 
 @pytest.mark.parametrize(
@@ -25,17 +43,21 @@ def test_frames_are_the_documented_ones() -> None:
     [
         b"not json",
         b"[]",
-        b'{"claims":[],"instance":"","leaving":false,"started":5,"topics":[]}',
-        b'{"claims":[],"instance":"","leaving":false,"started":5,"topics":[],"view":[],"x":1}',
-        b'{"claims":[["t"]],"instance":"","leaving":false,"started":5,"topics":[],"view":[]}',
-        b'{"claims":[],"instance":"","leaving":0,"started":5,"topics":[],"view":[]}',
-        b'{"claims":[],"instance":"","leaving":false,"started":-1,"topics":[],"view":[]}',
-        b'{"claims":[],"instance":"","leaving":false,"started":5.0,"topics":[],"view":[]}',
-        b'{"claims":[],"instance":"","leaving":false,"started":5,"topics":[""],"view":[]}',
-        b'{"claims":[],"instance":"","leaving":false,"started":5,"topics":[1],"view":[]}',
-        b'{"claims":[],"instance":"","leaving":false,"started":5,"topics":["\\ud800"],"view":[]}',
-        b'{"view":[],"claims":[],"instance":"","leaving":false,"started":5,"topics":[]}',
-        b'{"claims": [],"instance":"","leaving":false,"started":5,"topics":[],"view":[]}',
+        _state(view=""),
+        _state(x="1"),
+        _state(claims='[["t"]]'),
+        _state(leaving="0"),
+        _state(started="-1"),
+        _state(started="5.0"),
+        _state(generation="true"),
+        _state(digest='"\\u00e9"'),
+        _state(acks='{"m":-1}'),
+        _state(acks="[]"),
+        _state(acks='{"b":1,"a":2}'),
+        _state(topics='[""]'),
+        _state(topics="[1]"),
+        _state(topics='["\\ud800"]'),
+        _state(claims="[] "),
         b"[" * 100_000,
     ],
 )

@@ -1,0 +1,228 @@
+"""A group consumer's membership: the seam between its :class:`GroupMember` machine (in the
+runner thread) and the application (docs/groups.md).
+
+The runner thread sees the member's decisions first (:meth:`Membership.after_turn`, the
+runner's end-of-turn hook): a partition revoked or lost stops being read at once (the
+consumer machine disowns it, what was queued of it is dropped); an assigned one is noted.
+Everything the application must see happens in its own thread, at its next ``poll`` (or
+``close``), as in Kafka: :meth:`Membership.rebalance` calls ``on_revoke`` then commits the
+positions handed out (auto-commit) and only then tells the member the handover is done, so
+the next owner starts at that commit; for an assigned partition it reads the group's
+committed offset, starts the partition there (``offset_reset`` where nothing was committed)
+and calls ``on_assign``; a lost one (another member may read it already) is dropped without
+a commit and told to ``on_lost``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Protocol, runtime_checkable
+
+from dafka.client._errors import FencedMemberError
+from dafka.client._offsets import CommitError, Position
+from dafka.node import GroupConsumerMachine, GroupEvent, GroupMember
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+Callback = Callable[[set[Key]], object]
+
+
+@runtime_checkable
+class RebalanceListener(Protocol):
+    """Kafka's ``ConsumerRebalanceListener`` (aiokafka's names); subclass
+    :class:`ConsumerRebalanceListener` for the defaults."""
+
+    def on_partitions_revoked(self, revoked: set[Key]) -> None: ...
+
+    def on_partitions_assigned(self, assigned: set[Key]) -> None: ...
+
+    def on_partitions_lost(self, lost: set[Key]) -> None: ...
+
+
+class ConsumerRebalanceListener:
+    """Callbacks of a group consumer, called in the thread that polls (``poll``, ``close``).
+
+    * ``on_partitions_revoked``: these partitions move to another member; they are no longer
+      handed out; commit what you processed of them now (auto-commit does it after this
+      returns). The new owner starts only after this returned and the commit is stored.
+    * ``on_partitions_assigned``: these partitions are this member's now, starting at the
+      group's committed offsets.
+    * ``on_partitions_lost``: another member may read these already (this member was counted
+      dead: beats lost for ``session_timeout``); do not commit them. Default: as Kafka, calls
+      ``on_partitions_revoked``.
+    """
+
+    def on_partitions_revoked(self, revoked: set[Key]) -> None:
+        del revoked
+
+    def on_partitions_assigned(self, assigned: set[Key]) -> None:
+        del assigned
+
+    def on_partitions_lost(self, lost: set[Key]) -> None:
+        self.on_partitions_revoked(lost)
+
+
+class _Callables(ConsumerRebalanceListener):
+    def __init__(
+        self, on_assign: Callback | None, on_revoke: Callback | None, on_lost: Callback | None
+    ) -> None:
+        self._assign, self._revoke, self._lost = on_assign, on_revoke, on_lost
+
+    def on_partitions_revoked(self, revoked: set[Key]) -> None:
+        if self._revoke is not None:
+            self._revoke(revoked)
+
+    def on_partitions_assigned(self, assigned: set[Key]) -> None:
+        if self._assign is not None:
+            self._assign(assigned)
+
+    def on_partitions_lost(self, lost: set[Key]) -> None:
+        if self._lost is not None:
+            self._lost(lost)
+        else:
+            self.on_partitions_revoked(lost)
+
+
+def listener_of(
+    listener: object,
+    on_assign: Callback | None,
+    on_revoke: Callback | None,
+    on_lost: Callback | None,
+) -> RebalanceListener:
+    """One listener from the consumer's ``listener=`` or ``on_assign``/``on_revoke``/``on_lost``
+    arguments (not both: a :class:`TypeError`)."""
+    callables = (on_assign, on_revoke, on_lost)
+    for callback in callables:
+        if callback is not None and not callable(callback):
+            raise TypeError(f"on_assign/on_revoke/on_lost take callables, got {callback!r}")
+    if listener is not None:
+        if any(c is not None for c in callables):
+            raise TypeError("give either listener= or on_assign/on_revoke/on_lost, not both")
+        if not isinstance(listener, RebalanceListener):
+            raise TypeError(
+                "listener must have on_partitions_revoked, on_partitions_assigned and "
+                f"on_partitions_lost (subclass ConsumerRebalanceListener), got {listener!r}"
+            )
+        return listener
+    return _Callables(on_assign, on_revoke, on_lost)
+
+
+class GroupClient(Protocol):
+    """What :class:`Membership` needs of its consumer (a :class:`Consumer`)."""
+
+    def _forget_partition(self, key: Key) -> None: ...
+
+    def _handed_out(self, keys: Iterable[Key]) -> dict[Key, Position]: ...
+
+    def _commit_handover(self, positions: dict[Key, Position]) -> None: ...
+
+    def _start_assigned(self, keys: list[Key]) -> None: ...
+
+
+class Membership:
+    """The group part of one consumer (see the module docstring)."""
+
+    def __init__(
+        self, machine: GroupConsumerMachine, listener: RebalanceListener, client: GroupClient
+    ) -> None:
+        self.machine = machine
+        self.listener = listener
+        self._client = client
+        self._lock = threading.Lock()
+        self._events: list[GroupEvent] = []
+        self._assignment: set[Key] = set()
+        self._fenced = False
+        self.wake: Callable[[], None] = lambda: None
+        """Set by the consumer: wakes its waiting ``poll`` (runner thread)."""
+
+    # -- runner thread -------------------------------------------------------------------------
+
+    def after_turn(self, now: float) -> None:
+        """The runner's end-of-turn hook: stop reading what the member gave up, queue the
+        events for the application's thread."""
+        del now
+        events = self.machine.take_events()
+        if not events:
+            return
+        for event in events:
+            if event.kind in ("revoked", "lost"):
+                for topic, partition in event.partitions:
+                    self.machine.consumer.disown(topic, partition)
+                    self._client._forget_partition((topic, partition))
+        with self._lock:
+            self._events += events
+        self.wake()
+
+    # -- application thread --------------------------------------------------------------------
+
+    @property
+    def pending(self) -> bool:
+        """Events wait for :meth:`rebalance` (or this member was fenced)."""
+        return bool(self._events) or self._fenced
+
+    def assignment(self) -> set[Key]:
+        return set(self._assignment)
+
+    def rebalance(self, run: Callable[[Callable[[float], object]], object]) -> None:
+        """Handle the member's events in order (``run`` executes a function in the runner
+        thread): see the module docstring. Raises :class:`FencedMemberError` once a newer
+        member took this one's ``group_instance_id``."""
+        with self._lock:
+            events, self._events = self._events, []
+        member = self.machine.member
+        for index, event in enumerate(events):
+            keys = set(event.partitions)
+            if event.kind == "revoked":
+                self._assignment -= keys
+                positions = self._client._handed_out(keys)
+                try:
+                    self.listener.on_partitions_revoked(keys)
+                finally:
+                    self._client._commit_handover(positions)
+                    run(functools.partial(_handed_over, member, list(event.partitions)))
+                log.info("group %s: revoked %d partitions", member.config.group_id, len(keys))
+            elif event.kind == "lost":
+                self._assignment -= keys
+                log.warning(
+                    "group %s: lost %d partitions (counted dead by another member: beats "
+                    "lost for session_timeout); not committed",
+                    member.config.group_id,
+                    len(keys),
+                )
+                self.listener.on_partitions_lost(keys)
+            elif event.kind == "assigned":
+                try:
+                    self._client._start_assigned(sorted(keys))
+                except CommitError as exc:  # no store answered: the next poll asks again
+                    log.warning(
+                        "group %s: cannot read the committed offsets of %d assigned "
+                        "partitions yet (%s); asking again",
+                        member.config.group_id,
+                        len(keys),
+                        exc,
+                    )
+                    with self._lock:
+                        self._events[:0] = events[index:]
+                    return
+                self._assignment |= keys
+                log.info("group %s: assigned %d partitions", member.config.group_id, len(keys))
+                self.listener.on_partitions_assigned(keys)
+            else:
+                self._fenced = True
+        if self._fenced:
+            raise FencedMemberError(
+                f"group {member.config.group_id}: another consumer with group_instance_id "
+                f"{member.config.instance_id!r} started after this one; this one reads nothing "
+                "more (close it)"
+            )
+
+
+def _handed_over(member: GroupMember, keys: list[Key], now: float) -> None:
+    member.revoked(keys, now)
+
+
+__all__ = ["ConsumerRebalanceListener", "Membership", "RebalanceListener", "listener_of"]
