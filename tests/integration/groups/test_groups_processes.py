@@ -92,6 +92,7 @@ def test_three_members_share_six_partitions_disjointly_and_completely(
     producer = _client(procs, "producer", tower, "produce", "--records", str(total))
     producer.wait_event("ready")
     members = [_member(procs, tower, f"m{i}") for i in range(3)]
+    wait_until(lambda: all(len(_owned(m)) == 2 for m in members), "2 partitions each")
     wait_until(lambda: _received(members, total), f"{total} messages read", timeout=90)
     producer.wait_event("done")
     owned = [_owned(m) for m in members]
