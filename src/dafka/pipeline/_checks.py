@@ -104,6 +104,46 @@ def latencies(
     return closed, whole
 
 
+KEPT_UP_SECONDS = 10.0
+"""The job kept up when, as the producers finished, it was at most this many seconds of
+input behind (its lag in offsets over the producers' rate)."""
+
+
+def kept_up(
+    options: RunOptions, timings: Timings, stored: int, disrupted: bool = False
+) -> tuple[Check | None, str]:
+    """The check that the job kept up with a paced feed (None for an unpaced one, or one
+    ``disrupted``: a job killed or failed and restarted is down while it restarts), and the
+    figure of its lag over time and the rate it read at while the producers ran."""
+    samples = timings.lag
+    end = timings.lag_at_end
+    if end is None or timings.producing_done is None:
+        return None, "n/a"
+    producing = max(1e-9, timings.producing_done - timings.started)
+    read_rate = max(0, stored - end) / producing
+    peak_at, peak = max(samples, key=lambda s: s[1], default=(0.0, 0))
+    quarters = [samples[min(len(samples) - 1, len(samples) * q // 4)] for q in (1, 2, 3)]
+    figure = (
+        f"max {peak:,} offsets at {peak_at:.0f} s; "
+        + ", ".join(f"{lag:,} at {t:.0f} s" for t, lag in quarters if samples)
+        + f"; {end:,} when the producers were done ({producing:.0f} s): the job read "
+        f"{read_rate:,.0f} events/s while they sent {stored / producing:,.0f}"
+    )
+    if options.rate <= 0:
+        return None, figure
+    if disrupted:
+        return None, figure + " (not checked: the job was restarted while it ran)"
+    bound = options.rate * KEPT_UP_SECONDS
+    ok = end <= bound
+    detail = (
+        f"lag {end:,} offsets ({end / options.rate:.1f} s of input) when the producers were "
+        f"done, bound {bound:,.0f} ({KEPT_UP_SECONDS:.0f} s at {options.rate:,.0f} msg/s)"
+    )
+    if not ok:
+        detail += f": the job sustained {read_rate:,.0f} events/s, lower the rate"
+    return Check("job kept up", ok, detail), figure
+
+
 def check(
     options: RunOptions,
     towers: str,
@@ -115,6 +155,7 @@ def check(
     watcher_error: BaseException | None,
     chaos_done: dict[str, bool],
     notes: list[str],
+    job_restarts: int = 0,
 ) -> Summary:
     summary = Summary(notes=list(notes))
     add = summary.checks.append
@@ -213,6 +254,11 @@ def check(
     summary.figures["micro-batches"] = ", ".join(
         f"{name} {q.batches}" for name, q in state.job.queries.items()
     )
+    disrupted = job_restarts > 0 or any(chaos_done.values())
+    kept, lag_figure = kept_up(options, timings, stored, disrupted)
+    if kept is not None:
+        add(kept)
+    summary.figures["lag over time"] = lag_figure
     if options.rate > 0:
         closed, whole = latencies(messages, options, timings)
         summary.figures["latency, window closed -> in output topic"] = _percentiles(closed)
@@ -220,4 +266,4 @@ def check(
     return summary
 
 
-__all__ = ["READ_COMMITTED", "Check", "Summary", "check", "latencies"]
+__all__ = ["KEPT_UP_SECONDS", "READ_COMMITTED", "Check", "Summary", "check", "kept_up", "latencies"]

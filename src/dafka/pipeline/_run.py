@@ -89,12 +89,21 @@ class RunOptions:
         return self.data_dir / "output" / f"aggregates-{self.run_id}"
 
 
+LAG_EVERY = 1.0
+"""Seconds between the runner's samples of the job's lag (kept in :attr:`Timings.lag`)."""
+
+
 @dataclass
 class Timings:
     started: float = field(default_factory=time.time)
     producing_done: float | None = None
     last_output: float | None = None
     appeared: dict[tuple[int, str], float] = field(default_factory=dict)  # aggregate -> time
+    lag: list[tuple[float, int]] = field(default_factory=list)
+    """(seconds since the feed started, the largest lag of the job's queries in offsets),
+    every :data:`LAG_EVERY` s while producing and draining."""
+    lag_at_end: int | None = None
+    """The largest lag of the job's queries when the producers were done."""
 
 
 Display = Callable[[State, str, Timings], None]
@@ -277,6 +286,7 @@ class Runner:
         self.phase = "producing"
         self._wait(lambda: self.state.producers_done, deadline, "the producers", job_config)
         self.timings.producing_done = time.time()
+        self.timings.lag_at_end = self._lag()
         sent = {
             int(name.rsplit("-", 1)[1]): producer.sent
             for name, producer in self.state.producers.items()
@@ -325,6 +335,7 @@ class Runner:
             watcher_error=watcher.error,
             chaos_done={"job killed": self.job_killed, "store killed": self.store_killed},
             notes=self.notes,
+            job_restarts=self.job_failures,
         )
 
     # -- children --------------------------------------------------------------------------
@@ -357,12 +368,25 @@ class Runner:
 
     # -- the loop --------------------------------------------------------------------------
 
+    def _lag(self) -> int:
+        """The largest lag (offsets stored and not yet read) of the job's queries."""
+        return max((self.state.lag(q) or 0 for q in self.state.job.queries), default=0)
+
+    def _sample_lag(self) -> None:
+        if self.phase not in ("producing", "draining"):
+            return
+        now = time.time() - self.timings.started
+        samples = self.timings.lag
+        if now >= 0 and (not samples or now - samples[-1][0] >= LAG_EVERY):
+            samples.append((round(now, 1), self._lag()))
+
     def _wait(
         self, done: Callable[[], bool], deadline: float, what: str, job_config: JobConfig
     ) -> None:
         next_display = 0.0
         while True:
             self._drain_events()
+            self._sample_lag()
             self._chaos(job_config)
             if self.interrupted.is_set() and self.phase == "producing":
                 self.phase = "producing (stopping)"
@@ -472,4 +496,12 @@ class Runner:
         return self._size
 
 
-__all__ = ["Chaos", "PipelineError", "RunOptions", "Runner", "Timings", "sent_messages"]
+__all__ = [
+    "LAG_EVERY",
+    "Chaos",
+    "PipelineError",
+    "RunOptions",
+    "Runner",
+    "Timings",
+    "sent_messages",
+]
