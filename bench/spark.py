@@ -19,7 +19,8 @@ connector adds). Then the end-to-end latency of ``dafka -> dafka`` at a low rate
 sends ``--rate`` messages/s carrying their send time for ``--latency`` seconds, the query
 (default trigger: a batch as soon as the last one ended) copies them to another topic, and
 a ``ReadCommittedConsumer`` of that topic takes the time each one became visible;
-p50/p90/p99, next to ``rate -> noop``'s batch time at the same trigger.
+p50/p90/p99. ``--realtime`` also starts the dafka source under Spark's real-time mode and
+prints what Spark answers (docs/spark.md: a Python data source cannot serve it).
 
 The cluster is a ``LocalCluster`` (a tower and one store in their own processes); Spark
 runs ``local[2]``. The load average is printed before and after: the machine is shared.
@@ -78,18 +79,29 @@ def _produce(towers: str, topic: str, n: int, per_record: int) -> int:
     return sum(h + 1 for (t, _), h in heads.items() if t == topic)
 
 
-def _timed(query: StreamingQuery, batches: int, timeout: float) -> tuple[list[float], list[int]]:
-    """(seconds, rows) of the query's batches after its first, until ``batches`` had rows."""
+PARTS = ("latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+"""Where Spark says a micro-batch's time went (``durationMs`` of its progress): planning
+the offsets (the source's ``latestOffset``), the plan, the job and the sink's commit
+(``addBatch``: the dafka sink's writer creation, tasks and ``commit``), the checkpoint."""
+
+Batch = tuple[float, int, dict[str, float]]
+"""(seconds, rows, seconds per part of ``PARTS``) of one micro-batch."""
+
+
+def _timed(query: StreamingQuery, batches: int, timeout: float) -> list[Batch]:
+    """The query's batches after its first, until ``batches`` had rows."""
     deadline = time.monotonic() + timeout
-    seen: dict[int, tuple[float, int]] = {}
+    seen: dict[int, Batch] = {}
     while time.monotonic() < deadline:
         if query.exception() is not None:
             raise RuntimeError(f"query failed: {query.exception()}")
         for progress in query.recentProgress:
             rows = int(progress.get("numInputRows", 0))
             if progress["batchId"] > 0 and rows > 0:
-                took = progress["durationMs"]["triggerExecution"] / 1000
-                seen[progress["batchId"]] = (took, rows)
+                durations = progress["durationMs"]
+                took = durations["triggerExecution"] / 1000
+                parts = {p: durations.get(p, 0) / 1000 for p in PARTS}
+                seen[progress["batchId"]] = (took, rows, parts)
         if len(seen) >= batches:
             break
         time.sleep(0.2)
@@ -97,7 +109,7 @@ def _timed(query: StreamingQuery, batches: int, timeout: float) -> tuple[list[fl
     timed = [seen[b] for b in sorted(seen)[:batches]]
     if len(timed) < batches:
         raise RuntimeError(f"only {len(timed)} of {batches} batches within {timeout:.0f}s")
-    return [t for t, _ in timed], [r for _, r in timed]
+    return timed
 
 
 class Bench:
@@ -150,11 +162,17 @@ class Bench:
             .start()
         )
 
-    def run(self, query: StreamingQuery, n: int) -> tuple[float, float]:
-        """(median seconds per batch, median rows per batch) of a started query."""
+    def run(self, query: StreamingQuery, n: int) -> tuple[float, float, str]:
+        """(median seconds per batch, median rows per batch, the medians of its parts) of a
+        started query."""
         timeout = 120 + 30 * self.batches * max(1.0, n / 100_000)
-        took, rows = _timed(query, self.batches, timeout)
-        return statistics.median(took), statistics.median(rows)
+        timed = _timed(query, self.batches, timeout)
+        parts = ", ".join(f"{p} {statistics.median(b[2][p] for b in timed):.2f}" for p in PARTS)
+        return (
+            statistics.median(b[0] for b in timed),
+            statistics.median(b[1] for b in timed),
+            parts,
+        )
 
 
 def _latency(bench: Bench, rate: float, seconds: float) -> list[float]:
@@ -204,12 +222,43 @@ def _latency(bench: Bench, rate: float, seconds: float) -> list[float]:
     return latencies
 
 
+def _realtime(bench: Bench) -> str:
+    """What Spark says to the dafka source under real-time mode (docs/spark.md): the sink is
+    a ``foreach`` writer, one real-time mode allows, so that the answer is about the source."""
+    df = (
+        bench.spark.readStream.format("dafka")
+        .option("towers", bench.towers)
+        .option("subscribe", "lat-in")
+        .load()
+    )
+    try:
+        query = (
+            df.writeStream.foreach(lambda _row: None)
+            .option("checkpointLocation", bench._checkpoint())
+            .trigger(realTime="5 seconds")  # type: ignore[call-overload]
+            .start()
+        )
+    except Exception as exc:  # what this records: the refusal
+        return f"refused at start: {str(exc).splitlines()[0][:300]}"
+    try:
+        deadline = time.monotonic() + 60
+        while query.exception() is None and time.monotonic() < deadline:
+            if query.lastProgress is not None:
+                return "ran a real-time batch"
+            time.sleep(0.5)
+        error = query.exception()
+        return "no batch within 60 s" if error is None else f"failed: {str(error)[:300]}"
+    finally:
+        query.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100,10000,1000000")
     parser.add_argument("--batches", type=int, default=4, help="timed batches per query")
     parser.add_argument("--latency", type=float, default=30.0, help="seconds of latency run")
     parser.add_argument("--rate", type=float, default=20.0, help="messages/s of latency run")
+    parser.add_argument("--realtime", action="store_true", help="try real-time mode too")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     load_before = os.getloadavg()
@@ -233,12 +282,13 @@ def main() -> None:
                 }
                 floor = figures["rate -> noop (floor)"][0]
                 lines.append(f"{n:,} rows per micro-batch (median of {args.batches} batches):")
-                for what, (took, rows) in figures.items():
+                for what, (took, rows, parts) in figures.items():
                     lines.append(
                         f"  {what:<22}{took:7.3f} s/batch  {rows:>10,.0f} rows  "
                         f"x{took / floor:5.2f} of the floor  +{took - floor:6.3f} s"
                     )
-                print("\n".join(lines[-5:]), flush=True)
+                    lines.append(f"  {'':<22}({parts})")
+                print("\n".join(lines[-9:]), flush=True)
             if args.latency > 0:
                 latencies = sorted(_latency(bench, args.rate, args.latency))
                 if latencies:
@@ -250,6 +300,9 @@ def main() -> None:
                     )
                 else:
                     lines.append("end to end: no message came through")
+                print(lines[-1], flush=True)
+            if args.realtime:
+                lines.append(f"real-time mode (trigger(realTime=...)): {_realtime(bench)}")
                 print(lines[-1], flush=True)
         finally:
             spark.stop()

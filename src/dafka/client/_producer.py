@@ -99,11 +99,13 @@ class Producer(Closing):
     Every :class:`ProducerSettings` field is also a keyword argument.
 
     ``next_sequences`` (``{partition: sequence}``, every partition of a named producer): the
-    caller knows where each partition continues, so the producer does not resume (no wait
-    for the stores' heads). Only for a caller that is provably the partitions' one writer
-    since it learnt their heads - e.g. the Spark sink's commit, which appends an ACK right
-    after its task's producer (that resumed) stored its last RECORD. A wrong sequence loses
-    data: a store keeps the first RECORD it got for a sequence and ACKs a later one as stored.
+    caller knows where each partition continues, so the producer does not wait to resume: it
+    publishes once a store greeted it (so that the store's ACKs count at once), at the
+    sequences given or after a higher head a store reported by then. Only for a caller that
+    is provably the partitions' one writer since it learnt their heads - e.g. the Spark
+    sink's commit, which appends an ACK right after its task's producer (that resumed) stored
+    its last RECORD. A sequence too low loses data: a store keeps the first RECORD it got for
+    a sequence and ACKs a later one as stored.
     """
 
     def __init__(
@@ -166,8 +168,10 @@ class Producer(Closing):
         self._failed = 0
         self._delivered_bytes = 0
         self._ack_latency = LatencyHistogram()
-        resume = s.resume and s.name is not None and known is None
-        settle = max(0.5, 1.5 * s.beacon_interval)
+        resume = (s.resume and s.name is not None) or known is not None
+        # a caller that knows the heads waits for the first store's greeting only (its ACKs
+        # count from then on), not for every store's heads
+        settle = max(0.5, 1.5 * s.beacon_interval) if known is None else 0.0
         self._machine = TopicProducerMachine(
             topic,
             self.partitions,

@@ -188,8 +188,8 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         ACK latency metric takes and clears them)."""
         self._out: list[Action] = []
         self.heads: dict[str, int] = dict(heads or {})
-        """Stored heads learnt while resuming (partition -> last sequence), or given by a
-        caller that knows them (``heads``, with ``resume=False``: no resume wait)."""
+        """Stored heads learnt while resuming (partition -> last sequence), starting from those
+        a caller knows (``heads``, with ``settle=0``: resumed at the first greeting)."""
         self.store_hellos = 0
         self._greeted: set[str] = set()
         self.rejected = 0

@@ -22,7 +22,7 @@ import concurrent.futures
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -113,51 +113,110 @@ def check_schema(schema: StructType, options: SinkOptions) -> None:
 # -- the control partition (driver) ----------------------------------------------------------
 
 
-def read_control(options: SinkOptions, sink: str) -> ControlState:
+@dataclass(frozen=True)
+class Control:
+    """A sink's control state and where it was read: the offset of its record in the
+    control partition (-1: none, a new sink). A record never changes once stored (its
+    producer always resumes after the stored head, and a store keeps the first RECORD of a
+    sequence), so (partition, offset) names one state for good: a state read at offset
+    ``o`` is the current one exactly when the partition's head is still ``o``."""
+
+    state: ControlState
+    offset: int
+
+
+_CONTROL_QUIET = 0.3
+"""Seconds without news, once a store greeted the control-state reader, after which its
+heads are taken as complete. Were a slower store to hold a later control record, the commit
+finds out from its control producer's resume and re-reads; it refuses the batch if the
+tasks' rollbacks depended on the difference (:func:`_check_rollbacks`)."""
+
+
+def read_control(options: SinkOptions, sink: str) -> Control:
     """The sink's last control record (an empty state for a new sink)."""
     _, partition = control_partition(sink)
     with HeadWatcher([CONTROL_TOPIC], options.transport) as watcher:
-        heads = watcher.wait_quiet(0.3, 10.0, min_stores=1)
+        heads = watcher.wait_quiet(_CONTROL_QUIET, 10.0, min_stores=1)
         if watcher.stores < 1:
             raise SinkError("no dafka store answered: cannot read the sink's control state")
+    return read_control_at(options, sink, heads.get((CONTROL_TOPIC, partition), -1))
+
+
+def read_control_at(options: SinkOptions, sink: str, offset: int) -> Control:
+    """The control record at ``offset`` of the sink's control partition (-1: the empty
+    state of a new sink)."""
+    if offset < 0:
+        return Control(ControlState(), -1)
+    _, partition = control_partition(sink)
     key = (CONTROL_TOPIC, partition)
-    head = heads.get(key)
-    if head is None:
-        return ControlState()
     settings = ConsumerSettings(
         towers=options.towers,
         **options.security.fields(),
         latest_settle=0.0,
         fail_on_data_loss=True,
     )
-    with Consumer(assign={key: head}, end_offsets={key: head + 1}, settings=settings) as reader:
+    with Consumer(assign={key: offset}, end_offsets={key: offset + 1}, settings=settings) as reader:
         for columns in reader.read_to_end(_READ_TIMEOUT):
-            return decode_control(columns.values[-1])
-    raise SinkError(f"control record {head} of {partition} could not be read")
+            return Control(decode_control(columns.values[-1]), offset)
+    raise SinkError(f"control record {offset} of {partition} could not be read")
 
 
-def _append(options: SinkOptions, topic: str, name: str, content: bytes) -> None:
-    """Append one RECORD to the partition ``f"{name}.0"`` (resumed after its stored head)."""
-    with Producer(
+RESUME_BEACON_INTERVAL = 1 / 3
+"""The beacon interval of the sink's producers (the clients' default is 1 s). A named
+producer resumes ``max(0.5, 1.5 * beacon_interval)`` seconds after the last new store
+greeted it - 1.5 s at the default, on the critical path of every micro-batch twice (the
+tasks' producers, then the commit's). Stores greet a newcomer within a round trip (a node
+beacons back at once when it hears a new peer), and a beacon of ours that a store missed
+comes again within a third of a second, so the resume's floor of 0.5 s still covers every
+live store; the peers' expiry stays the default's (``BEACON_TIMEOUT``)."""
+BEACON_TIMEOUT = 4.0
+"""The sink's producers forget a store not heard of for this long (the default: 4 x 1 s)."""
+
+
+def _producer(
+    options: SinkOptions, topic: str, name: str, next_sequence: int | None = None
+) -> Producer:
+    """The one-partition producer ``f"{name}.0"``: resumed after its stored head, or, with
+    ``next_sequence``, continuing there at once (the caller is its one writer and knows)."""
+    return Producer(
         topic,
         towers=options.towers,
         **options.security.fields(),
         name=name,
         partitions=1,
         batching=False,
-    ) as producer:
-        producer.send(content)
-        left = producer.flush(_FLUSH_TIMEOUT)
-        if left:
-            raise SinkError(f"{topic}/{name}.0: {left} record(s) not stored in time")
+        beacon_interval=RESUME_BEACON_INTERVAL,
+        beacon_timeout=BEACON_TIMEOUT,
+        next_sequences=None if next_sequence is None else {f"{name}.0": next_sequence},
+    )
 
 
-def fan_out(options: SinkOptions, touched: Sequence[Touched]) -> None:
-    """Append each ACK to its partition (in parallel: one writer per partition)."""
+def _append(producer: Producer, content: bytes) -> None:
+    producer.send(content)
+    left = producer.flush(_FLUSH_TIMEOUT)
+    if left:
+        raise SinkError(f"{producer.topic}/{producer.partitions[0]}: record not stored in time")
+
+
+def fan_out(
+    options: SinkOptions,
+    touched: Sequence[Touched],
+    heads: Mapping[tuple[str, str], int] | None = None,
+) -> None:
+    """Append each ACK to its partition (in parallel: one writer per partition).
+
+    ``heads``: the last sequence each partition's task stored (its commit message): the
+    commit is the partition's next and only writer (the batch's tasks are over, the next
+    batch's not begun), so the ACK goes right after it without a resume. A partition
+    without one (a commit re-run after a crash) is resumed from the stores."""
+    known = heads or {}
 
     def ack(t: Touched) -> None:
         content = encode_batch([b""], uuids=[ack_uuid(ProducerID.fromhex(t.producer), t.clock)])
-        _append(options, t.topic, t.partition.rsplit(".", 1)[0], content)
+        head = known.get((t.topic, t.partition))
+        name = t.partition.rsplit(".", 1)[0]
+        with _producer(options, t.topic, name, None if head is None else head + 1) as producer:
+            _append(producer, content)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         for future in [pool.submit(ack, t) for t in touched]:
@@ -178,7 +237,45 @@ def commit_batch(
     if len(queries) > 1:
         raise SinkError(f"sink {sink}: tasks of one micro-batch name several queries {queries}")
     query = queries.pop()
-    state = read_control(options, sink)
+    name, partition = control_partition(sink)
+    with _producer(options, CONTROL_TOPIC, name) as control:  # resumed: the stored head
+        head = control.start_offsets[partition] - 1
+        read = commits[0].control
+        if read.offset != head or any(m.control.offset != head for m in commits):
+            read = read_control_at(options, sink, head)  # it moved since the tasks' read
+            _check_rollbacks(sink, spark_batch, commits, read.state)
+        _commit(options, sink, spark_batch, commits, query, read.state, control)
+
+
+def _check_rollbacks(
+    sink: str, spark_batch: int, commits: Sequence[TaskCommit], state: ControlState
+) -> None:
+    """Refuse to commit a batch whose tasks opened a partition with another last ACK clock
+    than the control state now has: their opening ACK could not roll back what an earlier
+    attempt left (the state they read was not the last one). Not committed, the batch is
+    written again after a restart, from a fresh read."""
+    for m in commits:
+        for t in m.touched:
+            key = (t.topic, t.partition)
+            if m.control.state.last_acks.get(key) != state.last_acks.get(key):
+                raise SinkError(
+                    f"sink {sink}: micro-batch {spark_batch} was written from control record "
+                    f"{m.control.offset}, but the last one is now another: {key} was opened "
+                    "with an outdated ACK clock; not committed (a restart writes it again)"
+                )
+
+
+def _commit(
+    options: SinkOptions,
+    sink: str,
+    spark_batch: int,
+    commits: Sequence[TaskCommit],
+    query: str,
+    state: ControlState,
+    control: Producer,
+) -> None:
+    """:func:`commit_batch` once the current control state is known (``control``: the
+    control partition's producer, resumed after the record ``state`` was read from)."""
     planned = plan_batch(state, query, spark_batch)
     if planned.committed:
         if planned.batch == state.batch:
@@ -205,9 +302,8 @@ def commit_batch(
         )
     touched = [t for m in commits for t in m.touched]
     new = state.next(query, planned.batch - spark_batch, planned.batch, touched)
-    name, _ = control_partition(sink)
-    _append(options, CONTROL_TOPIC, name, encode_control(new))  # the commit point
-    fan_out(options, new.touched)
+    _append(control, encode_control(new))  # the commit point
+    fan_out(options, new.touched, {k: h for m in commits for k, h in m.heads})
 
 
 # -- the tasks -------------------------------------------------------------------------------
@@ -222,6 +318,10 @@ class TaskCommit(WriterCommitMessage):
     batch: int
     touched: list[Touched]
     rows: int
+    control: Control
+    """The control state the task planned with (the driver's commit checks it is current)."""
+    heads: tuple[tuple[tuple[str, str], int], ...] = ()
+    """((topic, partition), last sequence stored) of each partition the task wrote."""
     skipped: bool = False
 
 
@@ -234,14 +334,8 @@ class _TopicWriter:
         self.topic = topic
         self.name, self.partition = task_partition(sink, task)
         self.pid = producer_id(sink, topic, self.partition)
-        self.producer = Producer(
-            topic,
-            towers=options.towers,
-            **options.security.fields(),
-            name=self.name,
-            partitions=1,
-            batching=False,
-        )
+        self.producer = _producer(options, topic, self.name)  # resumed: the stored head
+        self.records = 0
         self.rows = 0
         self.values: list[bytes] = []
         self.keys: list[bytes | None] = []
@@ -254,6 +348,7 @@ class _TopicWriter:
         last = self.state.last_acks.get((self.topic, self.partition), batch_base(batch))
         rollback = ack_uuid(self.pid, last)
         self.producer.send(encode_batch([b""], uuids=[rollback]))
+        self.records += 1
 
     def add_many(
         self,
@@ -295,16 +390,19 @@ class _TopicWriter:
             self.uuids[:n],
         )
         self.producer.send(content)
+        self.records += 1
         del self.values[:n], self.keys[:n], self.headers[:n], self.uuids[:n]
         self.size = sum(map(len, self.values)) + 40 * len(self.values) if self.values else 0
 
-    def finish(self, batch: int) -> Touched:
+    def finish(self, batch: int) -> tuple[Touched, int]:
+        """The partition's commit ACK and the last sequence stored (every RECORD is)."""
         self.send()
         left = self.producer.flush(_FLUSH_TIMEOUT)
         self.producer.close()
         if left:
             raise SinkError(f"{self.topic}/{self.partition}: {left} record(s) not stored in time")
-        return Touched(self.topic, self.partition, self.pid.hex(), commit_clock(batch))
+        last = self.producer.start_offsets[self.partition] + self.records - 1
+        return Touched(self.topic, self.partition, self.pid.hex(), commit_clock(batch)), last
 
     def abandon(self) -> None:
         self.producer.close(timeout=0)
@@ -373,7 +471,7 @@ def _rows_by_topic(record_batch: pa.RecordBatch, default_topic: str | None) -> l
 def write_task(
     options: SinkOptions,
     sink: str,
-    state: ControlState,
+    control: Control,
     query: str,
     spark_batch: int,
     data: Iterator[pa.RecordBatch],
@@ -383,12 +481,13 @@ def write_task(
     ctx = TaskContext.get()
     task = ctx.partitionId() if ctx is not None else 0
     attempt = ctx.attemptNumber() if ctx is not None else 0
+    state = control.state
     planned = plan_batch(state, query, spark_batch)
     batch = planned.batch
     if planned.committed:
         for _ in data:  # this query committed it already (a re-run after a restart)
             pass
-        return TaskCommit(query, batch, [], 0, skipped=True)
+        return TaskCommit(query, batch, [], 0, control, skipped=True)
     writers: dict[str, _TopicWriter] = {}
     try:
         for record_batch in data:
@@ -408,12 +507,19 @@ def write_task(
                     raise SinkError(
                         f"injected failure in micro-batch {spark_batch} after {rows} rows"
                     )
-        touched = [w.finish(batch) for w in writers.values()]
+        finished = [w.finish(batch) for w in writers.values()]
     except BaseException:
         for w in writers.values():
             w.abandon()
         raise
-    return TaskCommit(query, batch, touched, sum(w.rows for w in writers.values()))
+    return TaskCommit(
+        query,
+        batch,
+        [t for t, _ in finished],
+        sum(w.rows for w in writers.values()),
+        control,
+        tuple(((t.topic, t.partition), last) for t, last in finished),
+    )
 
 
 # -- pyspark writers -------------------------------------------------------------------------
@@ -446,8 +552,20 @@ class DafkaStreamWriter(DataSourceStreamArrowWriter):
         check_schema(schema, options)
         self.options = options
         self.sink = sink
-        self.state = read_control(options, sink)
         self.fault = fault
+        self._control: Control | None = None
+
+    @property
+    def control(self) -> Control:
+        """The control state the tasks plan with: read once, on the driver, when the writer
+        is pickled for them (the instance Spark makes to ``commit`` never reads it)."""
+        if self._control is None:
+            self._control = read_control(self.options, self.sink)
+        return self._control
+
+    def __getstate__(self) -> dict[str, object]:
+        self.control  # noqa: B018  (read before the writer leaves for the tasks)
+        return dict(self.__dict__)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         ctx = TaskContext.get()
@@ -456,7 +574,7 @@ class DafkaStreamWriter(DataSourceStreamArrowWriter):
         if raw is None or not query:
             raise SinkError("no streaming batch id or query id in the task context")
         return write_task(
-            self.options, self.sink, self.state, query, int(raw), iterator, self.fault
+            self.options, self.sink, self.control, query, int(raw), iterator, self.fault
         )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -477,12 +595,14 @@ class DafkaBatchWriter(DataSourceArrowWriter):
         check_schema(schema, options)
         self.options = options
         self.sink = sink
-        self.state = read_control(options, sink)
+        self.control = read_control(options, sink)
         self.query = f"write-{uuid.uuid4()}"
         self.fault = fault
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return write_task(self.options, self.sink, self.state, self.query, 0, iterator, self.fault)
+        return write_task(
+            self.options, self.sink, self.control, self.query, 0, iterator, self.fault
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         commit_batch(self.options, self.sink, 0, messages)

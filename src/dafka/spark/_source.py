@@ -33,7 +33,10 @@ _QUIET = 0.1
 greeting), after which its first answers are taken as complete: other stores answer the
 same GET-HEADS within milliseconds; one slower than this only makes a batch read stop at
 the first store's heads (or a streaming ``latest`` start read a partition from 0)."""
-_FIRST_ANSWERS = 5.0
+_FIRST_ANSWERS = 30.0
+"""At most this long for a store's first answers (a cluster without stores): it ends as soon
+as a store greeted and ``_QUIET`` passed; 5 s was too short on a loaded machine, where a
+plan then held no partition at all."""
 _HEAD_INTERVAL = 1.2
 """A producers' HEAD period and a margin: how long a pattern takes to see every live topic."""
 
