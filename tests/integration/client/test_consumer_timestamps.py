@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dafka import AsyncConsumer, Consumer
+from dafka import Admin, AsyncConsumer, Consumer, NoStoreError
 from dafka.client import TimestampSearch
 from dafka.node import ProducerMachine
 from dafka.protocol import new_node_id
@@ -157,3 +157,25 @@ def test_cli_from_timestamp_starts_at_the_records_found(
     lines = done.stdout.decode().splitlines()
     assert lines[0] == "2995.2 2995.2"
     assert len(lines) == 1 + 3 * (RECORDS - 2996)
+
+
+def test_admin_lists_describes_and_searches(cluster: LocalCluster, partition: str) -> None:
+    admin = Admin(**fields(cluster))
+    listed = admin.topics()
+    assert listed["times"].heads == {partition: RECORDS - 1}
+    info = admin.describe("times")
+    assert info.records == RECORDS
+    assert info.producers == ()  # its producer is gone
+    assert list(info.partitions[partition].stores.values()) == [RECORDS - 1] * 2
+    assert info.partitions[partition].lag == 0
+    assert admin.describe("nobody-knows").partitions == {}
+    key = ("times", partition)
+    assert admin.offsets_for_times({key: T0 + 30 * 99}) == {key: 99}
+
+
+def test_no_store_is_an_error_that_says_so() -> None:
+    with LocalCluster(stores=0, beacon_interval=0.2) as empty:
+        with pytest.raises(NoStoreError, match=r"no store answered within 1\.0 s"):
+            Admin(**fields(empty)).offsets_for_times({("t", "p"): 1}, timeout=1.0)
+        with pytest.raises(NoStoreError, match="no live store"):
+            Admin(**fields(empty)).delete_topic("t")
