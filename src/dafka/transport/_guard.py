@@ -24,8 +24,9 @@ consumers) refuse a non-store key's subscription to every node's direct messages
 ``E`` with no id).
 
 The ACL file and the authorized-keys directory are re-read when they change (checked at
-most once a second, when a message arrives): a new ACL applies to the next message; one that
-no longer parses is refused with an ERROR line and the last good one stays.
+most once a second: when a message, a subscription or a beacon arrives): a new ACL applies
+from then on; one that no longer parses is refused with an ERROR line and the last good one
+stays.
 """
 
 from __future__ import annotations
@@ -101,6 +102,13 @@ class Guard:
             self._load_owners(owners)
 
     # -- messages ---------------------------------------------------------------------------
+
+    def refresh(self, now: float) -> None:
+        """Look at the ACL file and the keys directory if a second has passed (the runner
+        calls it with every beacon it reads, so that a change is applied - and logged - even
+        while no data arrives)."""
+        if now >= self._next_check:
+            self._check_changes(now)
 
     def admit(self, message: DataMessage, key: bytes | None, now: float) -> bool:
         """Whether the machine may see ``message`` from the peer of Z85 ``key`` (counted and

@@ -89,6 +89,8 @@ class Receiver:
     def beacons(self, beacon_sub: zmq.Socket[bytes], now: float) -> None:
         """Every beacon and welcome waiting, into the discovery machine."""
         discovery = self._discovery
+        if self._guard is not None:
+            self._guard.refresh(now)
         while True:
             try:
                 frames = beacon_sub.recv_multipart(zmq.NOBLOCK)

@@ -9,6 +9,7 @@ with keys the ACL grants differently:
 * mallory may produce to ``orders`` but takes alice's producer name: his producer resumes
   alice's partition and sends its next sequences; both stores drop them (``not_owner``) and
   a reader sees alice's records only, also after a store's restart (the owners persist);
+* the ACL is re-read while the stores run: once it grants bob ``orders``, he reads them;
 * a stranger's key (not in the directory) is refused by the tower and stores nothing.
 """
 
@@ -165,6 +166,15 @@ def test_acl_refuses_what_a_key_may_not_do_and_partitions_keep_their_owner(
         assert again.code != 0, again.err
         assert _counter(stores[0], "not_owner") >= 1
         assert read("alice") == ALICE
+
+        # the ACL is re-read while the stores run: granted orders, bob reads them
+        acl.write_text(ACL + '[[grant]]\nkeys = ["bob"]\nconsume = ["orders"]\n')
+
+        def reread() -> bool | None:
+            return all(log.count(s, "re-read") >= 1 for s in ("store-0", "store-1")) or None
+
+        wait_until(reread, "both stores to re-read the ACL")
+        assert read("bob") == ALICE
 
         # a stranger's key: the tower refuses it (a plaintext node: test_curve_cluster.py)
         stranger = dafka(
