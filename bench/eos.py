@@ -7,13 +7,15 @@ For each store count (a fresh local cluster each, default fsync ``ms:5``):
 
 * the batched producer (``produce_many`` in calls of ``--txn`` messages, flushed at the
   end): the plain rate every transactional figure is a ratio of;
-* per transaction size: a fresh transactional id, its ready time (constructor: read the
-  logs, claim, one ``txn_lease``, the data partitions' resume) and its first commit, then
-  ``--messages`` messages with ``produce_many`` in transactions of that size: msg/s, the
-  ratio to the batched producer, commit latency p50/p99 (``commit_transaction()`` = flush
-  the data, INTENT stored; the ACKs are stored in the background);
-* the topic of the largest transaction size read from the start four times, one after the
-  other: read uncommitted and read committed, with ``poll`` and with ``poll_columns``
+* per transaction size, twice (``commit``: ``commit_transaction()`` after each;
+  ``nowait``: pipelined, ``commit_transaction_nowait()``, group commits): a fresh
+  transactional id, its ready time (constructor: read the logs, claim, one ``txn_lease``,
+  the data partitions' resume) and its first commit, then ``--messages`` messages with
+  ``produce_many`` in transactions of that size: msg/s, the ratio to the batched producer,
+  commit latency p50/p99 (flush the data, INTENT stored; the ACKs are stored in the
+  background; for ``nowait`` from the request to the decision);
+* the topic of the largest transaction size (both runs) read from the start four times,
+  one after the other: read uncommitted and read committed, with ``poll`` and with ``poll_columns``
   (messages/s and the ratio committed / uncommitted, by wall time).
 """
 
@@ -23,6 +25,8 @@ import argparse
 import os
 import statistics
 import time
+from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from dafka import Consumer, LocalCluster, Producer, ReadCommittedConsumer, TransactionalProducer
@@ -65,14 +69,16 @@ def _plain(common: dict[str, Any], args: argparse.Namespace, chunk: int, value: 
 
 
 def _transactional(
-    common: dict[str, Any], args: argparse.Namespace, txn: int, value: bytes
+    common: dict[str, Any], args: argparse.Namespace, txn: int, value: bytes, nowait: bool
 ) -> tuple[float, float, float, list[float]]:
-    """(ready s, first commit s, msg/s, commit latencies) of one fresh transactional id."""
+    """(ready s, first commit s, msg/s, commit latencies) of one fresh transactional id;
+    ``nowait``: pipelined commits (``commit_transaction_nowait``, all awaited at the end;
+    the latencies are then request to decision)."""
     keys = [b"%d" % i for i in range(txn)]
     t0 = time.perf_counter()
     producer = TransactionalProducer(
         f"bench-eos-{txn}",
-        transactional_id=f"bench-{txn}",
+        transactional_id=f"bench-{txn}-{'nowait' if nowait else 'sync'}",
         partitions=args.partitions,
         txn_lease=args.lease,
         **common,
@@ -95,10 +101,19 @@ def _transactional(
                 producer.produce_many([value] * n, keys[:n])
             sent += n
             c0 = time.perf_counter()
-            producer.commit_transaction()
-            commits.append(time.perf_counter() - c0)
+            if nowait:
+                future = producer.commit_transaction_nowait()
+                future.add_done_callback(partial(_decided, commits, c0))
+            else:
+                producer.commit_transaction()
+                commits.append(time.perf_counter() - c0)
+        producer.flush()  # every pipelined commit decided
         took = time.perf_counter() - start
     return ready, first, sent / took, commits
+
+
+def _decided(commits: list[float], requested: float, _future: Future[None]) -> None:
+    commits.append(time.perf_counter() - requested)
 
 
 def _ms(values: list[float], q: int) -> float:
@@ -138,14 +153,16 @@ def main() -> None:
             print(f"-- {stores} store(s)")
             for txn in sizes:
                 plain = _plain(common, args, txn, value)
-                ready, first, rate, commits = _transactional(common, args, txn, value)
-                print(
-                    f"txn {txn:>6}: {rate:>10,.0f} msg/s = {rate / plain:.2f}x batched "
-                    f"({plain:,.0f} msg/s); commit p50 {_ms(commits, 50):.1f} ms, "
-                    f"p99 {_ms(commits, 99):.1f} ms ({len(commits)} commits); ready "
-                    f"{ready:.2f} s, first commit done {first:.2f} s"
-                )
-            topic, expect = f"bench-eos-{sizes[-1]}", args.messages + 1
+                for nowait in (False, True):
+                    ready, first, rate, commits = _transactional(common, args, txn, value, nowait)
+                    how = "nowait" if nowait else "commit"
+                    print(
+                        f"txn {txn:>6} {how}: {rate:>10,.0f} msg/s = {rate / plain:.2f}x batched"
+                        f" ({plain:,.0f} msg/s); commit p50 {_ms(commits, 50):.1f} ms, "
+                        f"p99 {_ms(commits, 99):.1f} ms ({len(commits)} commits); ready "
+                        f"{ready:.2f} s, first commit done {first:.2f} s"
+                    )
+            topic, expect = f"bench-eos-{sizes[-1]}", 2 * (args.messages + 1)
             for columns in (False, True):
                 call = "poll_columns" if columns else "poll"
                 rate_u = _read(common, topic, False, columns, expect)

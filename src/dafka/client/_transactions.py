@@ -121,6 +121,22 @@ class _OpenBatch:
         the batch is sent once it reaches ``batch_size``."""
 
 
+@dataclasses.dataclass(slots=True)
+class _Pending:
+    """A commit requested with :meth:`TransactionalProducer.commit_transaction_nowait`."""
+
+    txn: int
+    acks: dict[str, bytes]
+    """Partition -> its ACK, minted when the commit was requested (before any clock of a
+    later transaction: the ACK commits this transaction's messages and none after)."""
+    future: Future[None]
+
+
+MAX_PENDING_COMMITS = 256
+"""Pipelined commits requested and not yet decided before a request waits (their RECORDs
+wait in the producer)."""
+
+
 class TransactionalProducer(Closing):
     """``Producer(topic, transactional_id="w", towers=...)``: see the module docstring.
 
@@ -189,6 +205,19 @@ class TransactionalProducer(Closing):
         """Per group: the committer of the offsets sent in transactions."""
         self.resolved: list[str] = []
         """Log partitions of predecessors this instance resolved at start."""
+        # Pipelined commits (commit_transaction_nowait): see _run_commits.
+        self._wake = threading.Condition(self._lock)
+        self._groups: list[_Pending] = []
+        """Commits requested and not yet taken by the committer thread."""
+        self._busy = False
+        """The committer thread is deciding a group of commits."""
+        self._hold = False
+        """RECORDs wait in ``_held`` (a requested commit's ACKs are not queued yet)."""
+        self._held: list[tuple[int, int, bytes, list[tuple[int, Future[RecordMetadata]]], int]] = []
+        """(txn, partition index, content, waiters, count) of each RECORD held, in order."""
+        self._committer: threading.Thread | None = None
+        self._commit_error: BaseException | None = None
+        """Why a pipelined commit failed: every later call raises it."""
         try:
             self._start()
         except BaseException:
@@ -406,13 +435,25 @@ class TransactionalProducer(Closing):
             batch.timestamps,
             batch.uuids,
         )
-        waiters = batch.waiters
+        if self._hold:  # a pipelined commit is in flight: after its ACKs (_Committer)
+            self._held.append((self._txn, index, content, batch.waiters, len(batch.values)))
+            return
+        self._send_record(index, content, batch.waiters, len(batch.values))
+
+    def _send_record(
+        self,
+        index: int,
+        content: bytes,
+        waiters: list[tuple[int, Future[RecordMetadata]]],
+        count: int,
+    ) -> None:
+        """Hand one RECORD of partition ``index`` to the data producer (lock held)."""
+        assert self._data is not None
         on_delivery = self._on_delivery
         if not waiters and on_delivery is None:  # nothing to tell per message
             self._data.produce(content, key=self._route[index])
             return
         stored = self._data.send(content, key=self._route[index])
-        count = len(batch.values)
         topic, partition = self.topic, self.partitions[index]
 
         def done(f: Future[RecordMetadata]) -> None:
@@ -485,7 +526,7 @@ class TransactionalProducer(Closing):
         if weight > room:
             raise self._too_large(weight)
         with self._lock:
-            self._status.check("send")
+            self._check("send")
             self._fence_check()
             in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
@@ -556,7 +597,7 @@ class TransactionalProducer(Closing):
             i = weights.index(heaviest)
             raise self._too_large(heaviest, f"message {i} of produce_many")
         with self._lock:
-            self._status.check("send")
+            self._check("send")
             self._fence_check()
             in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
@@ -625,7 +666,7 @@ class TransactionalProducer(Closing):
 
     def begin_transaction(self) -> None:
         with self._lock:
-            self._status.check("begin_transaction")
+            self._check("begin_transaction")
             self._fence_check()
             self._status.move(TransactionState.IN_TRANSACTION)
             self._touched = {}
@@ -639,8 +680,9 @@ class TransactionalProducer(Closing):
         (state ``COMMITTING``): a failure after it is finished by calling this again (the
         same INTENT and ACKs are re-sent), by :meth:`close`, or by the next instance."""
         with self._lock:
-            self._status.check("commit_transaction")
+            self._check("commit_transaction")
             timeout = self.settings.delivery_timeout if timeout is None else timeout
+            self._drain_commits(timeout)
             if self._status.state is TransactionState.IN_TRANSACTION:
                 for index in list(self._open):
                     self._close_batch(index)
@@ -677,12 +719,163 @@ class TransactionalProducer(Closing):
             self._last_ack.update(acks)
             self._finish_transaction()
 
+    def commit_transaction_nowait(self) -> Future[None]:
+        """Request the commit of the open transaction and return at once: the future
+        resolves once it is decided (its INTENT stored), or fails with why it could not be.
+
+        The pipelined form of :meth:`commit_transaction`, for throughput: the next
+        transaction can begin and send at once. Commits requested while one is in flight
+        are decided together by one INTENT (a group commit: each stays atomic, they become
+        visible together), and the RECORDs sent meanwhile wait in the producer until the
+        ACKs before them are queued (a partition's ACK must precede the next transaction's
+        messages). If a pipelined commit fails (data or INTENT not stored in time, fenced),
+        its future and every later one fail, and every later call raises that error: close
+        the producer; the next instance of the transactional id decides what was left (a
+        commit whose INTENT is stored is finished, the others rolled back). Not with
+        :meth:`send_offsets_to_transaction` in the same transaction (use
+        :meth:`commit_transaction`)."""
+        with self._lock:
+            self._check("commit_transaction")
+            if self._status.state is not TransactionState.IN_TRANSACTION:
+                raise TransactionError(
+                    "commit_transaction_nowait() in state COMMITTING: the transaction passed "
+                    "its commit point; finish it with commit_transaction()"
+                )
+            if any(o.pending for o in self._offsets.values()):
+                raise TransactionError(
+                    "commit_transaction_nowait() of a transaction with offsets "
+                    "(send_offsets_to_transaction): use commit_transaction()"
+                )
+            while len(self._groups) >= MAX_PENDING_COMMITS and self._commit_error is None:
+                self._wake.wait()
+            self._check("commit_transaction")
+            future: Future[None] = Future()
+            for index in list(self._open):
+                self._close_batch(index)
+            acks = {
+                self.partitions[i]: ack_uuid(self.p_txn, self._clock.tick()) for i in self._touched
+            }
+            if acks:
+                self._groups.append(_Pending(self._txn, acks, future))
+                self._hold = True
+                if self._committer is None:
+                    self._committer = threading.Thread(
+                        target=self._run_commits,
+                        name=f"txn-committer-{self.transactional_id}",
+                        daemon=True,
+                    )
+                    self._committer.start()
+                self._wake.notify_all()
+            else:
+                future.set_result(None)  # nothing written: nothing to decide
+            self._finish_transaction()
+            return future
+
+    def _run_commits(self) -> None:
+        """The committer thread: decides the requested commits, a group at a time.
+
+        Per group: send the held RECORDs of its transactions, wait until the data is stored,
+        check fencing, write one INTENT whose ACKs are each partition's latest (the commit
+        point of every transaction of the group), queue the ACKs, then release the RECORDs
+        held since (or keep holding them for the next group)."""
+        timeout = self.settings.delivery_timeout
+        while True:
+            with self._lock:
+                while not self._groups and not self._stop.is_set():
+                    self._wake.wait(0.5)
+                if not self._groups:
+                    return
+                groups, self._groups = self._groups, []
+                self._busy = True
+                last = groups[-1].txn
+                self._release_held(upto=last)
+                acks: dict[str, bytes] = {}
+                for group in groups:
+                    acks.update(group.acks)
+                self._wake.notify_all()
+            try:
+                self._flush_data(timeout)
+                with self._lock:
+                    self._fence_check(force=True)
+                self._append_log(IntentRecord(last, tuple(acks.items())))  # the commit point
+                with self._lock:
+                    self._fence_check()  # fenced now: the successor finishes it from the log
+                    for partition, ack in acks.items():
+                        self._send_ack(partition, ack)
+                    self._last_ack.update(acks)
+                    if not self._groups:
+                        self._hold = False
+                        self._release_held(upto=None)
+                    self._busy = False
+                    self._wake.notify_all()
+                for group in groups:
+                    group.future.set_result(None)
+            except BaseException as exc:
+                with self._lock:
+                    self._commit_error = exc
+                    failed = groups + self._groups
+                    self._groups = []
+                    held, self._held = self._held, []
+                    self._busy = False
+                    self._wake.notify_all()
+                for group in failed:
+                    group.future.set_exception(exc)
+                for _, _, _, waiters, _ in held:
+                    for _, future in waiters:
+                        with contextlib.suppress(InvalidStateError):
+                            future.set_exception(exc)
+                log.error(
+                    "transactional producer %r: a pipelined commit failed (%s); the next "
+                    "instance decides what was left",
+                    self.transactional_id,
+                    exc,
+                )
+                return
+
+    def _release_held(self, upto: int | None) -> None:
+        """Send the held RECORDs of transactions up to ``upto`` (None: all), in order."""
+        held = self._held
+        if upto is None:
+            keep: list[tuple[int, int, bytes, list[tuple[int, Future[RecordMetadata]]], int]] = []
+            send = held
+        else:
+            cut = 0
+            while cut < len(held) and held[cut][0] <= upto:
+                cut += 1
+            send, keep = held[:cut], held[cut:]
+        self._held = keep
+        for _, index, content, waiters, count in send:
+            self._send_record(index, content, waiters, count)
+
+    def _drain_commits(self, timeout: float | None = None) -> None:
+        """Wait until every pipelined commit is decided (lock held); raise if one failed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (self._groups or self._busy) and self._commit_error is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise DeliveryError(
+                    f"pipelined commits of {self.transactional_id!r} not decided within {timeout}s"
+                )
+            self._wake.wait(remaining)
+        if self._commit_error is not None:
+            raise self._commit_error
+
+    def _check(self, call: str) -> None:
+        """The state table's check of ``call``, then a failed pipelined commit's error."""
+        self._status.check(call)
+        if self._commit_error is not None:
+            raise TransactionError(
+                f"{call}(): a pipelined commit failed ({self._commit_error}); close this "
+                "producer, the next instance of the transactional id decides what was left"
+            ) from self._commit_error
+
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Drop the open transaction: what was sent of it is rolled back for readers (each
         partition it wrote gets its last committed ACK again). If those ACKs are not stored
         in time the state is ``ABORTING``: call this again (it re-sends the same ACKs)."""
         with self._lock:
-            self._status.check("abort_transaction")
+            self._check("abort_transaction")
+            self._drain_commits(timeout)
             if self._status.state is TransactionState.IN_TRANSACTION:
                 self._fail_open(TransactionError("transaction aborted"))
                 self._deciding = tuple(
@@ -717,7 +910,8 @@ class TransactionalProducer(Closing):
             positions = consumer.positions_to_commit()
         timeout = self.settings.delivery_timeout if timeout is None else timeout
         with self._lock:
-            self._status.check("send_offsets_to_transaction")
+            self._check("send_offsets_to_transaction")
+            self._drain_commits(timeout)  # the INTENT's log offset is known
             self._fence_check()
             committer = self._offsets.get(group_id)
             if committer is None:
@@ -773,7 +967,8 @@ class TransactionalProducer(Closing):
         futures resolve) but not committed - readers with read-committed isolation see them
         only after :meth:`commit_transaction`, and never after an abort."""
         with self._lock:
-            self._status.check("flush")
+            self._check("flush")
+            self._drain_commits(timeout)  # the held RECORDs are sent
             for index in list(self._open):
                 self._close_batch(index)
             assert self._data is not None
@@ -796,11 +991,12 @@ class TransactionalProducer(Closing):
                 return
             if state is not TransactionState.FENCED:
                 try:
+                    self._drain_commits(timeout)
                     if state in (TransactionState.IN_TRANSACTION, TransactionState.ABORTING):
                         self.abort_transaction(timeout)
                     elif state is TransactionState.COMMITTING:
                         self.commit_transaction(timeout)
-                except (TransactionError, DeliveryError) as exc:
+                except Exception as exc:  # best effort: the successor decides
                     log.warning(
                         "transactional producer %r: close left a transaction to its successor (%s)",
                         self.transactional_id,
@@ -812,7 +1008,13 @@ class TransactionalProducer(Closing):
 
     def _release(self) -> None:
         """Fenced: fail what is pending and leave the cluster without writing anything."""
-        self._fail_open(ProducerFencedError("fenced before it was sent"))
+        error = ProducerFencedError("fenced before it was sent")
+        self._fail_open(error)
+        held, self._held = self._held, []
+        for _, _, _, waiters, _ in held:
+            for _, future in waiters:
+                with contextlib.suppress(InvalidStateError):
+                    future.set_exception(error)
         self._shutdown(timeout=0)
 
     def _fail_open(self, error: BaseException) -> None:

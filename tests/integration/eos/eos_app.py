@@ -3,6 +3,8 @@
 ``writer``: commits transaction A, then leaves transaction B open (or, with
 ``--kill-after-acks K``, dies in the middle of committing C with K of its ACKs stored:
 ``dafka.testing.crash_mid_commit``).
+``writer --mode nowait``: pipelined commits (``commit_transaction_nowait``) of 20 messages
+each (``T<txn>-<i>``) until killed.
 ``pipeline``: consume -> transform -> produce with checkpoints stored in the output
 transactions; resumes from the last committed checkpoint after a kill.
 Progress goes to stdout, one line per step, flushed.
@@ -49,6 +51,17 @@ def writer(args: argparse.Namespace) -> None:
         **common(args.towers),
     )
     say("started", log=p.log_partition)
+    if args.mode == "nowait":  # pipelined commits of 20 messages each, until killed
+        txn = 0
+        while True:
+            p.begin_transaction()
+            p.produce_many(
+                [b"T%d-%d" % (txn, i) for i in range(20)], [b"%d" % i for i in range(20)]
+            )
+            p.commit_transaction_nowait()
+            if txn % 10 == 0:
+                say("requested", txn=txn)
+            txn += 1
     if args.mode == "mid-txn":
         with p.transaction():
             for i in range(10):

@@ -292,3 +292,66 @@ def test_produce_many_cuts_its_records_at_max_message_bytes(cluster: LocalCluste
     assert values(got) == big
     offsets = {r.offset for r in got}
     assert len(offsets) >= 40 * 6000 // (32 * 1024)  # several RECORDs
+
+
+def test_pipelined_commits_are_each_atomic_and_aborts_between_them_roll_back(
+    cluster: LocalCluster,
+) -> None:
+    """``commit_transaction_nowait`` (issue 25): transactions committed while earlier
+    commits are in flight (decided together by one INTENT), aborts and synchronous commits
+    between them, and messages outside transactions: read committed shows exactly the
+    committed ones, each once, in each partition in the order of their transactions."""
+    topic = "t-nowait"
+    futures = []
+    expected: list[bytes] = []
+    with TransactionalProducer(
+        topic, "wnowait", partitions=3, txn_lease=1.0, batch_size=2048, **common(cluster)
+    ) as p:
+        for txn in range(40):
+            batch = [b"P%02d-%02d" % (txn, i) for i in range(30)]
+            p.begin_transaction()
+            p.produce_many(batch, [b"%d" % i for i in range(30)])
+            if txn % 9 == 4:
+                p.abort_transaction()
+                continue
+            expected += batch
+            if txn % 9 == 7:
+                p.commit_transaction()
+            else:
+                futures.append(p.commit_transaction_nowait())
+            if txn % 13 == 0:
+                p.produce_many([b"Q%02d" % txn], [b"q"])
+                expected.append(b"Q%02d" % txn)
+        for future in futures:
+            future.result(DEADLINE)
+        p.begin_transaction()
+        assert p.commit_transaction_nowait().result(DEADLINE) is None  # nothing written
+    got = read_all(cluster, topic, committed=True, expect=len(expected))
+    assert Counter(values(got)) == Counter(expected)
+    by_partition: dict[str, list[bytes]] = {}
+    for r in got:
+        if r.value.startswith(b"P"):
+            by_partition.setdefault(r.partition, []).append(r.value)
+    for in_partition in by_partition.values():
+        assert in_partition == sorted(in_partition)
+
+
+def test_a_producer_killed_amid_pipelined_commits_leaves_whole_transactions(
+    cluster: LocalCluster, procs: Processes
+) -> None:
+    """SIGKILLed with pipelined commits in flight and RECORDs held: after its successor
+    resolved the log, read committed shows whole transactions only (20 messages each), and
+    they are the first ones requested (the INTENTs are written in order)."""
+    tid, topic = "w-nowait-kill", "t-nowait-kill"
+    writer = app(
+        procs, "writer", cluster, "writer", "--tid", tid, "--topic", topic, "--mode", "nowait"
+    )
+    writer.wait_event("requested", lambda e: e["txn"] >= 30, timeout=DEADLINE)
+    writer.kill()
+    with TransactionalProducer(topic, tid, partitions=3, txn_lease=1.0, **common(cluster)):
+        pass
+    got = values(read_all(cluster, topic, committed=True, expect=20))
+    per_txn = Counter(int(v[1:].split(b"-")[0]) for v in got)
+    assert set(per_txn.values()) == {20}
+    assert sorted(per_txn) == list(range(len(per_txn)))
+    assert len(got) == len(set(got))
