@@ -13,9 +13,11 @@ Progress goes to stdout, one line per step, flushed.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
+from concurrent.futures import Future
 from typing import Any
 
 from dafka import ReadCommittedConsumer, TransactionalProducer
@@ -39,6 +41,11 @@ def say(event: str, **fields: Any) -> None:
     print(json.dumps({"event": event, **fields}), flush=True)
 
 
+def _say_decided(txn: int, decision: Future[None]) -> None:
+    if decision.exception() is None:
+        say("decided", txn=txn)
+
+
 def writer(args: argparse.Namespace) -> None:
     crash = None if args.kill_after_acks is None else crash_mid_commit(args.kill_after_acks)
     p = TransactionalProducer(
@@ -58,9 +65,10 @@ def writer(args: argparse.Namespace) -> None:
             p.produce_many(
                 [b"T%d-%d" % (txn, i) for i in range(20)], [b"%d" % i for i in range(20)]
             )
-            p.commit_transaction_nowait()
+            decision = p.commit_transaction_nowait()
             if txn % 10 == 0:
                 say("requested", txn=txn)
+                decision.add_done_callback(functools.partial(_say_decided, txn))
             txn += 1
     if args.mode == "mid-txn":
         with p.transaction():

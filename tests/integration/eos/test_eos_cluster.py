@@ -346,12 +346,14 @@ def test_a_producer_killed_amid_pipelined_commits_leaves_whole_transactions(
     writer = app(
         procs, "writer", cluster, "writer", "--tid", tid, "--topic", topic, "--mode", "nowait"
     )
-    writer.wait_event("requested", lambda e: e["txn"] >= 30, timeout=DEADLINE)
+    decided = writer.wait_event("decided", lambda e: e["txn"] >= 10, timeout=DEADLINE)["txn"]
+    writer.wait_event("requested", lambda e: e["txn"] >= decided + 20, timeout=DEADLINE)
     writer.kill()
     with TransactionalProducer(topic, tid, partitions=3, txn_lease=1.0, **common(cluster)):
         pass
-    got = values(read_all(cluster, topic, committed=True, expect=20))
+    got = values(read_all(cluster, topic, committed=True, expect=20 * (decided + 1)))
     per_txn = Counter(int(v[1:].split(b"-")[0]) for v in got)
     assert set(per_txn.values()) == {20}
     assert sorted(per_txn) == list(range(len(per_txn)))
+    assert len(per_txn) > decided
     assert len(got) == len(set(got))
