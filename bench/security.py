@@ -12,7 +12,12 @@ threads; secured: their own ``key=``/``authorized_keys=``):
 * ACK latency: one message at a time, ``send`` until ``flush`` returns, p50 and p99.
 
 Then the ratio secured / plaintext of each figure (target: throughput >= 0.7x). The modes
-alternate within one run on one machine; the last column is the load average.
+alternate within one run on one machine; the last line gives the load average.
+
+The last row is libzmq's own floor, no dafka: raw pyzmq PUB -> SUB on loopback, one 100 B
+message per send, plaintext vs CURVE. CURVE encrypts and authenticates each ZeroMQ message
+on its own (``crypto_box`` per message, in the I/O threads), so one RECORD per message cannot
+cost less, secured, than this row's ratio; batched RECORDs carry many messages per box.
 
 Run: ``.venv/bin/python bench/security.py [--records N] [--samples N]``.
 """
@@ -23,10 +28,13 @@ import argparse
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+import zmq
 
 from _procs import percentile
 from dafka import Consumer, Producer
@@ -88,6 +96,51 @@ def _ack_latency(common: dict[str, Any], samples: int) -> tuple[float, float]:
     return percentile(waits, 0.5), percentile(waits, 0.99)
 
 
+def _zmq_floor(secured: bool, n: int) -> float:
+    """Raw pyzmq PUB -> SUB messages/s, one message per send (CURVE when ``secured``)."""
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    pub, sub = context.socket(zmq.PUB), context.socket(zmq.SUB)
+    pub.setsockopt(zmq.SNDHWM, 0)
+    sub.setsockopt(zmq.RCVHWM, 0)
+    if secured:
+        server_public, server_secret = zmq.curve_keypair()
+        client_public, client_secret = zmq.curve_keypair()
+        pub.curve_server = True
+        pub.curve_secretkey, pub.curve_publickey = server_secret, server_public
+        sub.curve_serverkey = server_public
+        sub.curve_publickey, sub.curve_secretkey = client_public, client_secret
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(f"tcp://127.0.0.1:{port}")
+    deadline = time.monotonic() + 10
+    while not sub.poll(50):  # joined: a probe arrives
+        if time.monotonic() > deadline:
+            raise SystemExit("the raw pyzmq floor's SUB never joined its PUB")
+        pub.send(b"probe")
+    while sub.poll(100):
+        sub.recv()
+    got = 0
+
+    def receive() -> None:
+        nonlocal got
+        while got < n:
+            sub.recv()
+            got += 1
+
+    message = b"x" * SIZE
+    reader = threading.Thread(target=receive)
+    started = time.perf_counter()
+    reader.start()
+    for _ in range(n):
+        pub.send(message)
+    reader.join()
+    elapsed = time.perf_counter() - started
+    pub.close(linger=0)
+    sub.close(linger=0)
+    context.term()
+    return n / elapsed
+
+
 def run(
     mode: str, root: Path, keys: dict[str, Any], records: int, samples: int
 ) -> dict[str, float]:
@@ -112,6 +165,7 @@ def run(
         }
         p50, p99 = _ack_latency(common, samples)
         out["ack p50 us"], out["ack p99 us"] = p50, p99
+    out["raw pyzmq PUB/SUB"] = _zmq_floor(secured, records)
     return out
 
 
