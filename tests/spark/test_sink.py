@@ -70,7 +70,6 @@ def test_batch_write_is_one_transaction_per_write_with_keys_routed(
         ("CAST(id AS STRING) AS key", {"topic": "x", "name": "n"}, "value"),
         ("CAST(id AS STRING) AS value, id", {"topic": "x", "name": "n"}, "id"),
         ("CAST(id AS STRING) AS value", {"name": "n"}, "topic"),
-        ("CAST(id AS STRING) AS value", {"topic": "x"}, "name"),
         ("CAST(id AS STRING) AS value", {"topic": "x", "name": "n", "partitons": "2"}, "partitons"),
     ],
 )
@@ -80,6 +79,22 @@ def test_bad_sink_input_fails_naming_it(
     df = spark.range(0, 3).selectExpr(*select.split(", "))
     with pytest.raises(Exception, match=named):
         write(df, cluster, **options)
+
+
+def test_a_write_without_a_name_is_a_one_shot_job_of_its_own(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    """``df.write`` without ``name`` (issue 21): each save is a sink of its own identity
+    (new partitions), written once; ``name`` remains for idempotent re-runs."""
+    df = spark.range(0, 20, 1, 2).selectExpr("CAST(id AS STRING) AS value")
+    write(df, cluster, topic="anon-out")
+    write(df, cluster, topic="anon-out")
+    assert Counter(committed_values(cluster, "anon-out")) == Counter(
+        {str(i).encode(): 2 for i in range(20)}
+    )
+    sinks = {r.partition.split(".")[0] for r in read_all(spark, cluster, "anon-out")}
+    assert len(sinks) == 2, sinks
+    assert all(s.startswith("write-") for s in sinks), sinks
 
 
 def _publish_input(cluster: Cluster, n: int) -> list[bytes]:

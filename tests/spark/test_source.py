@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -127,6 +128,7 @@ def test_subscribe_pattern(spark: SparkSession, cluster: Cluster) -> None:
         ({"subscribe": "t", "towers": "nohost"}, "towers"),
         ({}, "subscribe"),
         ({"subscribe": "t", "subscribePattern": "t.*"}, "subscribePattern"),
+        ({"subscribe": "t", "kafka.bootstrap.servers": "h:9092"}, "dafka's: 'towers'"),
     ],
 )
 def test_bad_options_fail_at_once_naming_the_option(
@@ -134,13 +136,103 @@ def test_bad_options_fail_at_once_naming_the_option(
 ) -> None:
     with pytest.raises(Exception, match=named):
         read(spark, cluster, **options).collect()
-    if named not in ("subscrbe", "maxRecordsPerTrigger"):
-        return  # the streaming path parses options the same way; two cases show it
+    if named not in ("subscrbe", "maxRecordsPerTrigger", "dafka's: 'towers'"):
+        return  # the streaming path parses options the same way; three cases show it
     stream = spark.readStream.format("dafka").option("towers", cluster.towers)
     for key, value in options.items():
         stream = stream.option(key, value)
-    with pytest.raises(Exception, match=named):
+    with pytest.raises(Exception, match=named) as failed:
         _run_briefly(stream.load())
+    _a_clear_config_error(str(failed.value))
+
+
+def _a_clear_config_error(message: str) -> None:
+    """The streaming planner's error is the ConfigError itself, not PySpark's
+    UnboundLocalError raised while it cleans up after it (issue 21)."""
+    assert "dafka.errors.ConfigError" in message, message
+    assert "UnboundLocalError" not in message, message
+
+
+def test_a_streaming_only_option_error_is_as_clear(spark: SparkSession, cluster: Cluster) -> None:
+    """Checks that depend on the kind of read run when Spark creates the streaming reader:
+    their ConfigError reaches the user as clearly as the shared ones."""
+    stream = (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", "t")
+        .option("endingOffsets", "latest")
+        .load()
+    )
+    with pytest.raises(Exception, match="'endingOffsets' is for batch reads") as failed:
+        _run_briefly(stream)
+    _a_clear_config_error(str(failed.value))
+
+
+def test_assign_and_include_headers(spark: SparkSession, cluster: Cluster) -> None:
+    """``assign`` reads the named partitions only; ``includeHeaders=false`` drops the
+    ``headers`` column (Kafka's options)."""
+    batch = encode_batch([b"h"], headers=[[("k", b"v")]])
+    publish(cluster, "as", "as.0", [b"a0", batch])
+    publish(cluster, "as", "as.1", [b"b0"])
+    assign = json.dumps({"as": ["as.0"]})
+    rows = read(spark, cluster, assign=assign).orderBy("offset").collect()
+    assert [r.value for r in rows] == [b"a0", b"h"]
+    assert [(h.key, h.value) for h in rows[1].headers] == [("k", b"v")]
+    bare = read(spark, cluster, assign=assign, includeHeaders="false")
+    assert "headers" not in bare.columns
+    assert values(bare.collect()) == [b"a0", b"h"]
+    stream = (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("assign", json.dumps({"as": ["as.1"]}))
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "false")
+        .load()
+    )
+    assert "headers" not in stream.columns
+    query = stream.writeStream.format("memory").queryName("assigned").start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert values(spark.table("assigned").collect()) == [b"b0"]
+
+
+def test_a_query_started_before_its_cluster_waits_for_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Issue 21: the driver waits for a tower up to ``clusterTimeout`` (60 s by default, as
+    Kafka's source waits for its brokers) rather than failing after 10 s; the cluster here
+    comes up 12 s after the query started."""
+    late = Cluster(tmp_path / "late")
+    query = (
+        spark.readStream.format("dafka")
+        .option("towers", late.towers)
+        .option("subscribe", "late")
+        .option("startingOffsets", "earliest")
+        .load()
+        .writeStream.format("memory")
+        .queryName("late")
+        .start()
+    )
+    started = time.monotonic()
+    try:
+        wait_until(lambda: time.monotonic() - started > 12 or not query.isActive, 30, "12 s")
+        assert query.isActive, query.exception()
+        late.inner.start()
+        try:
+            publish(late, "late", "late.0", [b"l0", b"l1"])
+            wait_until(
+                lambda: query.exception() is not None or spark.table("late").count() == 2,
+                120,
+                "the late cluster's rows",
+            )
+            assert query.exception() is None, query.exception()
+        finally:
+            query.stop()
+            late.inner.stop()
+    finally:
+        query.stop()
 
 
 def _run_briefly(df: DataFrame) -> None:

@@ -18,11 +18,14 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from dafka.errors import DataLossError  # the one class (the Spark API names it too)
+from dafka.errors import (
+    ConfigError,
+    DataLossError,  # the one class (the Spark API names it too)
+)
 from dafka.spark._options import parse_sink_options, parse_source_options
-from dafka.spark._schema import SOURCE_SCHEMA
+from dafka.spark._schema import source_schema
 from dafka.spark._sink import DafkaBatchWriter, DafkaStreamWriter, SinkFault, sink_name
-from dafka.spark._source import DafkaBatchReader, DafkaStreamReader
+from dafka.spark._source import DafkaBatchReader, DafkaStreamReader, FailedStreamReader
 
 
 class DafkaDataSource(DataSource):
@@ -33,17 +36,28 @@ class DafkaDataSource(DataSource):
         return "dafka"
 
     def schema(self) -> StructType:
-        return SOURCE_SCHEMA
+        """The rows' schema; called when a read is defined (``load()``), so the options a
+        batch and a streaming read share are checked here: a typo fails ``load()`` with the
+        same :class:`~dafka.errors.ConfigError` in both (raised later, in the streaming
+        planner's ``streamReader``, PySpark buries it under an ``UnboundLocalError``)."""
+        options = parse_source_options(self.options, streaming=None)
+        return source_schema(options.include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return DafkaBatchReader(parse_source_options(self.options, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return DafkaStreamReader(parse_source_options(self.options, streaming=True))
+        try:
+            options = parse_source_options(self.options, streaming=True)
+        except ConfigError as error:
+            # Raised here, PySpark's planner process fails on its own cleanup
+            # (UnboundLocalError) and the ConfigError is buried in its traceback.
+            return FailedStreamReader(error)
+        return DafkaStreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         options = parse_sink_options(self.options)
-        return DafkaBatchWriter(options, sink_name(options, dict(self.options)), schema)
+        return DafkaBatchWriter(options, sink_name(options, dict(self.options), once=True), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         options = parse_sink_options(self.options)

@@ -30,6 +30,7 @@ _SOURCE_OPTIONS = {
     "towers",
     "subscribe",
     "subscribepattern",
+    "assign",
     "startingoffsets",
     "endingoffsets",
     "maxrecordspertrigger",
@@ -38,6 +39,8 @@ _SOURCE_OPTIONS = {
     "minpartitions",
     "fetchtimeout",
     "headsrefresh",
+    "includeheaders",
+    "clustertimeout",
     "key",
     "authorizedkeys",
     "towerkey",
@@ -50,6 +53,7 @@ _SINK_OPTIONS = {
     "partitions",
     "checkpointlocation",
     "path",
+    "clustertimeout",
     "key",
     "authorizedkeys",
     "towerkey",
@@ -58,6 +62,28 @@ _SINK_OPTIONS = {
 _SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
 """Options Spark itself may pass along (``start(path)``, ``checkpointLocation``,
 ``queryName``)."""
+
+_KAFKA_NAMES = {
+    "kafka.bootstrap.servers": "'towers' (the towers' host:port, comma-separated)",
+    "kafka.group.id": "nothing: the source keeps no consumer group (Spark's checkpoint "
+    "holds the offsets)",
+    "groupidprefix": "nothing: the source keeps no consumer group (Spark's checkpoint "
+    "holds the offsets)",
+    "kafkaconsumer.polltimeoutms": "'fetchTimeout' (seconds)",
+    "fetchoffset.numretries": "'fetchTimeout' (seconds)",
+    "fetchoffset.retryintervalms": "'fetchTimeout' (seconds)",
+    "maxoffsetspertrigger": "'maxRecordsPerTrigger' (it counts RECORDs: a batched RECORD "
+    "carries many messages)",
+    "minoffsetspertrigger": "nothing yet: dafka's source has no minimum per trigger",
+    "maxtriggerdelay": "nothing yet: dafka's source has no minimum per trigger",
+    "startingtimestamp": "nothing yet: start at offsets ('startingOffsets')",
+    "startingoffsetsbytimestamp": "nothing yet: start at offsets ('startingOffsets')",
+    "endingtimestamp": "nothing yet: end at offsets ('endingOffsets')",
+    "endingoffsetsbytimestamp": "nothing yet: end at offsets ('endingOffsets')",
+    "kafka.isolation.level": "'isolation' (read_uncommitted or read_committed)",
+}
+"""Options of Spark's Kafka connector, and what a dafka user gives instead: an unknown
+option named like Kafka's says so (the connector is modelled on Kafka's)."""
 
 
 ClientSecurity = KeyFiles
@@ -73,6 +99,8 @@ class SourceOptions:
     towers: str
     topics: tuple[str, ...]
     pattern: str | None
+    assigned: frozenset[tuple[str, str]] | None
+    """``assign``: only these (topic, partition)s (None: every partition of the topics)."""
     starting: Literal["earliest", "latest"] | Offsets
     ending: Literal["latest"] | Offsets
     max_records_per_trigger: int | None
@@ -81,6 +109,9 @@ class SourceOptions:
     min_partitions: int | None
     fetch_timeout: float
     heads_refresh: float
+    include_headers: bool = True
+    cluster_timeout: float = 60.0
+    """Seconds the driver waits for the cluster (a tower's welcome) before it fails."""
     security: ClientSecurity = PLAINTEXT
 
     @property
@@ -93,6 +124,13 @@ class SourceOptions:
             return re.fullmatch(self.pattern, topic) is not None
         return topic in self.topics
 
+    def reads(self, key: tuple[str, str]) -> bool:
+        """Whether the partition ``(topic, partition)`` is one this source reads (every
+        partition of its topics, or with ``assign`` only those named)."""
+        if self.assigned is not None:
+            return key in self.assigned
+        return self.matches(key[0])
+
 
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
@@ -102,6 +140,7 @@ class SinkOptions:
     topic: str | None
     name: str | None
     partitions: int
+    cluster_timeout: float = 60.0
     security: ClientSecurity = PLAINTEXT
 
     @property
@@ -117,16 +156,25 @@ def towers_transport(towers: str, security: ClientSecurity) -> TransportConfig:
     return TransportConfig.for_towers(towers, security=Security.from_files(security))
 
 
-def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) -> SourceOptions:
+    """The source's options; ``streaming`` None checks what both kinds of read share (the
+    data source's ``schema()``, called when the query is defined, before Spark knows
+    which kind it is)."""
     opts = _lower(options)
     _check_known(opts, _SOURCE_OPTIONS, "source")
     towers = opts.get("towers", DEFAULT_TOWERS)
     check_towers(towers, "towers")
     subscribe = opts.get("subscribe")
     pattern = opts.get("subscribepattern")
-    if (subscribe is None) == (pattern is None):
-        raise ConfigError("give exactly one of the options 'subscribe' and 'subscribePattern'")
+    assign = opts.get("assign")
+    if sum(o is not None for o in (subscribe, pattern, assign)) != 1:
+        raise ConfigError(
+            "give exactly one of the options 'subscribe', 'subscribePattern' and 'assign'"
+        )
+    assigned = None if assign is None else _assign_option(assign)
     topics: tuple[str, ...] = ()
+    if assigned is not None:
+        topics = tuple(sorted({topic for topic, _ in assigned}))
     if subscribe is not None:
         topics = tuple(t.strip() for t in subscribe.split(",") if t.strip())
         if not topics:
@@ -139,12 +187,12 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         except re.error as exc:
             raise ConfigError(f"option 'subscribePattern' is not a regex: {exc}") from None
     starting = _offsets_option(
-        opts, "startingOffsets", "earliest" if not streaming else "latest", ("earliest", "latest")
+        opts, "startingOffsets", "latest" if streaming else "earliest", ("earliest", "latest")
     )
     if streaming and "endingoffsets" in opts:
         raise ConfigError("option 'endingOffsets' is for batch reads (spark.read) only")
     ending = _offsets_option(opts, "endingOffsets", "latest", ("latest",))
-    if starting == "latest" and not streaming:
+    if starting == "latest" and streaming is False:
         raise ConfigError("option 'startingOffsets' cannot be 'latest' for batch reads")
     isolation = opts.get("isolation", "read_uncommitted")
     if isolation not in ("read_uncommitted", "read_committed"):
@@ -155,6 +203,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         towers=towers,
         topics=topics,
         pattern=pattern,
+        assigned=assigned,
         starting=starting,  # type: ignore[arg-type]
         ending=ending,  # type: ignore[arg-type]
         max_records_per_trigger=_int_option(opts, "maxRecordsPerTrigger", None, 1),
@@ -163,6 +212,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         min_partitions=_int_option(opts, "minPartitions", None, 1),
         fetch_timeout=_float_option(opts, "fetchTimeout", 30.0),
         heads_refresh=_float_option(opts, "headsRefresh", 0.1),
+        include_headers=_bool_option(opts, "includeHeaders", True),
+        cluster_timeout=_float_option(opts, "clusterTimeout", 60.0),
         security=_security_options(opts),
     )
 
@@ -183,6 +234,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         topic=topic,
         name=name,
         partitions=_int_option(opts, "partitions", 1, 1) or 1,
+        cluster_timeout=_float_option(opts, "clusterTimeout", 60.0),
         security=_security_options(opts),
     )
 
@@ -197,10 +249,45 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 def _check_known(opts: Mapping[str, str], known: set[str], what: str) -> None:
     unknown = sorted(set(opts) - known - _SPARK_OPTIONS)
     if unknown:
+        kafka = [
+            f"{name!r} is Spark's Kafka connector's; dafka's: {_KAFKA_NAMES[name]}"
+            for name in unknown
+            if name in _KAFKA_NAMES
+        ]
+        if any(name.startswith("kafka.") and name not in _KAFKA_NAMES for name in unknown):
+            kafka.append("'kafka.*' options configure a Kafka client; dafka has none")
         raise ConfigError(
-            f"unknown dafka {what} option(s) {', '.join(map(repr, unknown))}; "
-            f"known: {', '.join(sorted(known - _SPARK_OPTIONS))}"
+            f"unknown dafka {what} option(s) {', '.join(map(repr, unknown))}"
+            + (f" ({'; '.join(kafka)})" if kafka else "")
+            + f"; known: {', '.join(sorted(known - _SPARK_OPTIONS))}"
         )
+
+
+def _assign_option(text: str) -> frozenset[tuple[str, str]]:
+    """``assign``: JSON ``{"topic": ["partition", ...]}`` (Kafka's shape; dafka partitions
+    are named, so the names are strings)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(
+            f'option \'assign\' must be JSON {{"topic": ["partition", ...]}}, got {text!r}'
+        )
+    out: set[tuple[str, str]] = set()
+    for topic, parts in data.items():
+        _check_topic("assign", topic)
+        if not isinstance(parts, list) or not parts:
+            raise ConfigError(f"option 'assign': {topic!r} must map to a list of partitions")
+        for partition in parts:
+            if not isinstance(partition, str):
+                raise ConfigError(
+                    f"option 'assign': partitions are named by strings (a producer's "
+                    f'partition id such as "w1.0"), got {partition!r} in {topic!r}'
+                )
+            _check_topic("assign", partition)
+            out.add((topic, partition))
+    return frozenset(out)
 
 
 def _security_options(opts: Mapping[str, str]) -> ClientSecurity:

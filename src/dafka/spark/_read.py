@@ -34,6 +34,7 @@ from dafka.client import Consumer, ConsumerSettings, replay_from_stores
 from dafka.records import CommittedFilter, RecordColumns
 from dafka.spark._committed import CommittedOffsets, ProducerStates
 from dafka.spark._options import PLAINTEXT, ClientSecurity
+from dafka.spark._schema import without_headers
 
 ROWS_PER_BATCH = 65_536
 """Rows per Arrow batch handed to Spark (about: a batch ends where a poll ended)."""
@@ -61,6 +62,8 @@ class RangePartition(InputPartition):
     """read_committed: the producer states at ``start``."""
     security: ClientSecurity = PLAINTEXT
     """The options ``key``, ``authorizedKeys``, ``towerKey`` (paths, loaded on the executor)."""
+    include_headers: bool = True
+    """``includeHeaders``: false drops the ``headers`` column."""
 
     def settings(self) -> ConsumerSettings:
         """The task consumer's settings: a bounded read, no settle window, quick retries."""
@@ -84,7 +87,10 @@ def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
         columns = consumer.read_to_end(partition.timeout, ROWS_PER_BATCH)
         if partition.committed:
             columns = _committed(columns, partition, settings)
-        yield from arrow_batches(columns)
+        if partition.include_headers:
+            yield from arrow_batches(columns)
+        else:
+            yield from map(without_headers, arrow_batches(columns))
 
 
 def _committed(

@@ -41,4 +41,24 @@ its position inside a batched RECORD (0 for a plain one)."""
 
 SOURCE_ARROW_SCHEMA: pa.Schema = to_arrow_schema(SOURCE_SCHEMA, timezone="UTC")
 
-__all__ = ["SOURCE_ARROW_SCHEMA", "SOURCE_SCHEMA"]
+NO_HEADERS_SCHEMA = StructType([f for f in SOURCE_SCHEMA.fields if f.name != "headers"])
+"""``includeHeaders=false``: the rows without their ``headers`` column."""
+
+
+def source_schema(include_headers: bool) -> StructType:
+    """The rows' schema with or without ``headers`` (option ``includeHeaders``)."""
+    return SOURCE_SCHEMA if include_headers else NO_HEADERS_SCHEMA
+
+
+def without_headers(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` of :data:`SOURCE_ARROW_SCHEMA` without its ``headers`` column."""
+    return batch.drop_columns(["headers"])
+
+
+__all__ = [
+    "NO_HEADERS_SCHEMA",
+    "SOURCE_ARROW_SCHEMA",
+    "SOURCE_SCHEMA",
+    "source_schema",
+    "without_headers",
+]

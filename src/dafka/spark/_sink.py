@@ -525,11 +525,15 @@ def write_task(
 # -- pyspark writers -------------------------------------------------------------------------
 
 
-def sink_name(options: SinkOptions, raw: dict[str, str]) -> str:
-    """The sink's stable id: option ``name``, else derived from the checkpoint location.
+def sink_name(options: SinkOptions, raw: dict[str, str], *, once: bool = False) -> str:
+    """The sink's stable id: option ``name``, else derived from the checkpoint location,
+    else (``once``: a ``df.write``) an identity of its own.
 
     It names the sink's partitions and control record, not the query: which batches are
-    committed is per Spark query id (a fresh checkpoint at the same path is a new query)."""
+    committed is per Spark query id (a fresh checkpoint at the same path is a new query).
+    A ``df.write`` without ``name`` is a one-shot job: new partitions, written once; give it
+    a ``name`` to re-run it idempotently into the same partitions. A streaming writer is
+    made again for every micro-batch, so it cannot make up a name: its checkpoint names it."""
     if options.name is not None:
         return options.name
     location = {k.lower(): v for k, v in raw.items()}.get("checkpointlocation")
@@ -537,6 +541,8 @@ def sink_name(options: SinkOptions, raw: dict[str, str]) -> str:
         import hashlib
 
         return "spark-" + hashlib.sha256(location.encode()).hexdigest()[:16]
+    if once:
+        return f"write-{uuid.uuid4().hex[:16]}"
     raise ConfigError(
         "the dafka sink needs the option 'name' (a stable id of the query's output; one "
         "writer at a time) or a checkpointLocation to derive it from"

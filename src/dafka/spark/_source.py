@@ -23,6 +23,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from dafka.client import HeadWatcher
+from dafka.errors import ConfigError
 from dafka.spark import _plan
 from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end
 from dafka.spark._options import Offsets, SourceOptions
@@ -49,7 +50,17 @@ def _first_heads(watcher: HeadWatcher, options: SourceOptions) -> dict[tuple[str
     where the watcher may not even have reached the tower within it - the plan then held no
     partition at all (at most ``_FIRST_ANSWERS`` seconds: a cluster without stores)."""
     least = _HEAD_INTERVAL if options.pattern is not None else 0.0
-    return watcher.wait_quiet(_QUIET, _FIRST_ANSWERS, at_least=least, min_stores=1)
+    heads = watcher.wait_quiet(_QUIET, _FIRST_ANSWERS, at_least=least, min_stores=1)
+    return _assigned(options, heads)
+
+
+def _assigned(
+    options: SourceOptions, heads: dict[tuple[str, str], int]
+) -> dict[tuple[str, str], int]:
+    """``heads`` of the partitions the source reads (``assign`` names some of a topic's)."""
+    if options.assigned is None:
+        return heads
+    return {key: head for key, head in heads.items() if key in options.assigned}
 
 
 _watchers: dict[tuple[object, ...], HeadWatcher] = {}
@@ -62,14 +73,21 @@ def _watcher(options: SourceOptions) -> HeadWatcher:
     with _watchers_lock:
         watcher = _watchers.get(key)
         if watcher is None:
-            watcher = HeadWatcher(
-                options.topics,
-                options.transport,
-                matching=options.matches if options.pattern is not None else None,
-                refresh=options.heads_refresh,
-            )
+            watcher = _new_watcher(options)
             _watchers[key] = watcher
         return watcher
+
+
+def _new_watcher(options: SourceOptions) -> HeadWatcher:
+    """A watcher of the source's topics; it waits up to ``clusterTimeout`` for a tower (a
+    query started before its cluster waits for it, as Kafka's source waits for brokers)."""
+    return HeadWatcher(
+        options.topics,
+        options.transport,
+        matching=options.matches if options.pattern is not None else None,
+        refresh=options.heads_refresh,
+        ready_timeout=options.cluster_timeout,
+    )
 
 
 _trackers: dict[tuple[object, ...], CutTracker] = {}
@@ -129,6 +147,7 @@ def _committed_partitions(
             committed=True,
             producers=start.producers.get((topic, partition), ()),
             security=options.security,
+            include_headers=options.include_headers,
         )
         for (topic, partition), stop in sorted(end.positions.items())
         if stop > start.positions.get((topic, partition), 0)
@@ -146,6 +165,7 @@ def _partitions(options: SourceOptions, start: Offsets, end: Offsets) -> list[Ra
             options.fetch_timeout,
             options.fail_on_data_loss,
             security=options.security,
+            include_headers=options.include_headers,
         )
         for r in _plan.ranges(start, end, options.min_partitions)
     ]
@@ -183,8 +203,9 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ceiling = None if target is None else {k: h + 1 for k, h in target.items()}
             if ceiling is not None:  # availableNow ends at the first batch with no progress
                 tracker.wait_reached(ceiling, self.options.fetch_timeout)
-            return plan_end(begin, tracker.cuts(), ceiling, cap, _plan.share).to_json()
-        heads = _watcher(self.options).heads()
+            cuts = {k: c for k, c in tracker.cuts().items() if self.options.reads(k)}
+            return plan_end(begin, cuts, ceiling, cap, _plan.share).to_json()
+        heads = _assigned(self.options, _watcher(self.options).heads())
         if target is not None:  # availableNow: nothing past the heads known when it started
             heads = {k: min(h, target[k]) for k, h in heads.items() if k in target}
         return _plan.latest(start, heads, cap)
@@ -208,6 +229,27 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to do: the checkpoint, not this (lagging) call, is the truth."""
 
 
+class FailedStreamReader(DataSourceStreamReader):
+    """A streaming read whose options are wrong: every call raises their
+    :class:`~dafka.errors.ConfigError` (returned by ``streamReader`` instead of raising
+    there, where PySpark's planner loses it; see ``DafkaDataSource.streamReader``)."""
+
+    def __init__(self, error: ConfigError) -> None:
+        self.error = error
+
+    def initialOffset(self) -> dict[str, Any]:
+        raise self.error
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        raise self.error
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        raise self.error
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        raise self.error
+
+
 class DafkaBatchReader(DataSourceReader):
     """``spark.read``: from ``startingOffsets`` to ``endingOffsets`` (heads at planning)."""
 
@@ -220,12 +262,7 @@ class DafkaBatchReader(DataSourceReader):
         start: Offsets = {} if starting == "earliest" else starting  # type: ignore[assignment]
         ending = options.ending
         if ending == "latest":
-            with HeadWatcher(
-                options.topics,
-                options.transport,
-                matching=options.matches if options.pattern is not None else None,
-                refresh=options.heads_refresh,
-            ) as watcher:
+            with _new_watcher(options) as watcher:
                 end = _plan.latest(start, _first_heads(watcher, options), None)
         else:
             end = ending
@@ -248,7 +285,8 @@ class DafkaBatchReader(DataSourceReader):
         )
         try:
             tracker.wait_reached(end, options.fetch_timeout)
-            planned = plan_end(start, tracker.cuts(), end, None, _plan.share)
+            cuts = {k: c for k, c in tracker.cuts().items() if options.reads(k)}
+            planned = plan_end(start, cuts, end, None, _plan.share)
         finally:
             tracker.close()
         return _committed_partitions(options, start, planned)
