@@ -56,8 +56,8 @@ def spark() -> Iterator[SparkSession]:
 class Cluster:
     """An in-process tower + store on a free port, and the ``towers`` option to reach it."""
 
-    def __init__(self, data_dir: Path, stores: int = 1) -> None:
-        self.port = free_port_pair()
+    def __init__(self, data_dir: Path, stores: int = 1, port: int | None = None) -> None:
+        self.port = free_port_pair() if port is None else port
         self.towers = f"127.0.0.1:{self.port}"
         self.inner = InProcessCluster(data_dir, stores=stores, tower_port=self.port)
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
+import select
+import socket
 import time
 from collections import Counter
 from pathlib import Path
@@ -202,9 +205,11 @@ def test_a_query_started_before_its_cluster_waits_for_it(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """Issue 21: the driver waits for a tower up to ``clusterTimeout`` (60 s by default, as
-    Kafka's source waits for its brokers) rather than failing after 10 s; the cluster here
-    comes up 12 s after the query started."""
-    late = Cluster(tmp_path / "late")
+    Kafka's source waits for its brokers) rather than failing after 10 s. The tower's ports
+    are held by plain listeners until the driver first connects; the cluster comes up 12 s
+    after that."""
+    port, listeners = _held_pair_below_ephemeral()
+    late = Cluster(tmp_path / "late", port=port)
     query = (
         spark.readStream.format("dafka")
         .option("towers", late.towers)
@@ -215,9 +220,13 @@ def test_a_query_started_before_its_cluster_waits_for_it(
         .queryName("late")
         .start()
     )
-    started = time.monotonic()
     try:
-        wait_until(lambda: time.monotonic() - started > 12 or not query.isActive, 30, "12 s")
+        reached, _, _ = select.select(listeners, [], [], 120)
+        assert reached, "the driver never tried to reach the tower"
+        tried = time.monotonic()
+        for listener in listeners:
+            listener.close()
+        wait_until(lambda: time.monotonic() - tried > 12 or not query.isActive, 30, "12 s")
         assert query.isActive, query.exception()
         late.inner.start()
         try:
@@ -229,10 +238,29 @@ def test_a_query_started_before_its_cluster_waits_for_it(
             )
             assert query.exception() is None, query.exception()
         finally:
-            query.stop()
             late.inner.stop()
     finally:
         query.stop()
+        for listener in listeners:
+            listener.close()
+
+
+def _held_pair_below_ephemeral() -> tuple[int, list[socket.socket]]:
+    """Ports P, P+1 below the kernel's ephemeral range, held by listeners. (A client that
+    keeps connecting to a free port of that range can connect to itself - the kernel may
+    pick that very port as its source - and then holds the port the tower needs.)"""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(200):
+        port = random.randrange(10_000, low - 1)
+        try:
+            first = socket.create_server(("127.0.0.1", port))
+        except OSError:
+            continue
+        try:
+            return port, [first, socket.create_server(("127.0.0.1", port + 1))]
+        except OSError:
+            first.close()
+    raise AssertionError("no free pair of ports below the ephemeral range")
 
 
 def _run_briefly(df: DataFrame) -> None:
