@@ -95,6 +95,7 @@ from dafka.records import (
     Record,
     RecordColumns,
     check_batch,
+    control_indexes,
 )
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import DropInbound, Identity, NodeRunner, RunnerStats
@@ -253,6 +254,7 @@ class Consumer(Closing):
         self._bounded = bool(assigned) and set(ends) == set(assigned) and not topic_list
         """Every partition assigned with an end and no subscription: see :meth:`at_end`."""
         self._fail_on_data_loss = self.settings.fail_on_data_loss
+        self._control_messages = self.settings.control_messages
         self._records_lost = 0
         self._records_polled = 0
         self._messages_polled = 0
@@ -689,7 +691,7 @@ class Consumer(Closing):
             if leftover is not None:
                 checked, at = leftover
                 stop = min(checked.count, at + room)
-                parts.append(BatchSlice(checked, at, stop))
+                self._hand_out(parts, checked, at, stop)
                 n += stop - at
                 if stop == checked.count:
                     self._leftover = None
@@ -751,7 +753,7 @@ class Consumer(Closing):
                     first = self._skipped(key, offset) if self._skip else 0
                     cut = room - plain  # >= 1: the batch is inside chunk
                     if checked.count - first > cut:
-                        parts.append(BatchSlice(checked, first, first + cut))
+                        self._hand_out(parts, checked, first, first + cut)
                         n += cut
                         self._leftover = (checked, first + cut)
                         nxt[key] = offset  # partly handed: its offset stays the position
@@ -759,7 +761,7 @@ class Consumer(Closing):
                         self._advance(batch, start + used)
                         break
                     if first < checked.count:
-                        parts.append(BatchSlice(checked, first, checked.count))
+                        self._hand_out(parts, checked, first, checked.count)
                         n += checked.count - first
             taken += used
             nxt[key] = offset0 + used
@@ -777,6 +779,20 @@ class Consumer(Closing):
             return 0
         del self._skip[key]
         return at[1] if at[0] == offset else 0
+
+    def _hand_out(self, parts: list[Part], checked: CheckedBatch, start: int, stop: int) -> None:
+        """Messages ``[start, stop)`` of a checked batch, as slices around its transaction
+        control messages (ACKs: never handed out unless ``settings.control_messages``, as
+        Kafka's consumers never see control records). They still count as taken."""
+        at = start
+        if not self._control_messages:
+            for i in control_indexes(checked.content, checked.layout):
+                if start <= i < stop:
+                    if i > at:
+                        parts.append(BatchSlice(checked, at, i))
+                    at = i + 1
+        if at < stop:
+            parts.append(BatchSlice(checked, at, stop))
 
     def _lost(self, batch: Deliver, expected: int, handing_out: bool) -> bool:
         """Records ``expected..`` up to ``batch`` are gone (the machine skipped them): True

@@ -56,7 +56,9 @@ class ReadCommittedConsumer(Consumer):
             )
         wanted = resolve_settings(ConsumerSettings, settings, fields)
         wanted = dataclasses.replace(wanted, isolation_level="read_committed")
-        self._inner_settings = dataclasses.replace(wanted, isolation_level="read_uncommitted")
+        self._inner_settings = dataclasses.replace(
+            wanted, isolation_level="read_uncommitted", control_messages=True
+        )
         replay = replay_from_stores(self._inner_settings, replay_timeout)
         self._filter = CommittedFilter(checkpoint, replay=replay, buffer=buffer)
         starts = dict(start_positions or {})
@@ -121,7 +123,11 @@ def replay_from_stores(settings: ConsumerSettings, idle_timeout: float = 30.0) -
     that do not come within ``idle_timeout`` seconds, raise :class:`DataLossError` (the
     filter keeps what it holds, and its next ``feed`` retries the replay)."""
     inner = dataclasses.replace(
-        settings, isolation_level="read_uncommitted", latest_settle=0.0, fail_on_data_loss=True
+        settings,
+        isolation_level="read_uncommitted",
+        latest_settle=0.0,
+        fail_on_data_loss=True,
+        control_messages=True,
     )
 
     def replay(topic: str, partition: str, first: int, last: int) -> list[Record]:

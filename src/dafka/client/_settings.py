@@ -290,6 +290,12 @@ class ConsumerSettings(_CommonSettings):
     True (the default, as Spark's ``failOnDataLoss``) raises :class:`DataLossError` naming
     them, after handing out what came before them; False skips them (counted in
     ``poll_statistics().records_lost``, logged as a warning)."""
+    control_messages: bool = False
+    """Hand out transaction control messages too: the ACKs (UUID flag ``ACK_TXN``) that
+    commit or roll back a transaction. False (the default): never, in read_uncommitted too,
+    as Kafka's consumers never see control records. A read-committed filter fed by this
+    consumer needs them (``ReadCommittedConsumer``, ``replay_from_stores`` and the Spark
+    source's read_committed path set it)."""
 
     group_id: str | None = None
     """``consumer/group``: the consumer group (Kafka's ``group.id``). With it the consumer

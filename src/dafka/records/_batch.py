@@ -371,6 +371,26 @@ def _decode_columns(content: bytes, layout: BatchLayout) -> BatchColumns:
     return BatchColumns(keys, values, headers, timestamps, uuids)
 
 
+def control_indexes(content: bytes, layout: BatchLayout) -> list[int]:
+    """Indexes of the batch's transaction control messages: those whose UUID carries the
+    ``ACK_TXN`` flag (an ACK commits or rolls back its producer's transaction: Kafka's
+    control records). A read-uncommitted consumer hands them to nobody; a read-committed
+    filter needs them. Cheap when there are none (the common case): one scan, in C, of the
+    byte that holds the flags' low bits.
+
+    The flags are the 10 low bits of the UUID's bytes 8-9 (big-endian): ACK_TXN (0x2) is
+    byte 9 == 0x02 with the two low bits of byte 8 clear."""
+    at = layout.uuids_at
+    if at < 0:
+        return []
+    end = at + UUID_SIZE * layout.messages
+    low = content[at + 9 : end : UUID_SIZE]
+    if b"\x02" not in low:
+        return []
+    high = content[at + 8 : end : UUID_SIZE]
+    return [i for i, (h, b) in enumerate(zip(high, low, strict=True)) if b == 2 and not h & 3]
+
+
 def _check_len(name: str, column: Sequence[object], count: int) -> None:
     if len(column) != count:
         raise ValueError(f"batch column {name} has {len(column)} entries for {count} values")
@@ -383,6 +403,7 @@ __all__ = [
     "CorruptBatchError",
     "check_batch",
     "check_header",
+    "control_indexes",
     "decode_batch",
     "decode_checked",
     "encode_batch",

@@ -161,6 +161,7 @@ class _CutReader:
             offset_reset="earliest",
             heads_refresh=1.0,
             fail_on_data_loss=fail_on_data_loss,  # failOnDataLoss, as the tasks
+            control_messages=True,  # the filter decides by the ACKs
         )
         self.filter = CommittedFilter(
             start.checkpoint(), replay=replay_from_stores(settings, _REPLAY_TIMEOUT)

@@ -74,6 +74,7 @@ class RangePartition(InputPartition):
             fetch_retry_initial=FETCH_RETRY_INITIAL,
             fetch_retry_max=2.0,
             fail_on_data_loss=self.fail_on_data_loss,
+            control_messages=self.committed,  # the filter decides by the ACKs; else never rows
         )
 
 

@@ -26,6 +26,7 @@ from dafka import (
     RecordColumns,
     TransactionalProducer,
 )
+from dafka.message import Flags, ProducerID, build_uuid
 from dafka.records import encode_batch
 from dafka.server import LocalCluster
 from tests.integration.client.test_consumer_cluster import (
@@ -270,3 +271,53 @@ def test_read_committed_poll_columns_delivers_committed_messages_only(
             return out
 
     assert sorted(asyncio.run(read_async())) == sorted(got)
+
+
+def test_transaction_control_messages_are_never_handed_out(cluster: LocalCluster) -> None:
+    """Issue 21: the ACKs that commit or roll back a transaction (Kafka's control records)
+    are never messages, in read_uncommitted either: not alone in a RECORD (what the
+    transactional producer and the Spark sink write), not inside a batch, not across a
+    ``max_records`` cut. ``control_messages=True`` (what a read-committed filter's own
+    consumer sets) hands them out."""
+    topic = "columns-control"
+    pid = ProducerID(b"\x01" * 6)
+
+    def uuid(clock: int, flags: Flags) -> bytes:
+        return build_uuid(pid, clock << 4, flags).bytes
+
+    contents = [
+        b"plain",
+        encode_batch([b""], uuids=[uuid(1, Flags.ACK_TXN)]),  # an opening ACK, alone
+        encode_batch(
+            [b"c0", b"c1", b"", b"out", b""],
+            uuids=[
+                uuid(2, Flags.CONTINUE_TXN),
+                uuid(3, Flags.CONTINUE_TXN),
+                uuid(4, Flags.ACK_TXN),  # commits c0, c1
+                uuid(5, Flags.OUTSIDE_TXN),
+                uuid(6, Flags.ACK_TXN),
+            ],
+        ),
+        encode_batch([b"no uuid"]),
+    ]
+    with raw_producer(cluster, topic) as producer:
+        producer.publish(*contents)
+        producer.wait_stored()
+        key = (topic, producer.id)
+        settings = client(cluster, assign={key: 0}, end_offsets={key: len(contents)})
+        with Consumer(**settings) as a, Consumer(**settings) as b:
+            queued(a, len(contents))
+            queued(b, len(contents))
+            got = lockstep(a, b, key, max_records=2)  # cuts around and between the ACKs
+            assert a.position(*key) == len(contents)
+        assert [(r.offset, r.index, r.value) for r in got] == [
+            (0, 0, b"plain"),
+            (2, 0, b"c0"),
+            (2, 1, b"c1"),
+            (2, 3, b"out"),
+            (3, 0, b"no uuid"),
+        ]
+        with Consumer(**settings, control_messages=True) as every:
+            queued(every, len(contents))
+            values = [v for c in every.read_to_end(DEADLINE) for v in c.values]
+        assert values == [b"plain", b"", b"c0", b"c1", b"", b"out", b"", b"no uuid"]

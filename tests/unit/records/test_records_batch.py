@@ -9,12 +9,14 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dafka.message import Flags, ProducerID, build_uuid
 from dafka.records import (
     HEADER_SIZE,
     MAGIC,
     CorruptBatchError,
     DroppedRecordError,
     check_batch,
+    control_indexes,
     decode_batch,
     drop_notice,
     encode_batch,
@@ -196,3 +198,20 @@ def test_a_drop_notice_names_the_size_it_stands_for_and_nothing_else_passes_for_
     flipped = notice[:-1] + bytes([notice[-1] ^ 1])  # the CRC covers the size
     with pytest.raises(CorruptBatchError, match="CRC"):
         check_batch(flipped)
+
+
+def test_control_indexes_are_the_acks_only() -> None:
+    """``control_indexes``: the messages whose UUID flags are exactly ACK_TXN (a value
+    with other high flag bits is treated as OUTSIDE_TXN by the sequencer: not an ACK)."""
+    pid = ProducerID(b"\x02" * 6)
+    ack = build_uuid(pid, 16, Flags.ACK_TXN).bytes
+    cont = build_uuid(pid, 32, Flags.CONTINUE_TXN).bytes
+    odd = bytearray(ack)
+    odd[8] |= 0x01  # flags 0x102: not ACK_TXN
+    content = encode_batch([b"a", b"", b"b", b""], uuids=[cont, ack, bytes(odd), ack])
+    layout, _ = check_batch(content)
+    assert control_indexes(content, layout) == [1, 3]
+    plain = encode_batch([b"a", b"b"], uuids=[cont, cont])
+    assert control_indexes(plain, check_batch(plain)[0]) == []
+    no_uuids = encode_batch([b"\x02" * 20])
+    assert control_indexes(no_uuids, check_batch(no_uuids)[0]) == []
