@@ -24,8 +24,15 @@ from dafka.errors import (
 )
 from dafka.spark._options import parse_sink_options, parse_source_options
 from dafka.spark._schema import source_schema
-from dafka.spark._sink import DafkaBatchWriter, DafkaStreamWriter, SinkFault, sink_name
+from dafka.spark._sink import (
+    DafkaBatchWriter,
+    DafkaStreamWriter,
+    SinkFault,
+    foreach_batch,
+    sink_name,
+)
 from dafka.spark._source import DafkaBatchReader, DafkaStreamReader, FailedStreamReader
+from dafka.spark._workers import check_workers
 
 
 class DafkaDataSource(DataSource):
@@ -65,7 +72,11 @@ class DafkaDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Register ``format("dafka")`` on ``spark`` (not needed when dafka is installed)."""
+    """Register ``format("dafka")`` on ``spark`` (not needed when dafka is installed in the
+    workers' interpreter), after checking that Spark's Python workers can import dafka
+    (:func:`check_workers`: a :class:`ConfigError` says which interpreter and how to fix
+    it, where Spark would say ``DATA_SOURCE_NOT_FOUND`` or fail in the workers)."""
+    check_workers(spark)
     spark.dataSource.register(DafkaDataSource)
 
 
@@ -75,5 +86,7 @@ __all__ = [
     "DafkaStreamWriter",
     "DataLossError",
     "SinkFault",
+    "check_workers",
+    "foreach_batch",
     "register",
 ]
