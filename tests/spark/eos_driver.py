@@ -1,12 +1,17 @@
-"""A Spark driver for the exactly-once test: dafka topic -> dafka sink, with failures.
+"""A Spark driver for the exactly-once tests: dafka topic -> dafka sink, with failures.
 
-``python eos_driver.py TOWERS CHECKPOINT BATCHES`` runs ``local[2,4]`` (task retries) with
+``python eos_driver.py TOWERS CHECKPOINT BATCHES [MODE]`` runs ``local[2,4]`` (task retries) with
 ``availableNow`` until the input topic is read to its end. In each micro-batch listed in
 ``BATCHES`` (comma-separated ids) the first attempt of the sink's task 0 fails once it has
 stored 25 rows (the sink's fault injector, ``dafka.testing.fail_sink_task``, on the writer of
 ``tests/spark/faults.py``'s ``dafka_faulty`` sink): Spark retries the task
 and the first attempt's rows stay behind, uncommitted. Prints ``batch N`` after
-each micro-batch so that the test can kill it mid-run.
+each micro-batch so that the test can kill it mid-run. ``BATCHES`` ``-``: no failure.
+
+``MODE`` (default ``append``: ``eos-in`` -> ``eos-out``): ``complete`` or ``update`` run a
+count per key of ``modes-in`` (rows ``key:count``) into the topic named as the mode;
+``update`` through ``dafka.spark.foreach_batch`` (Spark's Python data sources cannot take
+that mode themselves).
 
 Load: Spark starts a streaming Python source's driver-side process with a connect-back
 timeout of 10 s that no configuration changes (``PythonWorkerFactory.createSimpleWorker``;
@@ -27,6 +32,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 
 from pyspark.sql import SparkSession
 
+from dafka.spark import foreach_batch
 from dafka.testing import fail_sink_task
 from tests.spark.faults import register_faulty_sink
 
@@ -36,6 +42,8 @@ CONNECT_BACK = "failed to connect back"
 
 def main() -> None:
     towers, checkpoint, batches = sys.argv[1], sys.argv[2], sys.argv[3]
+    mode = sys.argv[4] if len(sys.argv) > 4 else "append"
+    source_topic, out_topic = ("eos-in", "eos-out") if mode == "append" else ("modes-in", mode)
     spark = (
         SparkSession.builder.master("local[2,4]")
         .appName("dafka-eos")
@@ -50,31 +58,41 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    sink = register_faulty_sink(spark, fail_sink_task(map(int, batches.split(",")), rows=25))
+    failing = [int(b) for b in batches.split(",") if b != "-"]
+    sink = register_faulty_sink(spark, fail_sink_task(failing, rows=25))
 
     source = (
         spark.readStream.format("dafka")
         .option("towers", towers)
-        .option("subscribe", "eos-in")
+        .option("subscribe", source_topic)
         .option("startingOffsets", "earliest")
         .option("maxRecordsPerTrigger", "100")
         .load()
     )
-    out = source.repartition(3, "key").select("key", "value")
+    if mode == "append":
+        out = source.repartition(3, "key").select("key", "value")
+    else:  # a running count per key: each micro-batch's output is "key:count" rows
+        out = (
+            source.groupBy("key")
+            .count()
+            .selectExpr("key", "concat(CAST(key AS STRING), ':', CAST(count AS STRING)) AS value")
+        )
 
     def progress(batch_id: int) -> None:
         print(f"batch {batch_id} at {time.strftime('%H:%M:%S')}", flush=True)
 
     last = -1
     for attempt in range(START_ATTEMPTS):
-        query = (
-            out.writeStream.format(sink)
-            .option("towers", towers)
-            .option("topic", "eos-out")
+        writer = (
+            out.writeStream.outputMode(mode)
             .option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)
-            .start()
         )
+        if mode == "update":  # Spark's Python data sources cannot take update: foreachBatch
+            writer = writer.foreachBatch(foreach_batch(towers=towers, topic=out_topic))
+        else:
+            writer = writer.format(sink).option("towers", towers).option("topic", out_topic)
+        query = writer.start()
         while query.isActive:
             query.awaitTermination(1)
             p = query.lastProgress

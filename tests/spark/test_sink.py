@@ -21,7 +21,7 @@ from dafka.client import PartitionProducer, Producer
 from dafka.message import get_clock
 from dafka.records import encode_batch
 from dafka.spark._txn import batch_base
-from tests.spark.committed import committed_values
+from tests.spark.committed import committed_values, read_to_heads
 from tests.spark.conftest import Cluster, wait_until
 
 DRIVER = Path(__file__).with_name("eos_driver.py")
@@ -110,10 +110,15 @@ def _publish_input(cluster: Cluster, n: int) -> list[bytes]:
 
 
 def _run_driver(
-    cluster: Cluster, checkpoint: Path, kill_after_batch: int | None, runs: list[str]
+    cluster: Cluster,
+    checkpoint: Path,
+    kill_after_batch: int | None,
+    runs: list[str],
+    failing: str = "1,4",
+    mode: str = "append",
 ) -> str:
     proc = subprocess.Popen(
-        [sys.executable, str(DRIVER), cluster.towers, str(checkpoint), "1,4"],
+        [sys.executable, str(DRIVER), cluster.towers, str(checkpoint), failing, mode],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -188,6 +193,55 @@ def test_exactly_once_with_failed_task_attempts_and_a_killed_driver(
     assert len(data) > len(expected), f"no uncommitted leftovers (no rollback):\n{logs}"
     assert all(get_clock(uuid_mod.UUID(bytes=r.uuid)) > batch_base(0) for r in data)
     assert time.monotonic() - started < 900
+
+
+@pytest.fixture(scope="module")
+def modes_input(cluster: Cluster) -> Counter[bytes]:
+    """600 records over 20 keys (30 each), round robin: each micro-batch of 100 counts
+    every key again. The expected final count per key."""
+    with PartitionProducer("modes-in", cluster.transport, producer_id="mi.0") as p:
+        for i in range(600):
+            p.publish(encode_batch([b"v%d" % i], keys=[b"k%02d" % (i % 20)]))
+        assert p.flush(60)
+    return Counter({b"k%02d" % k: 30 for k in range(20)})
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", ["complete", "update"])
+def test_output_modes_are_exactly_once_per_batch_across_a_killed_driver(
+    spark: SparkSession,
+    cluster: Cluster,
+    tmp_path: Path,
+    modes_input: Counter[bytes],
+    mode: str,
+) -> None:
+    """Issue 21: a running count per key in ``complete`` (``format("dafka")``) and
+    ``update`` (``dafka.spark.foreach_batch``) output modes, the driver SIGKILLed after
+    batch 1 and restarted from its checkpoint. Each sink batch (the clock's high bits) is
+    one micro-batch's output, written once: no key twice in a batch, every key's count
+    grows from batch to batch (each batch of 100 records counts all 20 keys again: a
+    micro-batch written twice would repeat its counts), and the last counts are the truth."""
+    checkpoint = tmp_path / "checkpoint"
+    runs: list[str] = []
+    _run_driver(cluster, checkpoint, 1, runs, failing="-", mode=mode)
+    _run_driver(cluster, checkpoint, None, runs, failing="-", mode=mode)
+    by_batch: dict[int, list[tuple[bytes, int]]] = {}
+    for r in read_to_heads(cluster, mode, "read_committed"):
+        assert r.uuid is not None
+        name, text = r.value.rsplit(b":", 1)
+        by_batch.setdefault(get_clock(uuid_mod.UUID(bytes=r.uuid)) >> 32, []).append(
+            (name, int(text))
+        )
+    logs = "\n---\n".join(r[-3000:] for r in runs)
+    assert len(by_batch) == 6, f"{sorted(by_batch)}:\n{logs}"
+    last: dict[bytes, int] = {}
+    for batch in sorted(by_batch):
+        keys = [k for k, _ in by_batch[batch]]
+        assert len(keys) == len(set(keys)), f"sink batch {batch} holds a key twice"
+        for key, count in by_batch[batch]:
+            assert count > last.get(key, 0), f"{key!r}: {count} after {last.get(key)}"
+            last[key] = count
+    assert Counter(last) == modes_input
 
 
 def _stream_to_sink(

@@ -19,15 +19,17 @@ Exactly-once, by Gazette transactions (design: ``docs/spark.md``, "Sink"; clocks
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
 from pyspark import TaskContext
+from pyspark.sql import DataFrame
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -44,7 +46,7 @@ from dafka.client import Consumer, ConsumerSettings, HeadWatcher, Producer
 from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID
 from dafka.records import ack_uuid, encode_batch
-from dafka.spark._options import SinkOptions
+from dafka.spark._options import SinkOptions, parse_sink_options
 from dafka.spark._txn import (
     CONTROL_TOPIC,
     ControlState,
@@ -80,6 +82,8 @@ _READ_TIMEOUT = 30.0
 """Seconds the control record may take to arrive (a ``DataLossError`` then says it is gone)."""
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 """The task-local property with Spark's query id: kept by the checkpoint, new with a new one."""
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+"""The task-local property with the micro-batch id."""
 
 log = logging.getLogger(__name__)
 
@@ -323,6 +327,8 @@ class TaskCommit(WriterCommitMessage):
     heads: tuple[tuple[tuple[str, str], int], ...] = ()
     """((topic, partition), last sequence stored) of each partition the task wrote."""
     skipped: bool = False
+    spark_batch: int = 0
+    """Spark's micro-batch the task wrote (0 for a plain ``df.write``)."""
 
 
 class _TopicWriter:
@@ -487,7 +493,7 @@ def write_task(
     if planned.committed:
         for _ in data:  # this query committed it already (a re-run after a restart)
             pass
-        return TaskCommit(query, batch, [], 0, control, skipped=True)
+        return TaskCommit(query, batch, [], 0, control, skipped=True, spark_batch=spark_batch)
     writers: dict[str, _TopicWriter] = {}
     try:
         for record_batch in data:
@@ -519,6 +525,7 @@ def write_task(
         sum(w.rows for w in writers.values()),
         control,
         tuple(((t.topic, t.partition), last) for t, last in finished),
+        spark_batch=spark_batch,
     )
 
 
@@ -538,8 +545,6 @@ def sink_name(options: SinkOptions, raw: dict[str, str], *, once: bool = False) 
         return options.name
     location = {k.lower(): v for k, v in raw.items()}.get("checkpointlocation")
     if location:
-        import hashlib
-
         return "spark-" + hashlib.sha256(location.encode()).hexdigest()[:16]
     if once:
         return f"write-{uuid.uuid4().hex[:16]}"
@@ -547,6 +552,53 @@ def sink_name(options: SinkOptions, raw: dict[str, str], *, once: bool = False) 
         "the dafka sink needs the option 'name' (a stable id of the query's output; one "
         "writer at a time) or a checkpointLocation to derive it from"
     )
+
+
+def streaming_batch() -> tuple[str, int] | None:
+    """(Spark's query id, micro-batch id) when this task runs inside a streaming micro-batch
+    (a ``df.write`` in ``foreachBatch`` inherits the query's local properties), else None."""
+    ctx = TaskContext.get()
+    if ctx is None:
+        return None
+    query = ctx.getLocalProperty(QUERY_ID_PROPERTY)
+    raw = ctx.getLocalProperty(BATCH_ID_PROPERTY)
+    if not query or raw is None:
+        return None
+    return query, int(raw)
+
+
+def foreach_batch(**options: str) -> Callable[[DataFrame, int], None]:
+    """The dafka sink as a ``foreachBatch`` function: how a query in ``update`` output mode
+    writes to dafka, exactly once per micro-batch::
+
+        counts.writeStream.outputMode("update").foreachBatch(
+            dafka.spark.foreach_batch(towers="h:5556", topic="counts")
+        ).option("checkpointLocation", "/ckpt/counts").start()
+
+    Spark's Python Data Source API cannot take ``update`` itself (its JVM write builder
+    lacks ``SupportsStreamingUpdateAsAppend``: "dafka does not support Update mode").
+    Each micro-batch is a ``df.write`` whose tasks see the query's id and batch id (local
+    properties), so a batch replayed after a driver crash is found committed, as with
+    ``format("dafka")``. ``options`` are the sink's (checked here, at once); ``name``
+    defaults to one derived from the query id (kept by the checkpoint)."""
+    parse_sink_options(options)  # a bad option fails here, at once
+    given = {k.lower() for k in options}
+
+    def write(df: DataFrame, batch_id: int) -> None:
+        del batch_id  # the tasks read it from their local properties
+        writer = df.write.format("dafka").mode("append")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        if "name" not in given:
+            query = df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
+            if not query:
+                raise SinkError("foreach_batch runs outside a streaming query: give 'name'")
+            writer = writer.option(
+                "name", "spark-" + hashlib.sha256(query.encode()).hexdigest()[:16]
+            )
+        writer.save()
+
+    return write
 
 
 class DafkaStreamWriter(DataSourceStreamArrowWriter):
@@ -574,13 +626,12 @@ class DafkaStreamWriter(DataSourceStreamArrowWriter):
         return dict(self.__dict__)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        ctx = TaskContext.get()
-        raw = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None
-        query = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
-        if raw is None or not query:
+        found = streaming_batch()
+        if found is None:
             raise SinkError("no streaming batch id or query id in the task context")
+        query, spark_batch = found
         return write_task(
-            self.options, self.sink, self.control, query, int(raw), iterator, self.fault
+            self.options, self.sink, self.control, query, spark_batch, iterator, self.fault
         )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -606,15 +657,27 @@ class DafkaBatchWriter(DataSourceArrowWriter):
         self.fault = fault
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        """A task's rows; inside a streaming micro-batch (``foreachBatch``, which is how a
+        query in ``update`` mode reaches this sink) as that query's micro-batch, so that a
+        replay after a driver crash finds it committed (exactly once per batch)."""
+        query, spark_batch = streaming_batch() or (self.query, 0)
         return write_task(
-            self.options, self.sink, self.control, self.query, 0, iterator, self.fault
+            self.options, self.sink, self.control, query, spark_batch, iterator, self.fault
         )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit_batch(self.options, self.sink, 0, messages)
+        batches = {m.spark_batch for m in messages if isinstance(m, TaskCommit)}
+        commit_batch(self.options, self.sink, batches.pop() if len(batches) == 1 else 0, messages)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """As the stream writer's: nothing to undo."""
 
 
-__all__ = ["DafkaBatchWriter", "DafkaStreamWriter", "SinkFault", "TaskCommit", "sink_name"]
+__all__ = [
+    "DafkaBatchWriter",
+    "DafkaStreamWriter",
+    "SinkFault",
+    "TaskCommit",
+    "foreach_batch",
+    "sink_name",
+]
