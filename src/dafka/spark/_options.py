@@ -34,6 +34,8 @@ _SOURCE_OPTIONS = {
     "startingoffsets",
     "endingoffsets",
     "maxrecordspertrigger",
+    "minoffsetspertrigger",
+    "maxtriggerdelay",
     "failondataloss",
     "isolation",
     "minpartitions",
@@ -74,8 +76,6 @@ _KAFKA_NAMES = {
     "fetchoffset.retryintervalms": "'fetchTimeout' (seconds)",
     "maxoffsetspertrigger": "'maxRecordsPerTrigger' (it counts RECORDs: a batched RECORD "
     "carries many messages)",
-    "minoffsetspertrigger": "nothing yet: dafka's source has no minimum per trigger",
-    "maxtriggerdelay": "nothing yet: dafka's source has no minimum per trigger",
     "startingtimestamp": "nothing yet: start at offsets ('startingOffsets')",
     "startingoffsetsbytimestamp": "nothing yet: start at offsets ('startingOffsets')",
     "endingtimestamp": "nothing yet: end at offsets ('endingOffsets')",
@@ -104,6 +104,10 @@ class SourceOptions:
     starting: Literal["earliest", "latest"] | Offsets
     ending: Literal["latest"] | Offsets
     max_records_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    """Kafka's ``minOffsetsPerTrigger``: a micro-batch waits for at least this many offsets
+    (RECORDs), or for ``max_trigger_delay`` seconds since the last one."""
+    max_trigger_delay: float
     fail_on_data_loss: bool
     isolation: Isolation
     min_partitions: int | None
@@ -207,6 +211,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         starting=starting,  # type: ignore[arg-type]
         ending=ending,  # type: ignore[arg-type]
         max_records_per_trigger=_int_option(opts, "maxRecordsPerTrigger", None, 1),
+        min_offsets_per_trigger=_int_option(opts, "minOffsetsPerTrigger", None, 1),
+        max_trigger_delay=_duration_option(opts, "maxTriggerDelay", 15 * 60.0),
         fail_on_data_loss=_bool_option(opts, "failOnDataLoss", True),
         isolation=isolation,  # type: ignore[arg-type]
         min_partitions=_int_option(opts, "minPartitions", None, 1),
@@ -335,6 +341,26 @@ def _float_option(opts: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"option '{name}' must be a number of seconds, got {text!r}") from None
     if not value > 0:
         raise ConfigError(f"option '{name}' must be > 0, got {value}")
+    return value
+
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration_option(opts: Mapping[str, str], name: str, default: float) -> float:
+    """Seconds, from Spark's time strings (``15m``, ``30s``, ``500ms``; a bare number is
+    milliseconds, as Spark's ``timeStringAsMs``)."""
+    text = opts.get(name.lower())
+    if text is None:
+        return default
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", text.lower())
+    if found is None or found.group(2) not in (*_UNITS, ""):
+        raise ConfigError(
+            f"option '{name}' must be a duration such as '15m', '30s' or '500ms', got {text!r}"
+        )
+    value = float(found.group(1)) * _UNITS.get(found.group(2), 0.001)
+    if not value > 0:
+        raise ConfigError(f"option '{name}' must be > 0, got {text!r}")
     return value
 
 

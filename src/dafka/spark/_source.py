@@ -10,7 +10,8 @@ Arrow batches (``dafka.spark._read``). Everything a task needs travels in its
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -178,6 +179,10 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self.committed = options.isolation == "read_committed"
         self._target: dict[tuple[str, str], int] | None = None
+        self._last_trigger = float("-inf")
+        """When the last micro-batch was planned (``minOffsetsPerTrigger``; monotonic, in
+        the driver's planner process: a restarted driver may plan its first one at once,
+        as Kafka's source does)."""
 
     def initialOffset(self) -> dict[str, Any]:
         starting = self.options.starting
@@ -204,11 +209,35 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if ceiling is not None:  # availableNow ends at the first batch with no progress
                 tracker.wait_reached(ceiling, self.options.fetch_timeout)
             cuts = {k: c for k, c in tracker.cuts().items() if self.options.reads(k)}
-            return plan_end(begin, cuts, ceiling, cap, _plan.share).to_json()
+            end = plan_end(begin, cuts, ceiling, cap, _plan.share)
+            if not self._due(begin.positions, end.positions):
+                return start
+            return end.to_json()
         heads = _assigned(self.options, _watcher(self.options).heads())
         if target is not None:  # availableNow: nothing past the heads known when it started
             heads = {k: min(h, target[k]) for k, h in heads.items() if k in target}
-        return _plan.latest(start, heads, cap)
+        planned = _plan.latest(start, heads, cap)
+        if not self._due(_plan.flatten(start), _plan.flatten(planned)):
+            return start
+        return planned
+
+    def _due(
+        self, start: Mapping[tuple[str, str], int], end: Mapping[tuple[str, str], int]
+    ) -> bool:
+        """Whether a micro-batch ``start`` -> ``end`` may run now: with
+        ``minOffsetsPerTrigger``, once it holds that many offsets or ``maxTriggerDelay``
+        passed since the last one (Kafka's rule; ``availableNow`` ignores it)."""
+        least = self.options.min_offsets_per_trigger
+        if least is None or self._target is not None:
+            return True
+        now = time.monotonic()
+        size = sum(max(o - start.get(k, 0), 0) for k, o in end.items())
+        if size == 0:
+            return True  # nothing new: Spark runs no batch either way
+        if size < least and now - self._last_trigger < self.options.max_trigger_delay:
+            return False
+        self._last_trigger = now
+        return True
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = dict(_first_heads(_watcher(self.options), self.options))
