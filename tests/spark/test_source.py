@@ -17,6 +17,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from dafka.client import PartitionProducer as Producer
 from dafka.message import Flags, build_uuid
 from dafka.records import encode_batch
+from dafka.spark._options import parse_source_options
+from dafka.spark._source import DafkaStreamReader, _watcher
 from tests.spark.conftest import Cluster, wait_until
 
 
@@ -461,3 +463,48 @@ def test_read_committed_across_micro_batches_and_a_restart(
     query = _committed_stream(spark, cluster, tmp_path / "now", now, cap=3, available_now=True)
     assert query.awaitTermination(120)
     assert Counter(v for b in now for v in b) == Counter([*a, b"p0", *c])
+
+
+@pytest.mark.parametrize("delay", ["1h", "300ms"])
+def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(
+    cluster: Cluster, delay: str
+) -> None:
+    """Kafka's ``minOffsetsPerTrigger`` / ``maxTriggerDelay``, on the driver's planner (the
+    reader Spark calls, against the real cluster): the first micro-batch runs at once; then
+    a batch waits until that many offsets are there, or until the delay since the last one."""
+    topic = f"min-{delay}"
+    options = {
+        "towers": cluster.towers,
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+        "minOffsetsPerTrigger": "5",
+        "maxTriggerDelay": delay,
+    }
+    r = DafkaStreamReader(parse_source_options(options, streaming=True))
+    limit = r.getDefaultReadLimit()
+
+    def seen(head: int) -> None:
+        key = (topic, "m.0")
+        wait_until(lambda: _watcher(r.options).heads().get(key) == head, 30, f"head {head}")
+
+    with Producer(topic, cluster.transport, producer_id="m.0") as p:
+        for i in range(3):
+            p.publish(b"%d" % i)
+        assert p.flush(30)
+        start = r.initialOffset()
+        seen(2)
+        first = r.latestOffset(start, limit)
+        assert first == {topic: {"m.0": 3}}  # the first batch: at once
+        for i in range(3, 6):
+            p.publish(b"%d" % i)
+        assert p.flush(30)
+        seen(5)
+        if delay == "1h":  # 3 < 5 offsets, the delay far off: no batch
+            assert r.latestOffset(first, limit) == first
+            for i in range(6, 8):
+                p.publish(b"%d" % i)
+            assert p.flush(30)
+            seen(7)
+            assert r.latestOffset(first, limit) == {topic: {"m.0": 8}}
+        else:  # 3 < 5 offsets, but 300 ms since the last batch let them through
+            wait_until(lambda: r.latestOffset(first, limit) == {topic: {"m.0": 6}}, 30, "the delay")
