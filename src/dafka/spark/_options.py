@@ -23,6 +23,8 @@ from dafka.transport.security import Security
 Isolation = Literal["read_uncommitted", "read_committed"]
 Offsets = dict[str, dict[str, int]]
 """topic -> partition -> next sequence to read: Spark's offsets and the JSON options."""
+Times = int | dict[str, dict[str, int]]
+"""ms since the epoch: one for every partition, or topic -> partition -> ms."""
 
 DEFAULT_TOWERS = "127.0.0.1:5556"
 
@@ -32,7 +34,11 @@ _SOURCE_OPTIONS = {
     "subscribepattern",
     "assign",
     "startingoffsets",
+    "startingtimestamp",
+    "startingoffsetsbytimestamp",
     "endingoffsets",
+    "endingtimestamp",
+    "endingoffsetsbytimestamp",
     "maxrecordspertrigger",
     "minoffsetspertrigger",
     "maxtriggerdelay",
@@ -76,10 +82,8 @@ _KAFKA_NAMES = {
     "fetchoffset.retryintervalms": "'fetchTimeout' (seconds)",
     "maxoffsetspertrigger": "'maxRecordsPerTrigger' (it counts RECORDs: a batched RECORD "
     "carries many messages)",
-    "startingtimestamp": "nothing yet: start at offsets ('startingOffsets')",
-    "startingoffsetsbytimestamp": "nothing yet: start at offsets ('startingOffsets')",
-    "endingtimestamp": "nothing yet: end at offsets ('endingOffsets')",
-    "endingoffsetsbytimestamp": "nothing yet: end at offsets ('endingOffsets')",
+    "startingoffsetsbytimestampstrategy": "nothing: a partition with no RECORD at or after "
+    "its time starts at its end",
     "kafka.isolation.level": "'isolation' (read_uncommitted or read_committed)",
 }
 """Options of Spark's Kafka connector, and what a dafka user gives instead: an unknown
@@ -113,6 +117,12 @@ class SourceOptions:
     min_partitions: int | None
     fetch_timeout: float
     heads_refresh: float
+    starting_times: Times | None = None
+    """``startingTimestamp`` / ``startingOffsetsByTimestamp``: each partition starts at its
+    first RECORD at or after the time (ms), at its end where none is (yet)."""
+    ending_times: Times | None = None
+    """``endingTimestamp`` / ``endingOffsetsByTimestamp`` (batch): each partition ends
+    before its first RECORD at or after the time, at the heads where none is."""
     include_headers: bool = True
     cluster_timeout: float = 60.0
     """Seconds the driver waits for the cluster (a tower's welcome) before it fails."""
@@ -198,6 +208,13 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     ending = _offsets_option(opts, "endingOffsets", "latest", ("latest",))
     if starting == "latest" and streaming is False:
         raise ConfigError("option 'startingOffsets' cannot be 'latest' for batch reads")
+    starting_times = _times_option(opts, "startingOffsets", "startingTimestamp")
+    ending_times = _times_option(opts, "endingOffsets", "endingTimestamp")
+    if streaming and ending_times is not None:
+        raise ConfigError(
+            "the options 'endingTimestamp' and 'endingOffsetsByTimestamp' are "
+            "for batch reads (spark.read) only"
+        )
     isolation = opts.get("isolation", "read_uncommitted")
     if isolation not in ("read_uncommitted", "read_committed"):
         raise ConfigError(
@@ -210,6 +227,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         assigned=assigned,
         starting=starting,  # type: ignore[arg-type]
         ending=ending,  # type: ignore[arg-type]
+        starting_times=starting_times,
+        ending_times=ending_times,
         max_records_per_trigger=_int_option(opts, "maxRecordsPerTrigger", None, 1),
         min_offsets_per_trigger=_int_option(opts, "minOffsetsPerTrigger", None, 1),
         max_trigger_delay=_duration_option(opts, "maxTriggerDelay", 15 * 60.0),
@@ -373,6 +392,28 @@ def _bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"option '{name}' must be 'true' or 'false', got {text!r}")
 
 
+def _times_option(opts: Mapping[str, str], offsets: str, timestamp: str) -> Times | None:
+    """``<x>Timestamp`` (ms, every partition) or ``<x>OffsetsByTimestamp`` (JSON ``{"topic":
+    {"partition": ms}}``): at most one of them and ``<x>Offsets`` (Kafka ranks them; here
+    two that disagree are a mistake said at once)."""
+    by = f"{offsets}ByTimestamp"
+    given = [n for n in (offsets, timestamp, by) if n.lower() in opts]
+    if len(given) > 1:
+        raise ConfigError(f"give at most one of the options {', '.join(map(repr, given))}")
+    if timestamp.lower() in opts:
+        return _int_option(opts, timestamp, 0, 0)
+    text = opts.get(by.lower())
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ConfigError(
+            f'option \'{by}\' must be JSON {{"topic": {{"partition": ms}}}}, got {text!r}'
+        ) from None
+    return parse_offsets(data, f"option '{by}'")
+
+
 def _offsets_option(
     opts: Mapping[str, str], name: str, default: str, words: tuple[str, ...]
 ) -> str | Offsets:
@@ -416,6 +457,7 @@ __all__ = [
     "Offsets",
     "SinkOptions",
     "SourceOptions",
+    "Times",
     "parse_offsets",
     "parse_sink_options",
     "parse_source_options",

@@ -23,11 +23,11 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from dafka.client import HeadWatcher
+from dafka.client import HeadWatcher, TimestampSearch
 from dafka.errors import ConfigError
 from dafka.spark import _plan
 from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end
-from dafka.spark._options import Offsets, SourceOptions
+from dafka.spark._options import Offsets, SourceOptions, Times
 from dafka.spark._read import RangePartition, read_partition
 
 _QUIET = 0.1
@@ -62,6 +62,34 @@ def _assigned(
     if options.assigned is None:
         return heads
     return {key: head for key, head in heads.items() if key in options.assigned}
+
+
+def _times_offsets(
+    options: SourceOptions, times: Times, heads: dict[tuple[str, str], int]
+) -> dict[tuple[str, str], int]:
+    """Per partition the offset of its first RECORD at or after its time (Kafka's
+    ``offsetsForTimes``; ``dafka.client.TimestampSearch``, a binary search over single
+    records), or its end (head + 1) where none is yet: the partitions of ``heads`` and, for
+    one time over topics named by ``subscribe``, every partition the stores know; a JSON of
+    times names its partitions itself."""
+    if isinstance(times, int):
+        wanted = dict.fromkeys(heads, times)
+        topics = dict.fromkeys(options.topics, times) if options.pattern is None else None
+    else:
+        wanted = {key: ms for key, ms in _plan.flatten(times).items() if options.reads(key)}
+        topics = None
+    if not wanted and not topics:
+        return {}
+    with TimestampSearch(options.transport, ready_timeout=options.cluster_timeout) as search:
+        found = search.offsets_for_times(
+            wanted, topics=topics, heads=heads, timeout=options.cluster_timeout
+        )
+        known = {**search.heads(), **heads}
+    return {
+        key: known.get(key, -1) + 1 if first is None else first
+        for key, first in found.items()
+        if options.reads(key)
+    }
 
 
 _watchers: dict[tuple[object, ...], HeadWatcher] = {}
@@ -186,8 +214,13 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, Any]:
         starting = self.options.starting
-        if starting == "earliest":
-            offsets: Offsets = {}  # every partition is new, hence read from 0
+        times = self.options.starting_times
+        offsets: Offsets
+        if times is not None:
+            heads = _first_heads(_watcher(self.options), self.options)
+            offsets = _plan.nest(_times_offsets(self.options, times, heads))
+        elif starting == "earliest":
+            offsets = {}  # every partition is new, hence read from 0
         elif starting == "latest":
             offsets = _plan.heads_offsets(_first_heads(_watcher(self.options), self.options))
         else:
@@ -290,9 +323,17 @@ class DafkaBatchReader(DataSourceReader):
         starting = options.starting
         start: Offsets = {} if starting == "earliest" else starting  # type: ignore[assignment]
         ending = options.ending
-        if ending == "latest":
+        if ending == "latest" or options.starting_times is not None:
             with _new_watcher(options) as watcher:
-                end = _plan.latest(start, _first_heads(watcher, options), None)
+                heads = _first_heads(watcher, options)
+            if options.starting_times is not None:
+                start = _plan.nest(_times_offsets(options, options.starting_times, heads))
+            end = ending if ending != "latest" else _plan.latest(start, heads, None)
+            if options.ending_times is not None:
+                stops = _times_offsets(options, options.ending_times, heads)
+                end = _plan.nest(
+                    {k: min(o, stops.get(k, o)) for k, o in _plan.flatten(end).items()}
+                )
         else:
             end = ending
         if options.isolation == "read_committed":
