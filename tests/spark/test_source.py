@@ -107,7 +107,9 @@ def test_subscribe_pattern(spark: SparkSession, cluster: Cluster) -> None:
     publish(cluster, "pat-a", "pa.0", [b"a"])
     publish(cluster, "pat-b", "pb.0", [b"b"])
     publish(cluster, "other", "po.0", [b"o"])
-    # The pattern finds topics by their producers' HEADs: live producers, as in a pipeline.
+    publish(cluster, "pat-gone", "pg.0", [b"g"])  # its producer is gone (issue 21)
+    # The pattern finds topics by their producers' HEADs (live producers, as in a pipeline)
+    # and by the GET-HEADS a store sends a new peer for every topic it holds (any topic).
     with (
         Producer("pat-a", cluster.transport, producer_id="pa.1") as pa,
         Producer("pat-b", cluster.transport, producer_id="pb.1") as pb,
@@ -117,7 +119,7 @@ def test_subscribe_pattern(spark: SparkSession, cluster: Cluster) -> None:
         assert pa.flush(30)
         assert pb.flush(30)
         rows = read(spark, cluster, subscribePattern="pat-.*").collect()
-    assert values(rows) == [b"a", b"a2", b"b", b"b2"]
+    assert values(rows) == [b"a", b"a2", b"b", b"b2", b"g"]
 
 
 @pytest.mark.parametrize(
@@ -508,3 +510,43 @@ def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(
             assert r.latestOffset(first, limit) == {topic: {"m.0": 8}}
         else:  # 3 < 5 offsets, but 300 ms since the last batch let them through
             wait_until(lambda: r.latestOffset(first, limit) == {topic: {"m.0": 6}}, 30, "the delay")
+
+
+def test_starting_and_ending_timestamps(spark: SparkSession, cluster: Cluster) -> None:
+    """Kafka's ``startingTimestamp``, ``startingOffsetsByTimestamp`` and ``endingTimestamp``:
+    a partition starts at its first RECORD at or after the time, ends before the first at
+    or after the ending time; one with none at or after starts at its end."""
+
+    def stamped(times: list[int]) -> list[bytes]:
+        return [encode_batch([b"%d" % t], timestamps=[t]) for t in times]
+
+    publish(cluster, "ts", "ts.0", stamped([1000, 2000, 3000, 4000, 5000, 6000]))
+    publish(cluster, "ts", "ts.1", stamped([1500, 2500, 3500]))
+
+    def got(**options: str) -> list[bytes]:
+        return values(read(spark, cluster, subscribe="ts", **options).collect())
+
+    assert got(startingTimestamp="2500") == [b"2500", b"3000", b"3500", b"4000", b"5000", b"6000"]
+    assert got(startingTimestamp="2500", endingTimestamp="5000") == [
+        b"2500",
+        b"3000",
+        b"3500",
+        b"4000",
+    ]
+    by_partition = json.dumps({"ts": {"ts.0": 5500}})  # ts.1 not named: from its beginning
+    assert got(startingOffsetsByTimestamp=by_partition) == [b"1500", b"2500", b"3500", b"6000"]
+    with pytest.raises(Exception, match="at most one of the options"):
+        got(startingTimestamp="1", startingOffsets="earliest")
+    stream = (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", "ts")
+        .option("startingTimestamp", "4500")  # ts.1 has nothing at or after: its end
+        .load()
+    )
+    query = stream.writeStream.format("memory").queryName("since").start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert values(spark.table("since").collect()) == [b"5000", b"6000"]

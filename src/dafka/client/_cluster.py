@@ -32,7 +32,7 @@ class ClusterSnapshot:
     """``time.monotonic()`` when the view last changed."""
 
 
-def _listening_first(transport: TransportConfig) -> TransportConfig:
+def listening_first(transport: TransportConfig) -> TransportConfig:
     """Connect to the nodes already there before they learn of us (``listen_first``): a
     store asks a new peer for the heads of every topic it holds once, at once, and that
     question is how a topic without live producers or consumers is found. Two beacon
@@ -63,7 +63,7 @@ class ClusterWatcher(Watcher[ClusterSnapshot]):
         super().__init__(ClusterSnapshot(self._machine.view(), {}, time.monotonic()))
         self._version = -1
         self._peers = 0
-        joining = _listening_first(transport or TransportConfig())
+        joining = listening_first(transport or TransportConfig())
         self.listen_first = joining.listen_first
         """Seconds before the first beacon: answers come after it."""
         self._runner = NodeRunner(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from dafka.client._cluster import listening_first
 from dafka.client._watcher import Watcher
 from dafka.node import HeadsMachine, HeadsStatistics
 from dafka.protocol import new_node_id
@@ -42,10 +43,13 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
         super().__init__({})
         self._version = 0
         self._stores = 0
+        joining = transport or TransportConfig()
+        if matching is not None:  # stores' GET-HEADS to a new peer name their topics
+            joining = listening_first(joining)
         self._runner = NodeRunner(
             self._machine,
             [Identity(self.node_id)],
-            transport or TransportConfig(),
+            joining,
             context=context,
             after_turn=self._after_turn,
             name="heads",

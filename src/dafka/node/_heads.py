@@ -18,8 +18,11 @@ Theory. Heads come from three places, and the watcher takes the highest it hears
 
 Topics are either named (``subscribe``) or matched by a predicate (``watch_matching``, for
 Spark's ``subscribePattern``): Dafka has no topic directory, so a matching topic is found
-when a HEAD of it passes (the watcher subscribes to every ``H``), and from then on it is
-asked for its heads like a named topic.
+when a HEAD of it passes (the watcher subscribes to every ``H``: live producers) or a
+GET-HEADS of it (every ``G``: a store asks each new peer for the heads of every topic it
+holds, so a topic whose producers are gone is found too, once the watcher listens before
+the stores learn of it - the client's ``listen_first``), and from then on it is asked for
+its heads like a named topic.
 
 ZeroMQ matches by prefix: ``H`` + ``hello`` also receives ``hello2``, ``E`` + our id any id
 that starts with ours: every message is checked for an exact topic / recipient (counted in
@@ -95,7 +98,7 @@ class HeadsMachine:
         """Watch every topic for which ``matches(topic)`` is true, as its HEADs show up."""
         del now
         if self._matcher is None:
-            self._out.append(Subscribe(b"H"))
+            self._out += [Subscribe(b"H"), Subscribe(b"G")]
         self._matcher = matches
 
     @property
@@ -131,6 +134,12 @@ class HeadsMachine:
                 self._foreign += 1
                 return
             self._on_head(message.topic, message.producer, message.sequence, now)
+        elif type(message) is GetHeads:
+            matcher = self._matcher
+            if matcher is None or message.topic in self._topics or not matcher(message.topic):
+                self._foreign += 1
+                return
+            self.subscribe(message.topic, now)
         elif type(message) is StoreHello:
             if message.consumer != self.node_id:
                 self._foreign += 1

@@ -58,12 +58,29 @@ def test_pattern_finds_topics_by_their_heads() -> None:
     m = HeadsMachine("ME")
     m.take_actions()
     m.watch_matching(lambda t: re.fullmatch("ev-.*", t) is not None, 0.0)
-    assert m.take_actions() == [Subscribe(b"H")]
+    assert m.take_actions() == [Subscribe(b"H"), Subscribe(b"G")]
     m.on_message(Head("ev-1", "p", 2), 1.0)
     m.on_message(Head("other", "p", 2), 1.0)
     assert m.heads() == {("ev-1", "p"): 2}
     assert m.topics == ("ev-1",)
     assert m.take_actions() == [Send(GetHeads("ev-1", "ME"))]  # no extra H subscription
+
+
+def test_pattern_finds_topics_whose_producers_are_gone_by_the_stores_get_heads() -> None:
+    """Issue 21: a store asks every new peer for the heads of each topic it holds (GET-HEADS):
+    a matching topic named there is watched like one found by its HEADs."""
+    m = HeadsMachine("ME")
+    m.take_actions()
+    m.watch_matching(lambda t: re.fullmatch("ev-.*", t) is not None, 0.0)
+    m.take_actions()
+    m.on_message(GetHeads("ev-gone", "STORE1"), 1.0)
+    m.on_message(GetHeads("other", "STORE1"), 1.0)
+    assert m.topics == ("ev-gone",)
+    assert m.take_actions() == [Send(GetHeads("ev-gone", "ME"))]
+    m.on_message(DirectHead("ME", "ev-gone", "p", 7), 1.1)
+    assert m.heads() == {("ev-gone", "p"): 7}
+    m.on_message(GetHeads("ev-gone", "STORE2"), 1.2)  # known already: nothing more
+    assert m.take_actions() == []
 
 
 def test_refresh_must_be_positive() -> None:
