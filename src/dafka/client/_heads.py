@@ -44,8 +44,15 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
         self._version = 0
         self._stores = 0
         joining = transport or TransportConfig()
+        self.discovery_time = 0.0
+        """Seconds after the start by which the stores have named their topics to a
+        ``matching`` watcher: a store asks each new peer for the heads of every topic it
+        holds once it has our beacon, which a watcher listening first sends after
+        ``listen_first``; two beacon intervals more cover the store's own turn (0 for named
+        topics, which need no discovery)."""
         if matching is not None:  # stores' GET-HEADS to a new peer name their topics
             joining = listening_first(joining)
+            self.discovery_time = joining.listen_first + 2 * joining.beacon_interval
         self._runner = NodeRunner(
             self._machine,
             [Identity(self.node_id)],

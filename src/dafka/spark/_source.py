@@ -40,7 +40,8 @@ _FIRST_ANSWERS = 30.0
 as a store greeted and ``_QUIET`` passed; 5 s was too short on a loaded machine, where a
 plan then held no partition at all."""
 _HEAD_INTERVAL = 1.2
-"""A producers' HEAD period and a margin: how long a pattern takes to see every live topic."""
+"""A producers' HEAD period and a margin: how long a pattern takes to see every live topic
+(and at least the watcher's ``discovery_time``: the stores name the topics they hold)."""
 
 
 def _first_heads(watcher: HeadWatcher, options: SourceOptions) -> dict[tuple[str, str], int]:
@@ -50,8 +51,8 @@ def _first_heads(watcher: HeadWatcher, options: SourceOptions) -> dict[tuple[str
     nothing new came for ``_QUIET`` seconds: quiet alone is not enough on a loaded machine,
     where the watcher may not even have reached the tower within it - the plan then held no
     partition at all (at most ``_FIRST_ANSWERS`` seconds: a cluster without stores)."""
-    least = _HEAD_INTERVAL if options.pattern is not None else 0.0
-    heads = watcher.wait_quiet(_QUIET, _FIRST_ANSWERS, at_least=least, min_stores=1)
+    least = max(_HEAD_INTERVAL, watcher.discovery_time) if options.pattern is not None else 0.0
+    heads = watcher.wait_quiet(_QUIET, least + _FIRST_ANSWERS, at_least=least, min_stores=1)
     return _assigned(options, heads)
 
 
