@@ -1,8 +1,11 @@
-"""Secured (CURVE) vs plaintext, in one run (issue 19): throughput and latency of a real cluster.
+"""Secured (CURVE) and with permissions vs plaintext, in one run (issue 19): throughput and
+latency of a real cluster.
 
 For each mode a ``LocalCluster`` (a ``dafka tower`` and ``dafka store`` process, ``--fsync
-ms:5``; secured: ``--key``/``--authorized-keys``) and clients in this process (their node
-threads; secured: their own ``key=``/``authorized_keys=``):
+ms:5``; secured: ``--key``/``--authorized-keys``; acl: secured, and the store and the
+clients given ``--acl``/``acl=`` granting the client every topic, so each reads its peers on
+per-peer sockets through the guard) and clients in this process (their node threads;
+secured: their own ``key=``/``authorized_keys=``):
 
 * producer throughput, batched (``Producer.produce``, many messages per RECORD) and
   per-record (``batching=False``, one RECORD per message): first ``produce`` until every
@@ -11,8 +14,9 @@ threads; secured: their own ``key=``/``authorized_keys=``):
   store (constructor to last message), for both topics;
 * ACK latency: one message at a time, ``send`` until ``flush`` returns, p50 and p99.
 
-Then the ratio secured / plaintext of each figure (target: throughput >= 0.7x). The modes
-alternate within one run on one machine; the last line gives the load average.
+Then the ratios secured / plaintext and acl / plaintext of each figure (target: throughput
+>= 0.7x). The modes alternate within one run on one machine; the last line gives the load
+average.
 
 The last row is libzmq's own floor, no dafka: raw pyzmq PUB -> SUB on loopback, one 100 B
 message per send, plaintext vs CURVE. CURVE encrypts and authenticates each ZeroMQ message
@@ -51,9 +55,14 @@ def _keys(root: Path) -> dict[str, Any]:
     for name in ("tower", "client"):
         public, _ = keygen(keys / name)
         shutil.copy(public, auth)
+    acl = root / "acl.toml"
+    acl.write_text(
+        'stores = ["tower"]\n[[grant]]\nkeys = ["client"]\nproduce = ["*"]\nconsume = ["*"]\n'
+    )
     return {
         "cluster": {"key": keys / "tower.key_secret", "authorized_keys": auth},
         "client": {"key": keys / "client.key_secret", "authorized_keys": auth},
+        "acl": {"acl": acl},
     }
 
 
@@ -144,18 +153,21 @@ def _zmq_floor(secured: bool, n: int) -> float:
 def run(
     mode: str, root: Path, keys: dict[str, Any], records: int, samples: int
 ) -> dict[str, float]:
-    secured = mode == "secured"
+    secured = mode != "plaintext"
+    acl = keys["acl"] if mode == "acl" else {}
     with LocalCluster(
         root / mode,
         stores=1,
         beacon_interval=0.2,
         **(keys["cluster"] if secured else {}),
+        **acl,
     ) as cluster:
         common: dict[str, Any] = {
             "towers": cluster.towers,
             "beacon_interval": 0.2,
             "bind_host": "127.0.0.1",
             **(keys["client"] if secured else {}),
+            **acl,
         }
         out = {
             "batched produce": _produce(common, "batched", records, True),
@@ -179,17 +191,20 @@ def main() -> None:
         keys = _keys(root)
         results = {
             mode: run(mode, root, keys, args.records, args.samples)
-            for mode in ("plaintext", "secured")
+            for mode in ("plaintext", "secured", "acl")
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    plain, secured = results["plaintext"], results["secured"]
-    print(f"{'figure':<22}{'plaintext':>14}{'secured':>14}{'secured/plain':>15}")
+    plain, secured, acl = results["plaintext"], results["secured"], results["acl"]
+    print(
+        f"{'figure':<22}{'plaintext':>14}{'secured':>14}{'acl':>14}"
+        f"{'secured/plain':>15}{'acl/plain':>11}"
+    )
     for name in plain:
         unit = "" if name.startswith("ack") else " msg/s"
         print(
-            f"{name:<22}{plain[name]:>14,.0f}{secured[name]:>14,.0f}"
-            f"{secured[name] / plain[name]:>14.2f}x{unit}"
+            f"{name:<22}{plain[name]:>14,.0f}{secured[name]:>14,.0f}{acl[name]:>14,.0f}"
+            f"{secured[name] / plain[name]:>14.2f}x{acl[name] / plain[name]:>10.2f}x{unit}"
         )
     print(f"records {args.records:,} of {SIZE} B, load {os.getloadavg()[0]:.2f}")
 
