@@ -965,7 +965,9 @@ class TransactionalProducer(Closing):
 
         Inside a transaction, as in Kafka: the messages sent so far are stored (their
         futures resolve) but not committed - readers with read-committed isolation see them
-        only after :meth:`commit_transaction`, and never after an abort."""
+        only after :meth:`commit_transaction`, and never after an abort. Pipelined commits
+        (:meth:`commit_transaction_nowait`) are decided first, and the ACKs of every
+        decided commit are stored when it returns 0: all of it is visible to readers."""
         with self._lock:
             self._check("flush")
             self._drain_commits(timeout)  # the held RECORDs are sent
