@@ -209,6 +209,8 @@ def test_a_call_the_state_does_not_allow_names_the_state(cluster: LocalCluster) 
     ) as p:
         with pytest.raises(TransactionError, match=r"commit_transaction\(\) in state READY"):
             p.commit_transaction()
+        with pytest.raises(TransactionError, match=r"commit_transaction\(\) in state READY"):
+            p.commit_transaction_nowait()
         with pytest.raises(TransactionError, match=r"abort_transaction\(\) in state READY"):
             p.abort_transaction()
         p.begin_transaction()
