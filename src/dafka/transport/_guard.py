@@ -20,8 +20,9 @@ Each refusal is counted (``RunnerStats.acl_refused`` outside a key's rights,
 :meth:`Guard.admit_subscription` decides the data XPUBs' subscriptions (``XPUB_MANUAL``,
 the subscriber's key is the notice's ZAP ``User-Id``): the PUB of an identity that publishes
 one topic (a producer's partition) serves only keys that may consume it; other PUBs (stores,
-consumers) refuse a non-store key's subscription to every node's direct messages (``D`` or
-``E`` with no id).
+consumers) refuse a non-store key's subscription to messages for node ids (``D``, ``E``,
+``L``: direct records and heads, greetings) unless every node known by its beacon whose id
+it matches beaconed with that key (so never the empty prefix, everyone's).
 
 The ACL file and the authorized-keys directory are re-read when they change (checked at
 most once a second: when a message, a subscription or a beacon arrives): a new ACL applies
@@ -65,7 +66,8 @@ _MAX_CACHED = 100_000
 _MAX_LOGGED = 1024
 OWNERS_FILE = "owners.jsonl"
 """A store's partition owners, one JSON line each: ``[topic, producer, key]``."""
-_DIRECT = (b"D", b"E")
+_DIRECT = (b"D", b"E", b"L")
+"""Prefixes naming a node id: its direct records and heads, its store greetings."""
 _DATA = (Record, Head, DirectRecord, DirectHead)
 
 
@@ -97,6 +99,8 @@ class Guard:
         self._decisions: dict[tuple[bytes, type, str], bool] = {}
         self._owners: dict[tuple[str, str], bytes] = {}
         self._logged: set[tuple[bytes, str]] = set()
+        self._node_keys: dict[str, bytes] = {}
+        """Node id -> the key its last beacon came with."""
         self._owners_file = owners
         if owners is not None:
             self._load_owners(owners)
@@ -147,11 +151,27 @@ class Guard:
         names = self._names_of(key)
         if topic:
             allowed = self._acl.may_consume(names, topic)
+        elif prefix[:1] in _DIRECT:
+            allowed = len(prefix) > 1 and self._own_id(prefix[1:], key)
         else:
-            allowed = not (prefix[:1] in _DIRECT and len(prefix) == 1)
+            allowed = True
         if not allowed:
             self._refuse(key, "subscription", f"a subscription to {prefix[:64]!r}", topic)
         return allowed
+
+    def note_node(self, node_id: str, key: str) -> None:
+        """A beacon: ``node_id`` authenticated with the Z85 ``key`` (stamped by the tower)."""
+        keys = self._node_keys
+        if node_id not in keys and len(keys) >= _MAX_CACHED:
+            keys.clear()  # a bound: live nodes' beacons refill it
+        keys[node_id] = key.encode("ascii", "replace")
+
+    def _own_id(self, raw: bytes, key: bytes) -> bool:
+        """Whether a subscription to messages for node ids starting with ``raw`` takes only
+        the subscriber's own: no node known from its beacon under another key matches. An
+        id not seen yet is admitted (its beacon may still be on its way)."""
+        start = raw.decode("utf-8", "surrogateescape")
+        return all(k == key for n, k in self._node_keys.items() if n.startswith(start))
 
     # -- rules ------------------------------------------------------------------------------
 

@@ -107,6 +107,8 @@ class Receiver:
                 if len(peer_keys) >= _MAX_PEER_KEYS and message.endpoint not in peer_keys:
                     peer_keys.clear()  # a bound: the live peers' beacons refill it
                 peer_keys[message.endpoint] = message.public_key.encode()
+                if self._guard is not None:
+                    self._guard.note_node(message.node_id, message.public_key)
             rejected, refused = discovery.rejected, discovery.refused
             discovery.on_message(message, now)
             if discovery.rejected != rejected:

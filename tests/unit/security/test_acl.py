@@ -112,10 +112,18 @@ def test_the_guard_counts_what_a_key_may_not_send(tmp_path: Path) -> None:
     assert not guard.admit_subscription(b"Morders", bob.decode(), "orders", 0.0)
     assert not guard.admit_subscription(b"D", bob.decode(), "orders", 0.0)
     assert guard.admit_subscription(b"M", store.decode(), "orders", 0.0)
-    # other PUBs: not every node's direct messages to a non-store key
+    # other PUBs: not every node's direct messages to a non-store key, nor another's
     assert not guard.admit_subscription(b"D", bob.decode(), "", 0.0)
+    assert guard.admit_subscription(b"Dbob-id", bob.decode(), "", 0.0)  # not seen yet
+    guard.note_node("alice-id", alice.decode())
+    guard.note_node("bob-id", bob.decode())
     assert guard.admit_subscription(b"Dbob-id", bob.decode(), "", 0.0)
-    assert stats.acl_refused == 9
+    assert guard.admit_subscription(b"Lbob-id", bob.decode(), "", 0.0)
+    assert not guard.admit_subscription(b"Dalice-id", bob.decode(), "", 0.0)
+    assert not guard.admit_subscription(b"Ealice", bob.decode(), "", 0.0)
+    assert not guard.admit_subscription(b"Dali", bob.decode(), "", 0.0)  # a prefix of hers
+    assert guard.admit_subscription(b"Dalice-id", alice.decode(), "", 0.0)
+    assert stats.acl_refused == 12
 
 
 def test_a_partition_belongs_to_its_first_writer_across_a_restart(tmp_path: Path) -> None:
