@@ -234,6 +234,7 @@ def _realtime(bench: Bench) -> str:
     try:
         query = (
             df.writeStream.foreach(lambda _row: None)
+            .outputMode("update")  # real-time mode refuses append
             .option("checkpointLocation", bench._checkpoint())
             .trigger(realTime="5 seconds")  # type: ignore[call-overload]
             .start()

@@ -143,15 +143,12 @@ def client_samples(client: str, metrics: ProducerMetrics | ConsumerMetrics) -> l
                 Sample(name, float(n), f"{client}: dropped, by reason", labels=(("reason", r),))
                 for r, n in value.items()
             ]
-        elif f.name in ("lag_by_partition", "group_lag_by_partition"):
-            what = "records known and not received"
-            if f.name == "group_lag_by_partition":
-                what = "records between the group's last commit and the head"
+        elif f.name == "lag_by_partition":
             out += [
                 Sample(
                     name,
                     float(n),
-                    f"{client}: {what}",
+                    f"{client}: records known and not received",
                     "gauge",
                     labels=(("topic", t), ("partition", p)),
                 )
@@ -169,7 +166,6 @@ _CLIENT_GAUGES = {
     "queued_records",
     "partitions",
     "lag",
-    "group_lag",
     "fetches_in_flight",
     "stores_known",
 }

@@ -7,6 +7,8 @@ did not. Figures (throughput, latency) are measured, never checked.
 from __future__ import annotations
 
 import bisect
+import os
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -252,13 +254,20 @@ def check(
         f"(first produced -> last aggregate visible, {elapsed:.1f} s)"
     )
     summary.figures["micro-batches"] = ", ".join(
-        f"{name} {q.batches}" for name, q in state.job.queries.items()
+        f"{name} {q.batches}"
+        + (f" (median {statistics.median(q.durations_ms) / 1000:.1f} s)" if q.durations_ms else "")
+        for name, q in state.job.queries.items()
     )
     disrupted = job_restarts > 0 or any(chaos_done.values())
     kept, lag_figure = kept_up(options, timings, stored, disrupted)
     if kept is not None:
         add(kept)
     summary.figures["lag over time"] = lag_figure
+    load = os.getloadavg()
+    summary.figures["machine load"] = (
+        f"load average {load[0]:.1f} (1 min), {load[1]:.1f} (5 min) on {os.cpu_count()} cores "
+        "when checked: a busy machine slows the job"
+    )
     if options.rate > 0:
         closed, whole = latencies(messages, options, timings)
         summary.figures["latency, window closed -> in output topic"] = _percentiles(closed)

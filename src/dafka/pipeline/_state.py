@@ -31,6 +31,7 @@ class QueryState:
     end: dict[str, int] = field(default_factory=dict)  # input partition -> next offset read
     last_duration_ms: int | None = None
     dropped_by_watermark: int = 0
+    durations_ms: list[int] = field(default_factory=list)  # every batch's, in order
 
 
 @dataclass
@@ -92,6 +93,8 @@ class State:
             if isinstance(end, dict):
                 query.end = {str(p): int(o) for p, o in (end.get(self.input_topic) or {}).items()}
             query.last_duration_ms = event.get("duration_ms")
+            if isinstance(query.last_duration_ms, int):
+                query.durations_ms.append(query.last_duration_ms)
             query.dropped_by_watermark += int(event.get("dropped_by_watermark") or 0)
         elif kind == "error":
             job.error = f"{event.get('query')}: {event.get('message')}"

@@ -31,9 +31,11 @@ def test_job_batches_offsets_watermark_and_lag() -> None:
             "watermark": "2026-01-01T00:00:10.001Z",
             "end": {"in": {"p.0": 3, "p.1": 2}, "other": {"x": 9}},
             "dropped_by_watermark": 0,
+            "duration_ms": 1_500,
         },
     )
     query = state.job.queries["a"]
+    assert query.durations_ms == [1_500]
     assert (query.batches, query.rows_in, query.rows_out) == (1, 7, 0)
     assert query.end == {"p.0": 3, "p.1": 2}
     assert query.watermark_ms == 1_767_225_610_001
@@ -41,6 +43,7 @@ def test_job_batches_offsets_watermark_and_lag() -> None:
     assert not state.has_read("a", state.heads())
     assert state.lag("a") == 1
     state.apply("job", {"type": "batch", "query": "a", "input": 1, "end": {"in": {"p.0": 4}}})
+    assert query.durations_ms == [1_500]  # a batch without a duration adds none
     assert state.has_read("a", {"p.0": 4})
     assert not state.has_read("b", {"p.0": 4})
     assert state.watermark_passed("a", 1_767_225_610_001)
