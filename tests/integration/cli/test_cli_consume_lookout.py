@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from dafka import TransactionalProducer
 from dafka.server import LocalCluster
 from tests.integration.cli.cli_run import dafka
 from tests.integration.cluster.cluster_procs import BEACON_INTERVAL, DAFKA, Processes
@@ -100,3 +101,20 @@ def test_a_topic_nobody_knows_is_said_and_not_listed_afterwards(
     # asked by name, it is shown as it is: nothing known
     shown = dafka("status", "never-made", *join, "--json", "--wait", "5")
     assert json.loads(shown.out)["topics"]["never-made"]["partitions"] == []
+
+
+def test_transaction_acks_are_never_printed(numbers: tuple[list[str], str, int]) -> None:
+    """Issue 21: ``dafka consume`` (read_uncommitted) prints the messages of transactions,
+    never their ACKs - Kafka's control records, which no consumer shows (before: an empty
+    line per opening and commit ACK)."""
+    join, _, _ = numbers
+    with TransactionalProducer(
+        "txn-lines", "tl", partitions=1, towers=join[1], beacon_interval=float(BEACON_INTERVAL)
+    ) as producer:
+        for n in range(2):
+            with producer.transaction():
+                for i in range(3):
+                    producer.send(b"t%d.%d" % (n, i))
+    done = dafka("consume", "txn-lines", *join, "-o", "earliest", "-e", "-f", "[%s]\n")
+    assert done.code == 0, done.err
+    assert done.out.decode().splitlines() == [f"[t{n}.{i}]" for n in range(2) for i in range(3)]
