@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dafka.client import CommitReader, ConsumerSettings, HeadWatcher
+from dafka.client import CommitReader, ConsumerSettings, HeadWatcher, MemberWatcher
+from dafka.protocol import MemberBeat
 from dafka.records import CommittedOffset
 
 Key = tuple[str, str]
@@ -40,15 +41,19 @@ def topic_heads(settings: ConsumerSettings, topics: set[str], timeout: float) ->
 
 
 def group_rows(
-    committed: Mapping[str, Mapping[Key, CommittedOffset]], heads: Mapping[Key, int]
+    committed: Mapping[str, Mapping[Key, CommittedOffset]],
+    heads: Mapping[Key, int],
+    members: Mapping[str, list[MemberBeat]] | None = None,
 ) -> list[Group]:
-    """Plain data (JSON-ready): per group its partitions with the committed offset, the
-    head and the lag (None where no head is known), and the total lag."""
+    """Plain data (JSON-ready): per group its live members (id, static instance id, the
+    partitions each reads), its partitions with the committed offset, the head and the lag
+    (None where no head is known), and the total lag."""
     out: list[Group] = []
-    for group in sorted(committed):
+    beats = members or {}
+    for group in sorted({*committed, *beats}):
         partitions = []
         total = 0
-        for (topic, partition), offset in sorted(committed[group].items()):
+        for (topic, partition), offset in sorted(committed.get(group, {}).items()):
             head = heads.get((topic, partition))
             lag = None if head is None else max(0, head + 1 - offset.offset)
             total += lag or 0
@@ -62,24 +67,51 @@ def group_rows(
                     "lag": lag,
                 }
             )
-        out.append({"group": group, "partitions": partitions, "lag": total})
+        live = [
+            {
+                "member": b.member,
+                "instance": b.instance or None,
+                "partitions": [list(c) for c in sorted(b.claims)],
+            }
+            for b in beats.get(group, [])
+        ]
+        out.append({"group": group, "members": live, "partitions": partitions, "lag": total})
     return out
 
 
 def groups_report(settings: ConsumerSettings, group: str | None, timeout: float) -> list[Group]:
-    """:func:`group_rows` of ``group`` (None: every group), read now."""
-    committed = read_groups(settings, group, timeout)
-    topics = {t for offsets in committed.values() for t, _ in offsets}
-    return group_rows(committed, topic_heads(settings, topics, timeout))
+    """:func:`group_rows` of ``group`` (None: every group), read now; the members are those
+    whose beats were heard while the commits were read (at least ``listen_for``)."""
+    with MemberWatcher(
+        settings.transport(), group=group, ready_timeout=settings.ready_timeout
+    ) as watcher:
+        committed = read_groups(settings, group, timeout)
+        topics = {t for offsets in committed.values() for t, _ in offsets}
+        heads = topic_heads(settings, topics, timeout)
+        watcher.listen(listen_for(settings))
+        return group_rows(committed, heads, watcher.members())
+
+
+def listen_for(settings: ConsumerSettings) -> float:
+    """How long to listen for members: two of their beats (a member beats every quarter of
+    its session timeout, two beacon intervals by default)."""
+    return max(1.0, 2 * float(settings.beacon_interval))
 
 
 def group_lines(groups: list[Group]) -> list[str]:
     """The text form: per group a header with its total lag, then one row per partition."""
     if not groups:
-        return ["no consumer group has committed offsets"]
+        return ["no consumer group: none committed offsets, no member beats"]
     lines: list[str] = []
     for found in groups:
-        lines.append(f"group {found['group']}: lag {found['lag']} (RECORDs)")
+        members = found.get("members", [])
+        lines.append(
+            f"group {found['group']}: {len(members)} member(s), lag {found['lag']} (RECORDs)"
+        )
+        for m in members:
+            instance = f" ({m['instance']})" if m["instance"] else ""
+            reads = ", ".join(f"{t}/{p}" for t, p in m["partitions"]) or "-"
+            lines.append(f"  member {m['member']}{instance}: {reads}")
         rows = [("TOPIC", "PARTITION", "COMMITTED", "HEAD", "LAG")]
         for p in found["partitions"]:
             committed = str(p["committed"]) + (f"+{p['index']}" if p["index"] else "")

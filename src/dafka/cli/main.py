@@ -767,7 +767,7 @@ def groups(
     )
     found = groups_report(settings, group, timeout)
     if group is not None and not found:
-        raise click.ClickException(f"group {group!r} has committed no offsets")
+        raise click.ClickException(f"group {group!r}: no committed offsets, no live member")
     if as_json:
         click.echo(json.dumps(found, indent=2))
     else:

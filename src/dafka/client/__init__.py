@@ -12,6 +12,7 @@ from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
 from dafka.client._consumer import Consumer, PollStatistics
 from dafka.client._errors import DeliveryError, FencedMemberError, NoStoreError
 from dafka.client._heads import HeadWatcher
+from dafka.client._members import MemberWatcher
 from dafka.client._membership import ConsumerRebalanceListener, RebalanceListener
 from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
 from dafka.client._offsets import CommitError, CommitReader, GroupOffsets
@@ -40,6 +41,7 @@ __all__ = [
     "GroupOffsets",
     "HeadWatcher",
     "LatencySnapshot",
+    "MemberWatcher",
     "NoStoreError",
     "PartitionInfo",
     "PartitionProducer",

@@ -28,6 +28,7 @@ from dafka.node._group import (
     rendezvous,
 )
 from dafka.node._group_consumer import GroupConsumerMachine
+from dafka.node._group_watch import GroupWatchMachine, SeenMember
 from dafka.node._heads import HeadsMachine, HeadsStatistics
 from dafka.node._latency import LATENCY_BUCKETS, LatencyHistogram, LatencySnapshot
 from dafka.node._probe import ProbeKey, ProbeMachine
@@ -86,6 +87,7 @@ __all__ = [
     "GroupEvent",
     "GroupMember",
     "GroupStatistics",
+    "GroupWatchMachine",
     "HeadsMachine",
     "HeadsStatistics",
     "HoleNotices",
@@ -105,6 +107,7 @@ __all__ = [
     "ProducerStatistics",
     "RecordReader",
     "RecordRuns",
+    "SeenMember",
     "Send",
     "SendBeacon",
     "SendDirectRecords",

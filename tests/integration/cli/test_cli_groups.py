@@ -2,7 +2,8 @@
 
 Two ``consume -G`` runs of one group read a topic in turns (the second starts where the
 first's commits say, not at --offset-reset); ``dafka groups`` shows the committed offsets and
-the lag, in text and JSON; an unknown group is an error naming it.
+the lag, in text and JSON; an unknown group is an error naming it; a running ``consume -G``
+is shown as the group's member with the partition it reads.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from pathlib import Path
 
 from dafka import LocalCluster, Producer
 from tests.integration.cli.cli_run import dafka
-from tests.integration.cluster.cluster_procs import BEACON_INTERVAL
+from tests.integration.cluster.cluster_procs import BEACON_INTERVAL, DAFKA, Processes, wait_until
 
 
 def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
-    tmp_path: Path,
+    tmp_path: Path, procs: Processes
 ) -> None:
     with LocalCluster(tmp_path / "data", stores=2, beacon_interval=0.2) as cluster:
         join = ["--tower", cluster.towers, "--beacon-interval", BEACON_INTERVAL]
@@ -41,6 +42,7 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         assert groups == [
             {
                 "group": "g1",
+                "members": [],  # both runs left (a goodbye beat)
                 "partitions": [
                     {
                         "topic": "cli-g",
@@ -56,7 +58,7 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         ]
         text = dafka("groups", "g1", *join)
         assert text.code == 0, text.err
-        assert "group g1: lag 10" in text.out.decode()
+        assert "group g1: 0 member(s), lag 10 (RECORDs)" in text.out.decode()
 
         assert consume("-e") == [b"m%d" % i for i in range(20, 30)]
         after = json.loads(dafka("groups", "g1", "--json", *join).out)
@@ -64,4 +66,17 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
 
         unknown = dafka("groups", "nobody", *join)
         assert unknown.code == 1
-        assert "group 'nobody' has committed no offsets" in unknown.err
+        assert "group 'nobody': no committed offsets, no live member" in unknown.err
+
+        member = procs.spawn(
+            "member", [*DAFKA, "consume", "cli-g", "-G", "g2", "--offset-reset", "earliest", *join]
+        )
+        wait_until(lambda: len(member.out_path.read_bytes().splitlines()) == 30, "g2 read all")
+
+        def g2_members() -> list[dict[str, object]] | None:
+            found = json.loads(dafka("groups", "g2", "--json", *join).out)[0]["members"]
+            return found if found else None
+
+        live = wait_until(g2_members, "g2's member in dafka groups")
+        assert len(live) == 1
+        assert live[0]["partitions"] == [["cli-g", "w.0"]]
