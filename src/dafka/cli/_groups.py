@@ -124,4 +124,36 @@ def group_lines(groups: list[Group]) -> list[str]:
     return lines
 
 
-__all__ = ["group_lines", "group_rows", "groups_report", "read_groups", "topic_heads"]
+def report_heads(found: Mapping[str, Any]) -> dict[Key, int]:
+    """The heads a ``dafka status`` report shows (its topics' partitions)."""
+    return {
+        (topic, p["partition"]): p["head"]
+        for topic, t in found["topics"].items()
+        for p in t["partitions"]
+    }
+
+
+def status_groups(
+    settings: ConsumerSettings, found: Mapping[str, Any], timeout: float
+) -> list[Group]:
+    """The groups of a ``dafka status``/``top`` report: their commits read from the stores,
+    their lag against the report's heads (heads of topics the report does not show asked
+    from the stores). None live store: no group (the commits are on the stores)."""
+    if not any(s["live"] for s in found["stores"]):
+        return []
+    committed = read_groups(settings, None, timeout)
+    heads = report_heads(found)
+    missing = {t for offsets in committed.values() for t, _ in offsets} - {t for t, _ in heads}
+    heads.update(topic_heads(settings, missing, timeout))
+    return group_rows(committed, heads)
+
+
+__all__ = [
+    "group_lines",
+    "group_rows",
+    "groups_report",
+    "read_groups",
+    "report_heads",
+    "status_groups",
+    "topic_heads",
+]

@@ -18,8 +18,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from dafka.cli._groups import group_rows, report_heads
 from dafka.cli._status import Report, default_wait, refresh_of, report, settle, towers_of
-from dafka.client import ClusterWatcher
+from dafka.client import ClusterWatcher, CommitError, CommitReader, ConsumerSettings
 from dafka.transport.config import TransportConfig
 
 
@@ -32,7 +33,8 @@ def _held(head: int | None) -> str:
 
 
 def frame(found: Report, rates: dict[tuple[str, str], float]) -> Group:
-    """One screen: a summary line, the partitions table and the stores table."""
+    """One screen: a summary line, the partitions table, the stores table and (when
+    ``found["groups"]`` has any) the consumer groups' committed offsets and lag."""
     live = [s for s in found["stores"] if s["live"]]
     summary = Text(
         f"towers {', '.join(found['towers'])}   stores {len(live)}   "
@@ -70,7 +72,26 @@ def frame(found: Report, rates: dict[tuple[str, str], float]) -> Group:
         stores.add_row(
             s["id"], s["address"] or "?", str(s["partitions"]), str(s["records"]), str(s["lag"])
         )
-    return Group(summary, parts, stores)
+    tables: list[Any] = [summary, parts, stores]
+    if found.get("groups"):
+        groups = Table(title="consumer groups", expand=False)
+        for column in ("group", "topic", "partition", "committed", "head", "lag"):
+            groups.add_column(
+                column, justify="left" if column in ("group", "topic", "partition") else "right"
+            )
+        for g in found["groups"]:
+            for p in g["partitions"]:
+                groups.add_row(
+                    g["group"],
+                    p["topic"],
+                    p["partition"],
+                    str(p["committed"]) + (f"+{p['index']}" if p["index"] else ""),
+                    _held(p["head"]),
+                    "?" if p["lag"] is None else str(p["lag"]),
+                )
+            groups.add_row(g["group"], "", "(total)", "", "", str(g["lag"]))
+        tables.append(groups)
+    return Group(*tables)
 
 
 def _heads(found: Report) -> dict[tuple[str, str], int]:
@@ -105,8 +126,11 @@ def top(
     interval: float,
     iterations: int | None,
     console: Console | None = None,
+    *,
+    settings: ConsumerSettings | None = None,
 ) -> None:
-    """Show frames until ``iterations`` were shown (None: until Ctrl-C)."""
+    """Show frames until ``iterations`` were shown (None: until Ctrl-C). ``settings``: how
+    to reach the stores for the groups' commits (None: no groups table)."""
     console = console or Console()
     towers = towers_of(transport)
     rates = _Rates()
@@ -115,25 +139,48 @@ def top(
     with ClusterWatcher(transport, topics, refresh=refresh_of(min(interval, beacon))) as watcher:
         settle(watcher, beacon, default_wait(beacon))  # the first frame is a complete view
 
+        reader = None if settings is None else CommitReader(settings)
+
         def render() -> Any:
             found = report(watcher.snapshot(), towers, topics)
+            if reader is not None and any(s["live"] for s in found["stores"]):
+                try:
+                    committed = reader.read(None, default_wait(beacon))
+                except CommitError:
+                    committed = {}
+                found["groups"] = group_rows(committed, report_heads(found))
             return frame(found, rates.update(found, time.monotonic()))
 
-        shown = 0
-        if console.is_terminal:
-            with Live(render(), console=console, auto_refresh=False) as live:
-                shown = 1
-                while iterations is None or shown < iterations:
-                    stop.wait(interval)
-                    live.update(render(), refresh=True)
-                    shown += 1
-        else:
+        try:
+            _show(console, render, iterations, interval, stop)
+        finally:
+            if reader is not None:
+                reader.close()
+
+
+def _show(
+    console: Console,
+    render: Any,
+    iterations: int | None,
+    interval: float,
+    stop: threading.Event,
+) -> None:
+    """Print frames: redrawn in place on a terminal, one after another in a pipe."""
+    shown = 0
+    if console.is_terminal:
+        with Live(render(), console=console, auto_refresh=False) as live:
+            shown = 1
             while iterations is None or shown < iterations:
-                if shown:
-                    stop.wait(interval)
-                console.print(render())
-                console.file.flush()
+                stop.wait(interval)
+                live.update(render(), refresh=True)
                 shown += 1
+    else:
+        while iterations is None or shown < iterations:
+            if shown:
+                stop.wait(interval)
+            console.print(render())
+            console.file.flush()
+            shown += 1
 
 
 __all__ = ["frame", "top"]

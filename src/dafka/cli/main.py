@@ -544,6 +544,9 @@ def consume(
     )
 
 
+default_group_wait = 10.0
+"""Seconds ``status`` waits for a store's answer about the groups' commits."""
+
 _wait_option = click.option(
     "--wait",
     type=click.FloatRange(0.1, 600),
@@ -585,20 +588,27 @@ def status(
     as_json: bool,
     wait: float | None,
 ) -> None:
-    """Show the stores, topics (or only TOPICS), heads per store, lag, producers, consumers.
+    """Show the stores, topics (or only TOPICS), heads per store, lag, producers, consumers,
+    and the consumer groups' committed offsets and lag.
 
     All of it as the cluster announces it (beacons, HEADs, subscriptions): it joins as a
     watcher, listens until nothing new is heard, and prints what it learnt.
     """
     import json
 
+    from dafka.cli._groups import group_lines, status_groups
     from dafka.cli._status import status_lines
+    from dafka.client import ConsumerSettings
 
     found = _watch(topics, towers, advertise, bind_host, beacon_interval, security, wait)
+    settings = ConsumerSettings(
+        **client_fields(towers, advertise, bind_host, beacon_interval, security)
+    )
+    found["groups"] = status_groups(settings, found, wait or default_group_wait)
     if as_json:
         click.echo(json.dumps(found, indent=2))
     else:
-        click.echo("\n".join(status_lines(found)))
+        click.echo("\n".join([*status_lines(found), *group_lines(found["groups"])]))
 
 
 @main.group(invoke_without_command=True)
@@ -800,10 +810,14 @@ def top(
 ) -> None:
     """A live view of topics, partitions, heads, rates and stores (Ctrl-C quits)."""
     from dafka.cli._top import top as run
+    from dafka.client import ConsumerSettings
 
     transport = transport_config(towers, advertise, bind_host, beacon_interval, security)
+    settings = ConsumerSettings(
+        **client_fields(towers, advertise, bind_host, beacon_interval, security)
+    )
     try:
-        run(topics, transport, interval, 1 if once else iterations)
+        run(topics, transport, interval, 1 if once else iterations, settings=settings)
     except KeyboardInterrupt:  # Ctrl-C is how one leaves top: not an error
         return
 

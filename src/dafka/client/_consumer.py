@@ -494,6 +494,8 @@ class Consumer(Closing):
             lambda _now: (self._machine.statistics(), self._machine.positions())
         )
         transport = self._runner.statistics()
+        group = self._group
+        committed = {} if group is None else group.own()
         with self._lock:
             return consumer_metrics(
                 machine,
@@ -505,6 +507,7 @@ class Consumer(Closing):
                 queued_records=self._queued,
                 corrupt_batches=self._corrupt,
                 oversized_records=self._oversized,
+                committed=committed,
             )
 
     # -- receiving -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ bucket they fall in, capped at the largest latency seen.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dafka.node import LatencyHistogram, LatencySnapshot
@@ -80,6 +80,10 @@ class ConsumerMetrics:
     stores_known: int
     dropped: dict[str, int]
     """Messages and records dropped or skipped, by reason (duplicates, foreign, corrupt...)."""
+    group_lag: int = 0
+    """With a ``group_id``: RECORDs between this consumer's last commit and the head, over
+    the partitions it committed (docs/groups.md)."""
+    group_lag_by_partition: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def _transport_drops(stats: RunnerStats) -> dict[str, int]:
@@ -141,9 +145,16 @@ def consumer_metrics(
     queued_records: int,
     corrupt_batches: int,
     oversized_records: int = 0,
+    committed: Mapping[tuple[str, str], int] | None = None,
 ) -> ConsumerMetrics:
-    """A :class:`ConsumerMetrics` from the machine's counters and positions."""
+    """A :class:`ConsumerMetrics` from the machine's counters and positions; ``committed``:
+    the offsets the consumer's group committer committed (the group lag's base)."""
     lag = {k: max(0, p.known_head - p.last_delivered) for k, p in positions.items()}
+    group_lag = {
+        k: max(0, positions[k].known_head + 1 - offset)
+        for k, offset in (committed or {}).items()
+        if k in positions
+    }
     return ConsumerMetrics(
         records_received=machine.delivered,
         bytes_received=bytes_received,
@@ -167,6 +178,8 @@ def consumer_metrics(
             "oversized_records": oversized_records,
             **_transport_drops(transport),
         },
+        group_lag=sum(group_lag.values()),
+        group_lag_by_partition=group_lag,
     )
 
 

@@ -364,6 +364,11 @@ class GroupOffsets(Closing):
         with self._lock:
             self._pending = {}
 
+    def own(self) -> dict[Key, int]:
+        """The offsets this committer committed (its snapshot), by partition."""
+        with self._lock:
+            return {key: c.offset for key, c in self._own.items()}
+
     @property
     def pending(self) -> bool:
         """Offsets were sent in the open transaction."""

@@ -143,12 +143,15 @@ def client_samples(client: str, metrics: ProducerMetrics | ConsumerMetrics) -> l
                 Sample(name, float(n), f"{client}: dropped, by reason", labels=(("reason", r),))
                 for r, n in value.items()
             ]
-        elif f.name == "lag_by_partition":
+        elif f.name in ("lag_by_partition", "group_lag_by_partition"):
+            what = "records known and not received"
+            if f.name == "group_lag_by_partition":
+                what = "records between the group's last commit and the head"
             out += [
                 Sample(
                     name,
                     float(n),
-                    f"{client}: records known and not received",
+                    f"{client}: {what}",
                     "gauge",
                     labels=(("topic", t), ("partition", p)),
                 )
@@ -166,6 +169,7 @@ _CLIENT_GAUGES = {
     "queued_records",
     "partitions",
     "lag",
+    "group_lag",
     "fetches_in_flight",
     "stores_known",
 }

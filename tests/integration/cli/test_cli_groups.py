@@ -1,4 +1,5 @@
-"""``dafka consume -G GROUP`` and ``dafka groups [GROUP]`` against a real cluster (issue 20).
+"""``dafka consume -G GROUP``, ``dafka groups [GROUP]`` and the groups in ``dafka status`` and
+``dafka top``, against a real cluster (issue 20).
 
 Two ``consume -G`` runs of one group read a topic in turns (the second starts where the
 first's commits say, not at --offset-reset); ``dafka groups`` shows the committed offsets and
@@ -56,6 +57,13 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
                 "lag": 10,
             }
         ]
+        status = dafka("status", "--json", "--wait", "5", *join)
+        assert status.code == 0, status.err
+        assert json.loads(status.out)["groups"] == groups  # dafka status shows them too
+        top = dafka("top", "--once", *join)
+        assert top.code == 0, top.err
+        assert "consumer groups" in top.out.decode()
+        assert "g1" in top.out.decode()
         text = dafka("groups", "g1", *join)
         assert text.code == 0, text.err
         assert "group g1: 0 member(s), lag 10 (RECORDs)" in text.out.decode()

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from dafka import AsyncConsumer, CommittedOffset, ConfigError, Consumer, LocalCluster, Producer
+from dafka.metrics import client_samples
 
 
 def _produce(
@@ -57,6 +58,13 @@ def test_an_assigned_group_consumer_resumes_at_the_commit_inside_a_batch(
         got = _drain(first, 60, max_records=7)  # polls cut the batches
         first.commit()
         committed = first.committed(keys)
+        metrics = first.metrics()  # /metrics: the group lag, from this member's commits
+        heads = first.heads()
+        lag = {k: max(0, heads[k] + 1 - c.offset) for k, c in committed.items() if c is not None}
+        assert metrics.group_lag_by_partition == lag
+        assert metrics.group_lag == sum(lag.values()) > 0  # a cut batch is not done
+        samples = {s.name for s in client_samples("consumer", metrics)}
+        assert {"consumer_group_lag", "consumer_group_lag_by_partition"} <= samples
     assert all(isinstance(c, CommittedOffset) for c in committed.values())
     assert any(c is not None and c.index > 0 for c in committed.values())  # a cut batch
     with _consumer(cluster, assign=keys, group_id="g-assign") as second:
