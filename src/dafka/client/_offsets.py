@@ -57,6 +57,10 @@ Position = int | tuple[int, int] | CommittedOffset
 """What a commit takes per partition: a RECORD offset, ``(offset, index)`` (the first
 ``index`` messages of that RECORD were handed out), or a :class:`CommittedOffset`."""
 
+_FIRST_SILENCE = 1.0
+"""Seconds of silence after asking again before a first read concludes that no group
+committed anything (a consumer of a new group pays it once, at its start)."""
+
 _MAX_GROUP_BYTES = 200
 """A group names partitions ``f"{group}~{nonce}.0"`` (at most 255 bytes on the wire)."""
 
@@ -143,6 +147,11 @@ class CommitReader(Closing):
                     f"no dafka store answered within {timeout}s: committed offsets are kept "
                     "by the stores (start them, or check the towers)"
                 )
+            if not any(topic == OFFSETS_TOPIC for topic, _ in heads):
+                # A store greeted us but no head came: no group ever committed, or its
+                # answers are late (a loaded host). Ask again, now that it is connected,
+                # and give the answers longer: silence cannot be told from a late answer.
+                heads = watcher.refresh(_FIRST_SILENCE, timeout)
             return heads
         return watcher.refresh(self._settle, timeout)
 
