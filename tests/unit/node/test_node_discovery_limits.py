@@ -44,6 +44,27 @@ def test_a_flood_of_fresh_ids_is_held_on_probation_and_real_newcomers_get_in() -
     assert not discovery._probation  # what the flood left is gone
 
 
+def test_a_flood_ends_with_two_moments_to_give_memory_back() -> None:
+    """When probation empties, and again once the ids it let in have expired (their
+    connections closed): old code said the first only, so the memory of those connections
+    stayed with the node."""
+    config = DiscoveryConfig(interval=1.0, timeout=4.0, new_peers_per_interval=10)
+    discovery = Discovery({"ME"}, config)
+    discovery.start(0.0)
+    for k in range(5_000):
+        discovery.on_message(PeerEndpoint(f"FAKE-{k}", f"tcp://10.9.0.1:{1 + k}"), k / 5_000)
+    moments = []
+    for t in range(1, 30):  # the tower goes on: a real peer beacons every interval
+        discovery.on_message(PeerEndpoint("REAL", "tcp://10.0.0.2:4000"), float(t))
+        discovery.on_timer(float(t))
+        if discovery.take_flood_ended():
+            moments.append((t, len(discovery.peers())))
+    assert len(moments) == 2, moments
+    (first, admitted), (second, left) = moments
+    assert admitted > 1 and left == 1  # the second comes once the admitted fakes are gone
+    assert second - first >= 2 * config.timeout
+
+
 def test_at_max_peers_a_new_id_is_refused_and_counted() -> None:
     config = DiscoveryConfig(interval=1.0, timeout=4.0, max_peers=3)
     discovery = Discovery({"ME"}, config)
