@@ -88,16 +88,23 @@ class ReadCommittedConsumer(Consumer):
                 return out
 
     def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
-        """:meth:`poll` as columns: the committed messages only (built from the Records the
-        sequencer released: correctness first, no faster than :meth:`poll`)."""
-        return RecordColumns.from_records(self.poll(timeout, max_records))
+        """:meth:`poll` as columns: the committed messages only, the same rows in the same
+        order (the filter takes the poll's columns and builds their Records, and the columns
+        of those it releases, under one collector pause: :meth:`CommittedFilter.feed_columns`)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        feed_columns = self._filter.feed_columns
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            out = feed_columns(super().poll_columns(remaining, max_records))
+            if out or self._closed or (deadline is not None and time.monotonic() >= deadline):
+                return out
 
     def _poll_now(self, max_records: int) -> list[Record]:
         """Committed messages of what is queued, without waiting (the asyncio flavour)."""
         return self._filter.feed(super()._poll_now(max_records))
 
     def _poll_columns_now(self, max_records: int) -> RecordColumns:
-        return RecordColumns.from_records(self._poll_now(max_records))
+        return self._filter.feed_columns(super()._poll_columns_now(max_records))
 
     def checkpoint(self) -> dict[str, Any]:
         """Positions and producer states (JSON-able): store it atomically with your output."""

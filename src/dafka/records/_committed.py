@@ -16,6 +16,7 @@ read-through and re-delivers exactly what was not yet handed out. See docs/exact
 
 from __future__ import annotations
 
+import gc
 import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping
 from itertools import groupby, repeat
@@ -30,6 +31,7 @@ from dafka.message import (
     ProducerState,
     Sequencer,
 )
+from dafka.records._columns import RecordColumns
 from dafka.records._record import Record
 
 Key = tuple[str, str]
@@ -103,6 +105,7 @@ class CommittedFilter:
         self._replay = replay
         self._backlog: list[Record] = []
         self._ready: list[Record] = []
+        self._paused = False  # feed paused the cyclic collector (resumed around replays)
         self.replays = 0
         """Spans served by replaying RECORDs from the stores."""
 
@@ -116,7 +119,39 @@ class CommittedFilter:
         If a replay fails (the exception propagates), nothing is lost: the records not yet
         queued and the committed ones not yet returned are kept for the next call, which
         retries the replay first.
+
+        Runs with the cyclic garbage collector paused (as ``Consumer.poll`` builds its
+        Records): each message costs an envelope tuple held in the ring until its ACK, and
+        a generation-0 collection every 700 of them, each visiting every young envelope and
+        Record (none holds a cycle), cost about half of the filter's time (docs/exactly-
+        once.md, "Where the time goes"). It is a process-wide switch: skipped when the
+        application paused the collector itself, resumed while a replay reads the stores,
+        and it lasts only this call (the next allocation after it collects what is due).
         """
+        if not gc.isenabled():
+            return self._feed(records)
+        gc.disable()
+        self._paused = True
+        try:
+            return self._feed(records)
+        finally:
+            self._paused = False
+            gc.enable()
+
+    def feed_columns(self, columns: RecordColumns) -> RecordColumns:
+        """:meth:`feed` of the messages of ``columns`` (a ``poll_columns``), as columns: the
+        Records are built under the same collector pause as the filtering."""
+        if not gc.isenabled():
+            return RecordColumns.from_records(self._feed(columns.records()))
+        gc.disable()
+        self._paused = True
+        try:
+            return RecordColumns.from_records(self._feed(columns.records()))
+        finally:
+            self._paused = False
+            gc.enable()
+
+    def _feed(self, records: Iterable[Record]) -> list[Record]:
         out = self._ready
         self._ready = []
         pending = self._backlog
@@ -203,7 +238,15 @@ class CommittedFilter:
         topic, partition = _split(key)
         first, last = begin >> _INDEX_BITS, (end - 1) >> _INDEX_BITS
         envs: list[Envelope[_Msg]] = []
-        for record in self._replay(topic, partition, first, last):
+        paused = self._paused
+        if paused:  # a replay runs a consumer for up to its timeout: not with gc paused
+            gc.enable()
+        try:
+            replayed = list(self._replay(topic, partition, first, last))
+        finally:
+            if paused:
+                gc.disable()
+        for record in replayed:
             at = record.offset << _INDEX_BITS | record.index
             if begin <= at < end and record.partition == partition and record.topic == topic:
                 raw = record.uuid

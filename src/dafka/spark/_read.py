@@ -104,9 +104,9 @@ def _committed(
         replay=replay_from_stores(settings, partition.timeout),
     )
     for read in columns:
-        out = committed.feed(read.records())
+        out = committed.feed_columns(read)
         if out:
-            yield RecordColumns.from_records(out)
+            yield out
 
 
 def arrow_batches(
