@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dafka.records._batch import BatchColumns, BatchLayout, decode_checked
@@ -38,6 +39,8 @@ ARROW_EXTRA = "pip install 'dafka[arrow]'"
 
 TOPIC, PARTITION, OFFSET, INDEX, KEY, VALUE, HEADERS, TIMESTAMP, UUID = range(9)
 """Field numbers of a :class:`Record` (and of the columns)."""
+
+_FIELDS = [itemgetter(field) for field in range(UUID + 1)]
 
 
 class CheckedBatch:
@@ -197,17 +200,15 @@ class BatchSlice:
 class RecordRun:
     """Records already built (what a read-committed consumer delivers; any partitions)."""
 
-    __slots__ = ("_columns", "records_", "size")
+    __slots__ = ("records_", "size")
 
     def __init__(self, records: list[Record]) -> None:
         self.records_ = records
         self.size = len(records)
-        self._columns: list[tuple[Any, ...]] | None = None
 
     def column(self, field: int) -> list[Any]:
-        if self._columns is None:
-            self._columns = list(zip(*self.records_, strict=True))
-        return list(self._columns[field])
+        # One field at a time: reading ``values`` alone does not transpose all nine.
+        return list(map(_FIELDS[field], self.records_))
 
     def records(self) -> list[Record]:
         return self.records_
@@ -258,6 +259,11 @@ class RecordColumns:
         if len(many) == 1:
             return many[0]
         return cls([part for columns in many for part in columns._parts])
+
+    @property
+    def parts(self) -> list[Part]:
+        """The runs of messages it holds, in order (do not change them)."""
+        return self._parts
 
     def __len__(self) -> int:
         return self._size

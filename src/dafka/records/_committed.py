@@ -31,7 +31,7 @@ from dafka.message import (
     ProducerState,
     Sequencer,
 )
-from dafka.records._columns import RecordColumns
+from dafka.records._columns import BatchSlice, CheckedBatch, Part, RecordColumns, RecordRun
 from dafka.records._record import Record
 
 Key = tuple[str, str]
@@ -43,6 +43,7 @@ _SEP = "\0"
 _ACK_BITS = 0x2 << 48
 _FLAG_MASK = 0x3FF << 48
 _INDEX_BITS = 32
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
 
 
 class _Id:
@@ -75,6 +76,44 @@ class _Msg:
         raise TypeError("a reader does not build acknowledgements")
 
 
+def _record_of(env: Envelope[Any]) -> Record:
+    """The Record of a queued envelope: its message is the Record itself (:meth:`feed`), a
+    replayed :class:`_Msg`, or the :class:`CheckedBatch` holding it (:meth:`feed_columns`,
+    the message's index in the low bits of its position)."""
+    message = env[3]
+    kind = type(message)
+    if kind is CheckedBatch:
+        index = env[1] & _INDEX_MASK
+        keys, values, headers, timestamps, uuids = message.columns()
+        return _new_tuple(
+            Record,
+            (
+                message.topic,
+                message.partition,
+                message.offset,
+                index,
+                keys[index],
+                values[index],
+                headers[index],
+                timestamps[index],
+                uuids[index],
+            ),
+        )
+    if kind is _Msg:
+        return cast(Record, message.record)
+    return cast(Record, message)
+
+
+def _is_ack(env: Envelope[Any]) -> bool:
+    """Whether a queued message is an ACK (flags 0x002 in bytes 8-9 of its UUID)."""
+    message = env[3]
+    if type(message) is CheckedBatch:
+        raw = message.columns().uuids[env[1] & _INDEX_MASK]
+    else:
+        raw = _record_of(env)[8]
+    return raw is not None and raw[9] == 2 and not raw[8] & 3
+
+
 def _key(topic: str, partition: str) -> str:
     return topic + _SEP + partition
 
@@ -105,6 +144,7 @@ class CommittedFilter:
         self._replay = replay
         self._backlog: list[Record] = []
         self._ready: list[Record] = []
+        self._batches = False  # feed_columns queued RECORDs as messages (see _record_of)
         self._paused = False  # feed paused the cyclic collector (resumed around replays)
         self.replays = 0
         """Spans served by replaying RECORDs from the stores."""
@@ -140,16 +180,136 @@ class CommittedFilter:
 
     def feed_columns(self, columns: RecordColumns) -> RecordColumns:
         """:meth:`feed` of the messages of ``columns`` (a ``poll_columns``), as columns: the
-        Records are built under the same collector pause as the filtering."""
+        same rows, in the same order, without a :class:`Record` per message where it can.
+
+        A batched RECORD's messages are queued with the RECORD itself as their message (the
+        sequencer's decisions need only each message's position and UUID), and a commit
+        drained from the ring hands its runs of consecutive messages of one RECORD back as
+        slices of that RECORD: columns straight from its decoded bytes. Anything else (plain
+        RECORDs, replayed spans, a commit stepped through) is built as Records, as
+        :meth:`feed` does. Runs under the same collector pause as :meth:`feed`.
+        """
         if not gc.isenabled():
-            return RecordColumns.from_records(self._feed(columns.records()))
+            return RecordColumns(self._feed_parts(columns.parts))
         gc.disable()
         self._paused = True
         try:
-            return RecordColumns.from_records(self._feed(columns.records()))
+            return RecordColumns(self._feed_parts(columns.parts))
         finally:
             self._paused = False
             gc.enable()
+
+    def _feed_parts(self, parts: list[Part]) -> list[Part]:
+        out: list[Part] = []
+        seq = self._seq
+        if self._ready or self._backlog or seq._emit is not None:
+            first = self._feed(())  # what an earlier call left: in order, before these
+            if first:
+                out.append(RecordRun(first))
+        self._batches = True
+        queue_many = seq.queue_many
+        keys = self._keys
+        skip = self._skip
+        fed = self._fed
+        new_env = _new_tuple
+        from_bytes = int.from_bytes
+        at = 0  # parts[at:] are not queued yet
+        batch: CheckedBatch | None = None
+        start = j = batch_stop = 0
+        try:
+            for part in parts:
+                at += 1
+                batch = None
+                if type(part) is not BatchSlice:
+                    found = self._feed(part.records())
+                    if found:
+                        out.append(RecordRun(found))
+                    continue
+                batch = part.batch
+                j = 0
+                start, stop = part.start, part.stop
+                batch_stop = stop
+                topic, partition, offset = batch.topic, batch.partition, batch.offset
+                key = keys.get((topic, partition))
+                if key is None:
+                    key = keys[(topic, partition)] = _key(topic, partition)
+                base = offset << _INDEX_BITS
+                if skip and key in skip:  # resumed from a checkpoint: below it is done
+                    start = min(stop, max(start, skip[key] - base))
+                    if start == stop:
+                        continue
+                uuids = batch.columns().uuids
+                ints = [from_bytes(u, "big") if u else 0 for u in uuids[start:stop]]
+                envs = list(
+                    map(
+                        new_env,
+                        repeat(Envelope),
+                        zip(
+                            repeat(key),
+                            range(base | start, base | stop),
+                            range((base | start) + 1, (base | stop) + 1),
+                            repeat(batch),
+                        ),
+                    )
+                )
+                n = len(envs)
+                while j < n:
+                    j = queue_many(envs, ints, j)
+                    fed[key] = offset + 1
+                    if seq._emit is not None:
+                        self._drain_parts(out)
+        except BaseException:
+            # Keep what is not yet handed out, as Records (feed's own leftovers): the rows
+            # released and the messages not yet queued, in order.
+            left: list[Record] = []
+            if batch is not None:
+                left += BatchSlice(batch, start + j, batch_stop).records()
+            for rest in parts[at:]:
+                left += rest.records()
+            self._backlog += left
+            self._ready = [r for found in out for r in found.records()] + self._ready
+            raise
+        return out
+
+    def _drain_parts(self, out: list[Part]) -> None:
+        """:meth:`_drain` into parts: a commit drained from the ring as slices of its
+        RECORDs (Records only for messages that came as Records)."""
+        ready = self._seq.drain_ring()
+        if ready is None:  # a replay or a stepped commit: Record by Record
+            found: list[Record] = []
+            try:
+                self._drain(found)
+            finally:  # what it released before a failing replay is kept with the rest
+                if found:
+                    out.append(RecordRun(found))
+            return
+        if ready and _is_ack(ready[-1]):  # only the committing message (the last) can be
+            ready.pop()
+        run: CheckedBatch | None = None
+        run_start = run_stop = 0
+        records: list[Record] = []
+        for env in ready:
+            message: Any = env[3]
+            if type(message) is CheckedBatch:
+                index = env[1] & _INDEX_MASK
+                if message is run and index == run_stop:
+                    run_stop += 1
+                    continue
+                if run is not None:
+                    out.append(BatchSlice(run, run_start, run_stop))
+                elif records:
+                    out.append(RecordRun(records))
+                    records = []
+                run, run_start, run_stop = message, index, index + 1
+            else:
+                if run is not None:
+                    out.append(BatchSlice(run, run_start, run_stop))
+                    run = None
+                records.append(_record_of(env))
+        if run is not None:
+            out.append(BatchSlice(run, run_start, run_stop))
+        elif records:
+            out.append(RecordRun(records))
 
     def _feed(self, records: Iterable[Record]) -> list[Record]:
         out = self._ready
@@ -211,7 +371,10 @@ class CommittedFilter:
         ready = seq.drain_ring()
         if ready is not None:  # the common case: the whole commit in the ring, one loop
             # Only the committing message (the last) can be an ACK: the span is CONTINUEs.
-            out.extend(map(_RECORD, ready))
+            if self._batches:  # feed_columns queued messages as their RECORDs
+                out.extend(map(_record_of, ready))
+            else:
+                out.extend(map(_RECORD, ready))
             raw = out[-1][8] if ready else None
             if raw is not None and raw[9] == 2 and not raw[8] & 3:  # an ACK (flags 0x002)
                 out.pop()
@@ -225,8 +388,7 @@ class CommittedFilter:
                 continue
             if env is None:
                 return
-            message: Any = env[3]
-            found: Record = message.record if type(message) is _Msg else message  # replayed
+            found = _record_of(env)
             raw = found[8]
             if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
                 append(found)

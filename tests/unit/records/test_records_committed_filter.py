@@ -12,7 +12,7 @@ import pytest
 from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID, build_uuid
 from dafka.records import CommittedFilter, Record, RecordColumns
-from dafka.records._batch import check_batch, encode_batch
+from dafka.records._batch import NO_UUID, check_batch, encode_batch
 from dafka.records._columns import BatchSlice, CheckedBatch
 
 pytestmark = pytest.mark.unit
@@ -165,16 +165,17 @@ def test_a_bad_checkpoint_is_a_config_error() -> None:
         CommittedFilter({"offsets": "x"})
 
 
-def _as_columns(records: list[Record]) -> RecordColumns:
-    """``records`` as a consumer's ``poll_columns`` hands them out: one checked batched RECORD
-    (slice) per run of a RECORD's messages."""
+def _as_columns(log: Log, records: list[Record]) -> RecordColumns:
+    """``records`` as a consumer's ``poll_columns`` hands them out: a slice of its checked
+    batched RECORD per run of one RECORD's messages."""
     parts = []
     for (partition, offset), group in groupby(records, key=lambda r: (r.partition, r.offset)):
         run = list(group)
-        content = encode_batch([r.value for r in run], uuids=[r.uuid or bytes(16) for r in run])
+        messages = log.parts[partition][offset]
+        content = encode_batch([v for v, _ in messages], uuids=[u or NO_UUID for _, u in messages])
         layout, _ = check_batch(content)
         batch = CheckedBatch(T, partition, offset, content, layout, None)
-        parts.append(BatchSlice(batch, run[0].index, run[0].index + len(run)))
+        parts.append(BatchSlice(batch, run[0].index, run[-1].index + 1))
     return RecordColumns(parts)
 
 
@@ -187,6 +188,14 @@ def _mixed_log() -> Log:
         log.append("a", *[m(b"a%d.%d" % (round_, i), P, base + i, CONT) for i in range(3)])
         log.append("b", *[m(b"b%d.%d" % (round_, i), P, base + 10 + i, CONT) for i in range(2)])
         log.append("a", m(b"o%d" % round_, Q, base, OUT), m(b"o%d" % round_, Q, base, OUT))
+        log.append("b", (b"plain%d" % round_, None), m(b"b%d.9" % round_, P, base + 19, CONT))
+        log.append(  # two producers in one RECORD: P's commit takes messages 0 and 2 of it
+            "a",
+            m(b"p%d.0" % round_, P, base + 5, CONT),
+            m(b"q%d" % round_, Q, base + 1, CONT),
+            m(b"p%d.1" % round_, P, base + 6, CONT),
+        )
+        log.append("a", m(b"", Q, base + 2, ACK))
         if round_ == 1:  # aborted: the re-sent last ACK rolls it back
             log.append("a", m(b"", P, 99 + 100 * round_, ACK))
             log.append("b", m(b"", P, 99 + 100 * round_, ACK))
@@ -218,14 +227,15 @@ def test_feed_columns_releases_the_rows_feed_releases_in_order(buffer: int) -> N
     assert b"a1.0" not in values(expected)  # aborted
     assert b"b2.1" in values(expected)  # its commit finished by the successor
     assert b"b3.1" in values(expected)
+    assert {b"q0", b"p0.0", b"p0.1"} <= set(values(expected))
 
     f = CommittedFilter(replay=log.replay, buffer=buffer)
     half = len(stream) // 2
-    got = list(f.feed_columns(_as_columns(stream[:half])))
+    got = list(f.feed_columns(_as_columns(log, stream[:half])))
     resumed = CommittedFilter(json.loads(json.dumps(f.checkpoint())), replay=log.replay)
     starts = resumed.start_positions()
     rest = [r for r in stream if r.offset >= starts.get((T, r.partition), 0)]
-    out = resumed.feed_columns(_as_columns(rest))
+    out = resumed.feed_columns(_as_columns(log, rest))
     got += list(out)
     assert got == expected
     assert out.values == [r.value for r in got[len(got) - len(out) :]]
@@ -243,7 +253,7 @@ def test_feed_pauses_the_collector_only_while_filtering_and_never_during_a_repla
 
     assert gc.isenabled()
     f = CommittedFilter(replay=replay, buffer=2)
-    assert len(f.feed_columns(_as_columns(log.records("a")))) == 5
+    assert len(f.feed_columns(_as_columns(log, log.records("a")))) == 5
     assert during_replay == [True]
     assert gc.isenabled()
     gc.disable()  # the application's own pause is left alone
@@ -254,3 +264,46 @@ def test_feed_pauses_the_collector_only_while_filtering_and_never_during_a_repla
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("buffer", [3, 8192])
+def test_columns_and_records_mixed_at_any_cut_release_what_feed_releases(buffer: int) -> None:
+    # Spans queued as RECORD slices and committed by Records (and the reverse), cut at
+    # every point, even inside a RECORD: the rows and their order are feed's.
+    log = _mixed_log()
+    stream = [
+        r
+        for offset in range(len(log.parts["a"]))
+        for p in "ab"
+        if offset < len(log.parts[p])
+        for r in log.records(p, offset, offset)
+    ]
+    expected = CommittedFilter(replay=log.replay, buffer=buffer).feed(stream)
+    for cut in range(0, len(stream) + 1, 3):
+        for columns_first in (True, False):
+            f = CommittedFilter(replay=log.replay, buffer=buffer)
+            head, tail = stream[:cut], stream[cut:]
+            if columns_first:
+                got = list(f.feed_columns(_as_columns(log, head))) + f.feed(tail)
+            else:
+                got = f.feed(head) + list(f.feed_columns(_as_columns(log, tail)))
+            assert got == expected, (cut, columns_first)
+
+
+def test_a_failing_replay_in_feed_columns_loses_nothing() -> None:
+    log = make_log()
+    log.append("a", *[m(b"t%d" % i, P, 100 + i, CONT) for i in range(4)])
+    log.append("a", m(b"", P, 200, ACK), m(b"after", Q, 7, OUT))
+    log.append("a", m(b"o2", Q, 8, OUT))
+    calls = []
+
+    def flaky(topic: str, partition: str, first: int, last: int) -> list[Record]:
+        calls.append(first)
+        if len(calls) == 1:
+            raise TimeoutError("stores unreachable")
+        return log.records(partition, first, last)
+
+    f = CommittedFilter(replay=flaky, buffer=2)
+    with pytest.raises(TimeoutError):
+        f.feed_columns(_as_columns(log, log.records("a")))
+    assert values(f.feed_columns(RecordColumns())) == [b"t0", b"t1", b"t2", b"t3", b"after", b"o2"]
