@@ -16,6 +16,7 @@ import argparse
 import functools
 import json
 import sys
+import threading
 import time
 from concurrent.futures import Future
 from typing import Any
@@ -37,8 +38,16 @@ def common(towers: str) -> dict[str, Any]:
     }
 
 
+_SAY = threading.Lock()
+
+
 def say(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, **fields}), flush=True)
+    # One line at a time: the committer's callbacks say "decided" from another thread, and
+    # print() writes the text and its newline separately (lines came out interleaved).
+    line = json.dumps({"event": event, **fields}) + "\n"
+    with _SAY:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _say_decided(txn: int, decision: Future[None]) -> None:

@@ -47,14 +47,34 @@ def app(procs: Processes, name: str, cluster: LocalCluster, *args: str) -> Proc:
 
 
 def read_all(cluster: LocalCluster, topic: str, *, committed: bool, expect: int) -> list[Record]:
-    """Everything readable of ``topic``: at least ``expect`` messages, then quiet and at end."""
+    """Everything readable of ``topic``: at least ``expect`` messages, then quiet and at end.
+
+    Read committed, it reads twice, with ``poll`` and with ``poll_columns``, and holds both to
+    the same rows in the same order in each partition."""
+    got = _read_all(cluster, topic, committed=committed, expect=expect, columns=False)
+    if committed:
+        as_columns = _read_all(cluster, topic, committed=True, expect=expect, columns=True)
+        assert _by_partition(as_columns) == _by_partition(got)
+    return got
+
+
+def _by_partition(records: list[Record]) -> dict[str, list[Record]]:
+    out: dict[str, list[Record]] = {}
+    for record in records:
+        out.setdefault(record.partition, []).append(record)
+    return out
+
+
+def _read_all(
+    cluster: LocalCluster, topic: str, *, committed: bool, expect: int, columns: bool
+) -> list[Record]:
     kind = ReadCommittedConsumer if committed else Consumer
     with kind([topic], offset_reset="earliest", **common(cluster)) as consumer:
         got: list[Record] = []
         quiet = time.monotonic()
         deadline = time.monotonic() + DEADLINE
         while True:
-            records = consumer.poll(0.1)
+            records = consumer.poll_columns(0.1).records() if columns else consumer.poll(0.1)
             now = time.monotonic()
             if records:
                 got += records
