@@ -51,7 +51,8 @@ def keygen(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     """Write a new keypair: ``PATH.key`` (public) and ``PATH.key_secret`` (secret, mode 600).
 
     The files are ZeroMQ certificates (``zmq.auth.create_certificates``' format). Refuses to
-    overwrite an existing one (:class:`ConfigError`).
+    overwrite an existing one (:class:`ConfigError`). A missing directory is created (mode
+    700: it will hold secrets), so ``dafka keygen keys/tower`` runs in a fresh checkout.
     """
     base = Path(path)
     public, secret = Path(f"{base}.key"), Path(f"{base}.key_secret")
@@ -59,11 +60,12 @@ def keygen(path: str | os.PathLike[str]) -> tuple[Path, Path]:
         if existing.exists():
             raise ConfigError(f"{existing} exists; remove it or choose another name")
     directory = base.parent
-    if not directory.is_dir():
-        raise ConfigError(f"{directory} is not a directory")
     if not base.name:
         raise ConfigError(f"{path!r} names no file")
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory} is not a directory")
     try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # `keygen keys/a` as documented
         written = zmq.auth.create_certificates(str(directory), base.name)
     except OSError as exc:
         raise ConfigError(f"cannot write {public}: {exc}") from exc
@@ -131,6 +133,10 @@ class Security:
         directory = Path(authorized_keys)
         if not directory.is_dir():
             raise ConfigError(f"authorized keys {directory}: not a directory")
+        if not key_file.exists():
+            raise ConfigError(
+                f"key {key_file}: no such file (`dafka keygen PATH` writes PATH.key_secret)"
+            )
         try:
             public, secret = zmq.auth.load_certificate(key_file)
         except (OSError, ValueError) as exc:

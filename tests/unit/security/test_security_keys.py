@@ -27,7 +27,15 @@ def test_keygen_writes_a_zmq_certificate_pair_and_never_overwrites(tmp_path: Pat
     with pytest.raises(ConfigError, match="exists"):
         keygen(tmp_path / "node")
     with pytest.raises(ConfigError, match="not a directory"):
-        keygen(tmp_path / "missing" / "node")
+        keygen(tmp_path / "node.key" / "x")  # a file where the directory should be
+
+
+def test_keygen_creates_a_missing_directory_as_the_docs_run_it(tmp_path: Path) -> None:
+    """docs/security.md starts with ``dafka keygen keys/tower`` in a fresh checkout: it said
+    ``keys is not a directory`` (exit 2)."""
+    public, secret = keygen(tmp_path / "keys" / "deeper" / "tower")
+    assert zmq.auth.load_certificate(secret)[1] is not None
+    assert public.parent.stat().st_mode & 0o077 == 0
 
 
 def test_load_refuses_what_cannot_secure_a_node(tmp_path: Path) -> None:
@@ -40,8 +48,10 @@ def test_load_refuses_what_cannot_secure_a_node(tmp_path: Path) -> None:
         Security.load(public, auth)
     with pytest.raises(ConfigError, match="not a directory"):
         Security.load(secret, tmp_path / "nope")
+    with pytest.raises(ConfigError, match=r"absent\.key_secret: no such file"):
+        Security.load(tmp_path / "absent.key_secret", auth)  # before: "not a ZeroMQ certificate"
     with pytest.raises(ConfigError, match="not a ZeroMQ certificate"):
-        Security.load(tmp_path / "absent.key_secret", auth)
+        Security.load(auth, auth)
     bad = tmp_path / "bad.key_secret"
     bad.write_text('public-key = "short"\nsecret-key = "short"\n')
     with pytest.raises(ConfigError, match="not 40 Z85"):
