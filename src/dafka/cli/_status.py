@@ -187,6 +187,28 @@ def topics_lines(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def describe_lines(partitions: list[dict[str, Any]]) -> list[str]:
+    """``dafka topics describe``: the partitions' table, each column as wide as its widest
+    cell (before, only PARTITION was padded and the other columns drifted off their
+    headers). STORES: the head each live store holds, ``-`` for none."""
+    header = ["PARTITION", "HEAD", "PRODUCER", "STORES", "LAG"]
+    rows = [
+        [
+            p["partition"],
+            str(p["head"]),
+            "-" if p["producer_head"] is None else str(p["producer_head"]),
+            "[" + " ".join("-" if h is None else str(h) for h in p["stores"].values()) + "]",
+            str(p["lag"]),
+        ]
+        for p in partitions
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
+
+
 def towers_of(transport: TransportConfig) -> list[str]:
     """The towers as ``--tower`` takes them, one per tower."""
     return transport.towers.split(",")
@@ -194,6 +216,7 @@ def towers_of(transport: TransportConfig) -> list[str]:
 
 __all__ = [
     "default_wait",
+    "describe_lines",
     "refresh_of",
     "report",
     "settle",

@@ -442,7 +442,7 @@ def produce(
     "--offset",
     default=None,
     help='Where to start: earliest, latest, or JSON {"topic": {"partition": offset}} '
-    "(partitions not named start per --offset-reset).",
+    "(partitions not named start per --offset-reset; with -G only earliest or latest).",
 )
 @setting_option("consumer/offset/reset")
 @setting_option("consumer/isolation", param="isolation")
@@ -454,8 +454,8 @@ def produce(
     "--group",
     default=None,
     help="Consume as a member of this consumer group (as kcat -G): start at the group's "
-    "committed offsets (--offset-reset only where none), commit what was written every 5 s "
-    "and at exit.",
+    "committed offsets (--offset-reset, or --offset earliest|latest, only where none), "
+    "commit what was written every 5 s and at exit.",
 )
 @click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Exit after N.")
 @click.option(
@@ -518,6 +518,11 @@ def consume(
     if offset in ("earliest", "latest"):
         offset_reset = offset
     elif offset is not None:
+        if group is not None:  # the group's commits decide where each partition starts
+            raise click.UsageError(
+                "-G/--group starts each partition at the group's committed offset: --offset "
+                "takes only earliest or latest with it (where the group committed nothing)"
+            )
         positions = _output.offsets(offset, topics)
     if template is not None:
         formatter = _output.template(template)
@@ -662,6 +667,7 @@ def topics_describe(
     Exit 1 if no store or producer knows it."""
     import json
 
+    from dafka.cli._status import describe_lines
     from dafka.client import Admin
 
     fields = client_fields(towers, advertise, bind_host, beacon_interval, security)
@@ -692,12 +698,7 @@ def topics_describe(
         f"topic {topic}: {len(partitions)} partition(s), {info.records} record(s), "
         f"{len(info.producers)} live producer(s), consumed: {'yes' if info.consumed else 'no'}"
     )
-    width = max((len(p["partition"]) for p in partitions), default=9)
-    click.echo(f"  {'PARTITION':<{width}}  HEAD  PRODUCER  STORES  LAG")
-    for p in partitions:
-        held = " ".join("-" if h is None else str(h) for h in p["stores"].values())
-        producer = "-" if p["producer_head"] is None else str(p["producer_head"])
-        click.echo(f"  {p['partition']:<{width}}  {p['head']}  {producer}  [{held}]  {p['lag']}")
+    click.echo("\n".join(describe_lines(partitions)))
 
 
 @topics.command("delete")

@@ -31,6 +31,7 @@ from dafka.client._errors import DeliveryError, NoStoreError
 from dafka.client._producer import Producer
 from dafka.client._settings import ConsumerSettings, common_fields, resolve_settings
 from dafka.client._timestamps import TimestampSearch, checked_times
+from dafka.errors import ConfigError
 from dafka.lifecycle import Closing
 from dafka.node import check_name
 from dafka.records import DELETE_TOPIC, TopicDelete, encode_delete
@@ -77,6 +78,14 @@ class TopicInfo:
         return sum(info.head + 1 for info in self.partitions.values())
 
 
+INTERNAL_PREFIX = "__dafka_"
+"""Dafka's own topics (``__dafka_offsets``: group commits, ``__dafka_txn``: transaction
+logs, ``__dafka_deletes``: the deletes themselves, ``__dafka_spark``: the Spark sink's
+control topic) start with it. :meth:`Admin.delete_topic` refuses them, as Kafka refuses
+its internal topics: deleting ``__dafka_offsets`` wiped every group's commits, and a group
+member then waited for them forever."""
+
+
 class Admin(Closing):
     """``Admin(towers=..., **fields)``: the joining fields of :class:`ConsumerSettings`
     (``towers``, ``beacon_interval``, ``advertised_host``, ``bind_host``, security...)."""
@@ -105,8 +114,12 @@ class Admin(Closing):
         tombstone within ``timeout`` (those that did applied it; the others apply it
         when they get it)."""
         check_name("topic", topic)
-        if topic == DELETE_TOPIC:
-            raise ValueError(f"{DELETE_TOPIC} holds the deletes themselves: it is not deleted")
+        if topic.startswith(INTERNAL_PREFIX):
+            raise ConfigError(
+                f"{topic!r} is an internal topic (every {INTERNAL_PREFIX}* topic is dafka's: "
+                "group offsets, transaction logs, the deletes themselves): it is not deleted "
+                "(store retention trims it)"
+            )
         snapshot = self._watch((topic,), None)
         view = snapshot.view
         cuts = {p: view.heads[(topic, p)] for p in view.partitions(topic)}

@@ -32,6 +32,9 @@ USAGE = [
     (["pipeline", "--towers", "h:99999"], "out of range"),
     (["produce", "t", "--transaction-size", "10"], "--transaction-size needs --transactional-id"),
     (["produce", "t", "--transaction-size", "0"], "--transaction-size needs --transactional-id"),
+    (["consume", "t", "-G", "g", "-o", '{"w.0": 3}'], "earliest or latest"),
+    (["topics", "delete", "__dafka_offsets", "--yes"], "internal topic"),
+    (["topics", "delete", "__dafka_deletes", "--yes"], "internal topic"),
 ]
 
 

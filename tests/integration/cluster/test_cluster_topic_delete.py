@@ -13,6 +13,7 @@ from typing import Any
 
 from dafka import Admin, Consumer, Producer
 from tests.integration.cluster.cluster_procs import DAFKA, DEADLINE, Processes, wait_until
+from tests.unit.cli.test_cli_describe_table import assert_aligned
 
 TOPIC = "doomed"
 _APPLIED = re.compile(r"deleted doomed/dw\.0 up to (\d+)")
@@ -126,6 +127,9 @@ def test_delete_with_a_store_down_and_a_producer_writing(procs: Processes, tmp_p
     found = json.loads(described.stdout)
     assert [p["partition"] for p in found["partitions"]] == ["dw.0"]
     assert found["partitions"][0]["head"] == after
+    table = run_cli("describe", TOPIC, "--tower", towers, "--beacon-interval", "0.2")
+    assert table.returncode == 0, table.stderr
+    assert_aligned(table.stdout.splitlines()[1:])  # the partitions' table, under its headers
     unknown = run_cli(
         "delete", "nothing-here", "--yes", "--tower", towers, "--beacon-interval", "0.2"
     )
