@@ -22,10 +22,14 @@ range refused at our producer's call, a foreign RECORD over the stores' limit ke
 notice; checked at the end against a live and a late consumer of its topic and the stores'
 logs. On a timer of its own, every 20-60 s, the "named-producer restart while a store lags"
 operation (``scripts/chaos_named_restart.py``, issue 18; ``--no-named-restarts`` leaves it
-out): a store is killed while a named producer stores thousands of records in the other one,
-restarted, and the producer restarted while it catches up (the store ahead answering late in
-half the runs); each run of the producer must resume exactly after what was acknowledged,
-and its partition is read back and compared with both stores' logs at the end.
+out). On a timer of its own, every 3-8 s, a consumer group's member joins, leaves or dies
+while the group's producer runs (``scripts/chaos_groups.py``, issue 20;
+``--no-group-members`` leaves it out): at the end the group must have read every message.
+The named-producer operation: a store is killed while a named producer stores thousands
+of records in the other one, restarted, and the producer restarted while it catches up
+(the store ahead answering late in half the runs); each run of the producer must resume
+exactly after what was acknowledged, and its partition is read back and compared with both
+stores' logs at the end.
 
 At the end: every producer must have had every record ACKed; every consumer must have
 received every record of every producer exactly once and in order (``cluster_client.py``
@@ -50,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from chaos_corruption import Corruption  # noqa: E402
+from chaos_groups import GroupMembers  # noqa: E402
 from chaos_named_restart import NamedRestart  # noqa: E402
 from chaos_oversized import OversizedMessages, configure_stores  # noqa: E402
 from tests.integration.cluster.cluster_probe import read_log  # noqa: E402
@@ -107,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-named-restarts",
         action="store_true",
         help="leave out the named-producer restart while a store lags",
+    )
+    parser.add_argument(
+        "--no-group-members",
+        action="store_true",
+        help="leave out the consumer group whose members join, leave and die",
     )
     parser.add_argument(
         "--disk-mb", type=int, default=0, help="store 0's tmpfs size (0: fits the run + 50%%)"
@@ -184,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             for i in range(args.producers)
         ]
+        group = None if args.no_group_members else GroupMembers(procs, tower.spec, rng, seconds)
+        next_group = time.monotonic() + rng.uniform(3, 8)
         hostile: Proc | None = None
         end = time.monotonic() + seconds
         next_fault = time.monotonic() + rng.uniform(5, 20)
@@ -235,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
                 named.run(procs, stores, tower)
                 print(f"{time.strftime('%H:%M:%S')} named restarts: {named.report()}", flush=True)
                 next_named = time.monotonic() + rng.uniform(20, 60)
+            if group is not None and time.monotonic() >= next_group:
+                group.run()
+                print(f"{time.strftime('%H:%M:%S')} group: {group.report()}", flush=True)
+                next_group = time.monotonic() + rng.uniform(3, 8)
             if time.monotonic() >= next_oversized:
                 oversized.run()
                 next_oversized = time.monotonic() + rng.uniform(3, 10)
@@ -242,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.2)
         oversized.finish()
         named.finish(f"127.0.0.1:{port}")
+        group_counts = group.finish() if group is not None else None
+        if group is not None:
+            failures += [f"group: {f}" for f in group.failures]
         if hostile is not None:
             hostile.wait_exit(60)
         for producer in producers:
@@ -304,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"oversized      {oversized.report()}")
         print(f"corruptions    {corruption.report()}")
         print(f"named restarts {named.report()}")
+        if group is not None and group_counts is not None:
+            print(
+                f"group          {group.report()}: {group_counts['records']} messages, "
+                f"{group_counts['lost']} lost, read twice: {group_counts['twice_dead_tail']} "
+                f"from dead members' uncommitted tails, {group_counts['twice_other']} else"
+            )
         if corruption.lost or corruption.duplicated or corruption.found < corruption.done:
             failures.append(f"corruption: {corruption.report()}")
         print(f"drops          {dropped} live RECORDs lost in transit ({args.drop:.1%} a consumer)")

@@ -4,10 +4,13 @@ bench/groups.py), reporting JSON lines on stdout.
     python group_client.py member --tower 127.0.0.1:SUB:PUB --topic t --group g
     python group_client.py produce --tower 127.0.0.1:SUB:PUB --topic t --records 6000 --rate 2000
 
-A member prints ``ready`` once built, ``assigned`` / ``revoked`` / ``lost`` with the
-partitions and the wall-clock time (``t``) from its rebalance callbacks, ``records`` (lists
-of ``[partition, offset, index, value]``) after every poll that returned some, and ``done``
-after a clean ``close()`` on SIGTERM (a leave: its partitions are handed over). A producer
+A member prints ``start`` before it builds its consumer, ``ready`` once built, ``assigned``
+/ ``revoked`` / ``lost`` with the partitions and the wall-clock time (``t``) from its
+rebalance callbacks, ``records`` (lists of ``[partition, offset, index, value]``) after
+every poll that returned some, and ``done``
+after a clean ``close()`` on SIGTERM (a leave: its partitions are handed over); with
+``--quiet`` no ``records`` but a ``count`` line every 0.2 s (messages read by partition,
+the times of the first and last). A producer
 sends the values ``b"0"``, ``b"1"``... keyed by themselves over ``--partitions`` partitions
 at ``--rate`` messages per second, and prints ``done`` once every one is stored.
 """
@@ -19,6 +22,7 @@ import json
 import signal
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 from dafka import Consumer, Producer
@@ -44,6 +48,7 @@ def member(args: argparse.Namespace) -> int:
         fields["session_timeout_ms"] = args.session_ms
     if args.instance:
         fields["group_instance_id"] = args.instance
+    emit("start")
     consumer = Consumer(
         [args.topic],
         towers=",".join(args.tower),
@@ -57,10 +62,26 @@ def member(args: argparse.Namespace) -> int:
         **fields,
     )
     emit("ready", member=consumer.consumer_id)
+    counts: dict[str, int] = {}
+    first = last = 0.0
+    reported = time.monotonic()
     while not stop["now"]:
+        if args.quiet:
+            columns = consumer.poll_columns(0.1)
+            if len(columns):
+                last = time.time()
+                first = first or last
+                for partition, n in Counter(columns.partitions).items():
+                    counts[partition] = counts.get(partition, 0) + n
+            if time.monotonic() - reported > 0.2:
+                reported = time.monotonic()
+                emit("count", n=counts, first=first, last=last)
+            continue
         records = consumer.poll(0.1)
         if records:
             emit("records", r=[[r.partition, r.offset, r.index, r.value.decode()] for r in records])
+    if args.quiet:
+        emit("count", n=counts, first=first, last=last)
     consumer.close()
     emit("done")
     return 0
@@ -74,11 +95,12 @@ def produce(args: argparse.Namespace) -> int:
         partitions=args.partitions,
         name=args.name,
         linger_ms=2,
+        max_in_flight=args.max_in_flight,
     ) as producer:
         emit("ready", partitions=list(producer.partitions))
         start = time.monotonic()
         for i in range(args.records):
-            due = start + i / args.rate
+            due = start + i / args.rate if args.rate else 0.0
             delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
@@ -101,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-ms", type=float, default=0.0, help="member: 0 = default")
     parser.add_argument("--commit-ms", type=float, default=200.0, help="member: auto-commit")
     parser.add_argument("--instance", default="", help="member: group_instance_id")
+    parser.add_argument("--quiet", action="store_true", help="member: counts, not records")
     parser.add_argument("--records", type=int, default=0, help="produce: how many")
-    parser.add_argument("--rate", type=float, default=2000.0, help="produce: messages/s")
+    parser.add_argument("--rate", type=float, default=2000.0, help="produce: msg/s (0: flat out)")
+    parser.add_argument("--max-in-flight", type=int, default=100_000, help="produce")
     parser.add_argument("--partitions", type=int, default=6, help="produce")
     parser.add_argument("--name", default="w", help="produce: the producer's name")
     args = parser.parse_args(argv)
