@@ -296,8 +296,9 @@ class GroupMember(SubscriptionNotices):
 
     def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
         self._now = now
-        if subscribed and prefix == MEMBER_ID + _raw(self.config.group_id):
-            self._beat_now = True  # a member connected: tell it about us now
+        ours = MEMBER_ID + _raw(self.config.group_id)
+        if subscribed and prefix[:1] == MEMBER_ID and ours.startswith(prefix):
+            self._beat_now = True  # a member or a watcher (Y: every group) connected
 
     def on_message(self, message: DataMessage, now: float) -> None:
         self._now = now

@@ -415,6 +415,17 @@ def test_the_assignment_is_balanced_and_moves_little_on_a_join(
     assert moved <= 2 * share + len(members)  # about a share, more when the bound tightens
 
 
+def test_a_member_beats_at_once_for_a_subscription_to_its_beats() -> None:
+    # a joining member subscribes to Y + group, a watcher (dafka groups) to Y alone: both
+    # hear the member now instead of at its next heartbeat; other prefixes change nothing
+    member = GroupMember("a", [TOPIC], GroupConfig("g"), 0.0)
+    member.take_actions()
+    for prefix, beats in ((b"Yg", True), (b"Y", True), (b"Yg2", False), (b"Mg", False)):
+        member.on_subscription(prefix, True, 0.1)
+        sent = [a for a in member.take_actions() if isinstance(a, Send)]
+        assert bool(sent) == beats, prefix
+
+
 def test_config_is_checked() -> None:
     with pytest.raises(NodeArgumentError):
         GroupConfig("g", heartbeat_interval=3.0, session_timeout=2.0)
