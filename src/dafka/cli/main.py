@@ -33,6 +33,7 @@ from dafka.cli._options import (
     storage_options,
     transport_config,
 )
+from dafka.cli._rights import warn_unless_granted
 from dafka.cli.daemon import Exposed, MetricsServerHost, serve
 from dafka.config import CONFIG_ENV, KeyFiles, Layers, load
 from dafka.errors import ConfigError
@@ -370,6 +371,7 @@ def produce(
     keys = _delimiter(key_delimiter) if key_delimiter is not None else None
     if keys is not None and no_batching:
         raise click.UsageError("-K needs batching: a plain RECORD carries no key")
+    warn_unless_granted(security, "produce", [topic])
     if transaction_size is not None and transactional_id is None:
         raise click.UsageError(
             "--transaction-size needs --transactional-id: without it nothing is written in "
@@ -524,6 +526,7 @@ def consume(
                 "takes only earliest or latest with it (where the group committed nothing)"
             )
         positions = _output.offsets(offset, topics)
+    warn_unless_granted(security, "consume", topics)
     if template is not None:
         formatter = _output.template(template)
     elif output_format == "json":
