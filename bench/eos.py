@@ -16,7 +16,8 @@ For each store count (a fresh local cluster each, default fsync ``ms:5``):
   background; for ``nowait`` from the request to the decision);
 * the topic of the largest transaction size (both runs) read from the start four times,
   one after the other: read uncommitted and read committed, with ``poll`` and with ``poll_columns``
-  (messages/s and the ratio committed / uncommitted, by wall time).
+  (messages/s and the ratio committed / uncommitted, by wall time; and how many spans the
+  read-committed consumer replayed from the stores because they left its ring).
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ from typing import Any
 from dafka import Consumer, LocalCluster, Producer, ReadCommittedConsumer, TransactionalProducer
 
 
-def _read(common: dict[str, Any], topic: str, committed: bool, columns: bool, expect: int) -> float:
-    """Messages/s reading ``expect`` messages with a value from ``topic``."""
+def _read(
+    common: dict[str, Any], topic: str, committed: bool, columns: bool, expect: int
+) -> tuple[float, int]:
+    """Messages/s reading ``expect`` messages with a value from ``topic``, and the spans a
+    read-committed consumer replayed from the stores (they left its ring)."""
     kind = ReadCommittedConsumer if committed else Consumer
     with kind([topic], offset_reset="earliest", **common) as c:
         got = 0
@@ -48,7 +52,7 @@ def _read(common: dict[str, Any], topic: str, committed: bool, columns: bool, ex
         took = time.perf_counter() - start
         if got < expect:
             raise SystemExit(f"read {got} of {expect} messages of {topic} within 300 s")
-        return got / took
+        return got / took, c.replays if isinstance(c, ReadCommittedConsumer) else 0
 
 
 def _plain(common: dict[str, Any], args: argparse.Namespace, chunk: int, value: bytes) -> float:
@@ -165,11 +169,11 @@ def main() -> None:
             topic, expect = f"bench-eos-{sizes[-1]}", 2 * (args.messages + 1)
             for columns in (False, True):
                 call = "poll_columns" if columns else "poll"
-                rate_u = _read(common, topic, False, columns, expect)
-                rate_c = _read(common, topic, True, columns, expect)
+                rate_u, _ = _read(common, topic, False, columns, expect)
+                rate_c, replays = _read(common, topic, True, columns, expect)
                 print(
                     f"read committed {call}: {rate_c:,.0f} msg/s = {rate_c / rate_u:.2f}x "
-                    f"read uncommitted ({rate_u:,.0f} msg/s)"
+                    f"read uncommitted ({rate_u:,.0f} msg/s); {replays} spans replayed"
                 )
 
 
