@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -527,6 +528,13 @@ def consume(
             )
         positions = _output.offsets(offset, topics)
     warn_unless_granted(security, "consume", topics)
+    if from_timestamp is not None and from_timestamp < _SECONDS_LOOK_LIKE:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(from_timestamp / 1000))
+        click.echo(
+            f"Warning: --from-timestamp {from_timestamp} is ms since the epoch ({when} UTC); "
+            f"if you meant seconds, pass {from_timestamp * 1000}",
+            err=True,
+        )
     if template is not None:
         formatter = _output.template(template)
     elif output_format == "json":
@@ -554,6 +562,10 @@ def consume(
 
 default_group_wait = 10.0
 """Seconds ``status`` waits for a store's answer about the groups' commits."""
+
+_SECONDS_LOOK_LIKE = 100_000_000_000
+"""A ``--from-timestamp`` below it (1973-03-03 in ms) is most likely seconds (``date +%s``,
+Unix time): it would read everything, silently."""
 
 _wait_option = click.option(
     "--wait",

@@ -117,3 +117,17 @@ def test_produce_honours_the_flush_timeout_when_sending_blocks(lone_tower: str) 
     assert "Error: 1000 of 1000 messages were not stored within 2s" in result.err
     assert "stopped reading input" in result.err
     assert "Traceback" not in result.err
+
+
+def test_a_from_timestamp_in_seconds_is_pointed_out() -> None:
+    """``--from-timestamp`` takes ms; ``$(date +%s)`` (seconds) is 1970 in ms and read
+    everything without a word."""
+    port = free_port_pair()  # nobody there: the warning comes before joining
+    result = dafka("consume", "t", "--from-timestamp", "1700000000", "--tower", f"127.0.0.1:{port}")
+    assert "Warning: --from-timestamp 1700000000 is ms since the epoch (1970-01-20" in result.err
+    assert "pass 1700000000000" in result.err
+    assert "Traceback" not in result.err
+    quiet = dafka(
+        "consume", "t", "--from-timestamp", "1700000000000", "--tower", f"127.0.0.1:{port}"
+    )
+    assert "Warning" not in quiet.err
