@@ -10,6 +10,7 @@ source) composes the same pieces. See docs/exactly-once.md.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -78,14 +79,12 @@ class ReadCommittedConsumer(Consumer):
         self.settings = wanted
 
     def poll(self, timeout: float | None = 1.0, max_records: int = 10_000) -> list[Record]:
-        """Committed messages received so far; waits up to ``timeout`` for some."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        feed = self._filter.feed
-        while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            out = feed(super().poll(remaining, max_records))
-            if out or self._closed or (deadline is not None and time.monotonic() >= deadline):
-                return out
+        """Committed messages received so far; waits up to ``timeout`` for some.
+
+        :meth:`poll_columns` as Records (built with the collector paused, as
+        ``Consumer.poll`` does): the filter sees the poll's RECORDs, so a span that left its
+        ring is replayed from the recent RECORDs it holds rather than from the stores."""
+        return _records(self.poll_columns(timeout, max_records))
 
     def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
         """:meth:`poll` as columns: the committed messages only, the same rows in the same
@@ -101,7 +100,7 @@ class ReadCommittedConsumer(Consumer):
 
     def _poll_now(self, max_records: int) -> list[Record]:
         """Committed messages of what is queued, without waiting (the asyncio flavour)."""
-        return self._filter.feed(super()._poll_now(max_records))
+        return _records(self._poll_columns_now(max_records))
 
     def _poll_columns_now(self, max_records: int) -> RecordColumns:
         return self._filter.feed_columns(super()._poll_columns_now(max_records))
@@ -121,6 +120,17 @@ class ReadCommittedConsumer(Consumer):
     def replays(self) -> int:
         """Spans served by a bounded read of the stores."""
         return self._filter.replays
+
+
+def _records(columns: RecordColumns) -> list[Record]:
+    """``columns.records()`` with the cyclic collector paused (see ``Consumer._take``)."""
+    if not gc.isenabled():
+        return columns.records()
+    gc.disable()
+    try:
+        return columns.records()
+    finally:
+        gc.enable()
 
 
 def replay_from_stores(settings: ConsumerSettings, idle_timeout: float = 30.0) -> ReplayFunc:

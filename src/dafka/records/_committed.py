@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import uuid as uuidlib
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from itertools import groupby, repeat
 from operator import itemgetter
@@ -132,6 +133,7 @@ class CommittedFilter:
         *,
         replay: ReplayFunc | None = None,
         buffer: int = 8192,
+        recent_bytes: int = 32 << 20,
     ) -> None:
         offsets: dict[str, int] = {}
         states: list[ProducerState] = []
@@ -146,8 +148,17 @@ class CommittedFilter:
         self._ready: list[Record] = []
         self._batches = False  # feed_columns queued RECORDs as messages (see _record_of)
         self._paused = False  # feed paused the cyclic collector (resumed around replays)
+        # The batched RECORDs feed_columns saw last, up to recent_bytes of content: a span
+        # that left the ring is replayed from them when they hold all its RECORDs (a group
+        # commit's span is often larger than the ring), else from the stores.
+        self._recent: dict[str, dict[int, CheckedBatch]] = {}
+        self._recent_order: deque[tuple[str, int]] = deque()
+        self._recent_size = 0
+        self._recent_limit = max(0, int(recent_bytes))
         self.replays = 0
         """Spans served by replaying RECORDs from the stores."""
+        self.replays_recent = 0
+        """Spans served from the recent RECORDs :meth:`feed_columns` saw."""
 
     def start_positions(self) -> dict[Key, int]:
         """Where a consumer resumed from this filter's checkpoint must start reading."""
@@ -238,6 +249,8 @@ class CommittedFilter:
                     start = min(stop, max(start, skip[key] - base))
                     if start == stop:
                         continue
+                if self._recent_limit:
+                    self._remember(key, batch)
                 uuids = batch.columns().uuids
                 ints = [from_bytes(u, "big") if u else 0 for u in uuids[start:stop]]
                 envs = list(
@@ -393,13 +406,44 @@ class CommittedFilter:
             if raw is None or raw[9] != 2 or raw[8] & 3:  # not an ACK (flags 0x002)
                 append(found)
 
+    def _remember(self, key: str, batch: CheckedBatch) -> None:
+        """Keep ``batch`` among the recent RECORDs (the oldest go past ``recent_bytes``)."""
+        held = self._recent.get(key)
+        if held is None:
+            held = self._recent[key] = {}
+        if batch.offset in held:
+            return
+        held[batch.offset] = batch
+        self._recent_order.append((key, batch.offset))
+        self._recent_size += len(batch.content)
+        while self._recent_size > self._recent_limit:
+            old_key, old_offset = self._recent_order.popleft()
+            self._recent_size -= len(self._recent[old_key].pop(old_offset).content)
+
+    def _from_recent(self, key: str, first: int, last: int) -> list[Record] | None:
+        """The Records of RECORDs ``first..last`` of ``key`` if every one is held."""
+        held = self._recent.get(key)
+        if held is None:
+            return None
+        batches = [held.get(offset) for offset in range(first, last + 1)]
+        if None in batches:
+            return None
+        out: list[Record] = []
+        for batch in batches:
+            assert batch is not None
+            out += BatchSlice(batch, 0, batch.count).records()
+        return out
+
     def _replayed(self, key: str, begin: int, end: int) -> list[Envelope[_Msg]]:
+        topic, partition = _split(key)
+        first, last = begin >> _INDEX_BITS, (end - 1) >> _INDEX_BITS
+        recent = self._from_recent(key, first, last)
+        if recent is not None:
+            self.replays_recent += 1
+            return self._envelopes(key, begin, end, recent)
         if self._replay is None:
             raise MustStartReplay(key, begin, end)
         self.replays += 1
-        topic, partition = _split(key)
-        first, last = begin >> _INDEX_BITS, (end - 1) >> _INDEX_BITS
-        envs: list[Envelope[_Msg]] = []
         paused = self._paused
         if paused:  # a replay runs a consumer for up to its timeout: not with gc paused
             gc.enable()
@@ -408,6 +452,14 @@ class CommittedFilter:
         finally:
             if paused:
                 gc.disable()
+        return self._envelopes(key, begin, end, replayed)
+
+    def _envelopes(
+        self, key: str, begin: int, end: int, replayed: list[Record]
+    ) -> list[Envelope[_Msg]]:
+        """The replayed Records of ``key`` in ``[begin, end)`` as the sequencer's envelopes."""
+        topic, partition = _split(key)
+        envs: list[Envelope[_Msg]] = []
         for record in replayed:
             at = record.offset << _INDEX_BITS | record.index
             if begin <= at < end and record.partition == partition and record.topic == topic:

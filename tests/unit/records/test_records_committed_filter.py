@@ -252,7 +252,7 @@ def test_feed_pauses_the_collector_only_while_filtering_and_never_during_a_repla
         return log.records(partition, first, last)
 
     assert gc.isenabled()
-    f = CommittedFilter(replay=replay, buffer=2)
+    f = CommittedFilter(replay=replay, buffer=2, recent_bytes=0)
     assert len(f.feed_columns(_as_columns(log, log.records("a")))) == 5
     assert during_replay == [True]
     assert gc.isenabled()
@@ -303,7 +303,27 @@ def test_a_failing_replay_in_feed_columns_loses_nothing() -> None:
             raise TimeoutError("stores unreachable")
         return log.records(partition, first, last)
 
-    f = CommittedFilter(replay=flaky, buffer=2)
+    f = CommittedFilter(replay=flaky, buffer=2, recent_bytes=0)
     with pytest.raises(TimeoutError):
         f.feed_columns(_as_columns(log, log.records("a")))
     assert values(f.feed_columns(RecordColumns())) == [b"t0", b"t1", b"t2", b"t3", b"after", b"o2"]
+
+
+def test_a_span_that_left_the_ring_is_replayed_from_the_recent_records_when_all_are_held() -> None:
+    # A group commit's span is larger than the ring: feed_columns keeps the batched RECORDs
+    # it saw (up to recent_bytes) and replays from them, the stores only for what is gone.
+    log = make_log()
+    for r in range(4):
+        log.append("a", *[m(b"t%d.%d" % (r, i), P, 100 + 10 * r + i, CONT) for i in range(3)])
+    log.append("a", m(b"", P, 200, ACK))
+    expected = [b"t%d.%d" % (r, i) for r in range(4) for i in range(3)]
+    columns = _as_columns(log, log.records("a"))
+    f = CommittedFilter(replay=log.replay, buffer=4)
+    assert values(f.feed_columns(columns)) == expected
+    assert (f.replays_recent, f.replays, log.replayed) == (1, 0, [])
+    first = columns.parts[0]
+    assert isinstance(first, BatchSlice)
+    size = len(first.batch.content)
+    g = CommittedFilter(replay=log.replay, buffer=4, recent_bytes=3 * size)  # RECORD 0 gone
+    assert values(g.feed_columns(_as_columns(log, log.records("a")))) == expected
+    assert (g.replays_recent, g.replays, log.replayed) == (0, 1, [("a", 0, 2)])
