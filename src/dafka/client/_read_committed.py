@@ -29,7 +29,8 @@ class ReadCommittedConsumer(Consumer):
 
     ``from dafka import ReadCommittedConsumer``. Same arguments as :class:`Consumer`, plus
     ``checkpoint=`` (from :meth:`checkpoint`) to resume, ``buffer`` (the sequencer's ring)
-    and ``replay_timeout``. A span that left the ring is replayed by a bounded read of the
+    and ``replay_timeout``. A span that left the ring is replayed from the RECORDs the
+    filter saw last (32 MiB of them) when it holds them all, else by a bounded read of the
     stores. ``position()`` / ``positions()`` are those of the records read (committed or
     not); resume with :meth:`checkpoint`, which is exact. Its ``settings.isolation_level``
     is ``"read_committed"`` (whatever a shared ``settings=`` said; an explicit
@@ -87,9 +88,9 @@ class ReadCommittedConsumer(Consumer):
         return _records(self.poll_columns(timeout, max_records))
 
     def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
-        """:meth:`poll` as columns: the committed messages only, the same rows in the same
-        order (the filter takes the poll's columns and builds their Records, and the columns
-        of those it releases, under one collector pause: :meth:`CommittedFilter.feed_columns`)."""
+        """The committed messages received so far, as columns (:meth:`poll` is these as
+        Records): the filter takes the poll's RECORDs and releases a commit as slices of
+        them (:meth:`CommittedFilter.feed_columns`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         feed_columns = self._filter.feed_columns
         while True:

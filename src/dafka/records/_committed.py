@@ -5,9 +5,12 @@ partition's order), committed records out, each once, ACKs hidden. Messages with
 (C producers, plain RECORDs) are delivered at once (clock 0). The sequencer's offsets are
 message positions ``offset << 32 | index`` (``end = begin + 1``), keyed by
 ``topic + "\\0" + partition``. When a committed span has left the ring, the filter asks its
-``replay`` function for the RECORDs ``[first, last]`` of that partition again; the
+``replay`` function for the RECORDs ``[first, last]`` of that partition again (unless
+the batched RECORDs :meth:`CommittedFilter.feed_columns` saw last, ``recent_bytes`` of
+them, hold them all: then it replays from those); the
 :class:`ReadCommittedConsumer` serves that with a bounded ``Consumer(assign=...,
-end_offsets=...)`` read from the stores, so memory stays bounded by the ring.
+end_offsets=...)`` read from the stores, so memory stays bounded by the ring and
+``recent_bytes``.
 
 Checkpoints (:meth:`CommittedFilter.checkpoint`) are small JSON-able dicts: read-through
 positions and producer states. A filter restored from one skips the messages below the
