@@ -102,7 +102,9 @@ def test_auto_commit_commits_what_earlier_polls_handed_out(
     keys = {("off-auto", p): 0 for p in parts}
     with _consumer(cluster, assign=keys, group_id="g-auto", auto_commit_interval_ms=50) as c:
         _drain(c, 30)
-        assert c.committed(keys) == dict.fromkeys(keys)  # nothing yet: no poll since
+        # the last poll's records are not committed before the next poll (a poll during
+        # the drain may have committed what polls before it handed out, or the start)
+        assert not all(o is not None and o.offset == 1 for o in c.committed(keys).values())
         deadline = time.monotonic() + 10
         done = False
         while not done and time.monotonic() < deadline:
