@@ -50,11 +50,11 @@ def _checked_towers(value: str | None) -> str | None:
     help="Spark master URL (local[N], spark://host:7077...). Every executor's Python "
     "needs dafka[spark] installed.",
 )
-@click.option("--readings", default=60_000, show_default=True, help="Readings in the feed.")
+@click.option("--readings", default=18_000, show_default=True, help="Readings in the feed.")
 @click.option("--devices", default=40, show_default=True, help="Devices sending readings.")
 @click.option(
     "--rate",
-    default=1_000.0,
+    default=300.0,
     show_default=True,
     help="Messages per second, all producers together (0: as fast as possible).",
 )

@@ -71,7 +71,7 @@ class WorkloadSpec:
     """The shape of the feed. Defaults: 1,000 readings per second of event time."""
 
     seed: int = 7
-    readings: int = 60_000
+    readings: int = 18_000
     devices: int = 40
     start_ms: int = 1_767_225_600_000  # 2026-01-01T00:00:00Z
     step_ms: int = 1
