@@ -284,8 +284,8 @@ class ClusterMachine:
         self._topics[topic] = None
         self.version += 1
         self._out.append(Send(GetHeads(topic, self.node_id)))
-        for rid, store in self._stores.items():
-            self._hello(rid, store, (topic,))
+        for rid, store in self._stores.items():  # not a probing round: it may come at once
+            self._hello(rid, store, (topic,), probing=False)
 
     def _store(self, reader_id: str) -> _Store:
         store = self._stores.get(reader_id)
@@ -299,10 +299,15 @@ class ClusterMachine:
                 self._hello(reader_id, store, tuple(self._topics))
         return store
 
-    def _hello(self, reader_id: str, store: _Store, topics: tuple[str, ...]) -> None:
-        """Ask one store for its heads of ``topics`` through its probe id."""
+    def _hello(
+        self, reader_id: str, store: _Store, topics: tuple[str, ...], probing: bool = True
+    ) -> None:
+        """Ask one store for its heads of ``topics`` through its probe id. The first hello
+        and the refresh rounds count towards *probed*, not a later hello for a topic just
+        learned: it can follow the first at once (a store asks for ``__dafka_deletes`` as it
+        starts), before the probe subscription is surely applied."""
         self._out.append(Send(ConsumerHello(reader_id, store.probe, topics)))
-        if store.hellos < _PROBED:
+        if store.hellos < _PROBED and (probing or store.hellos == 0):
             store.hellos += 1
             if store.hellos == _PROBED:
                 self.version += 1  # the view may now be complete
