@@ -206,6 +206,12 @@ class Consumer(Closing):
         topic_list, assigned, ends = checked_reads(topics, assign, end_offsets)
         group_member = self.settings.group_id is not None and bool(topic_list)
         """Subscriptions with a group_id: the group shares their partitions (docs/groups.md)."""
+        if group_member and start_positions:  # the group decides who reads where
+            raise ConfigError(
+                "start_positions with a group's subscription: a member starts each partition "
+                "the group gives it at the group's commit (offset_reset where none); seek in "
+                "on_assign, or read chosen partitions with assign={(topic, partition): offset}"
+            )
         rebalance_listener = listener_of(listener, on_assign, on_revoke, on_lost)
         if not group_member and (
             listener is not None or any(c is not None for c in (on_assign, on_revoke, on_lost))
@@ -1044,7 +1050,7 @@ class Consumer(Closing):
         group = self._needs_group("committed")
         if partitions is None:
             return dict(group.committed(None, timeout))
-        keys = list(partitions)
+        keys = _partition_keys(partitions, "committed")
         found = group.committed(keys, timeout)
         return {key: found.get(key) for key in keys}
 
@@ -1053,8 +1059,9 @@ class Consumer(Closing):
     ) -> list[Key]:
         """Move each of ``partitions`` to the group's committed offset; returns those with
         no commit (left where they are: the caller applies its reset rule)."""
-        found = self._needs_group("seek_to_committed").committed(partitions, timeout)
-        missing = [key for key in partitions if key not in found]
+        keys = _partition_keys(partitions, "seek_to_committed")
+        found = self._needs_group("seek_to_committed").committed(keys, timeout)
+        missing = [key for key in keys if key not in found]
         for (topic, partition), offset in found.items():
             self.seek(topic, partition, offset.offset)
             if offset.index:
@@ -1289,6 +1296,23 @@ def _left(deadline: float | None) -> float | None:
 def _check_max(max_records: int) -> None:
     if max_records < 1:
         raise ConfigError(f"max_records must be >= 1, got {max_records!r}")
+
+
+def _partition_keys(partitions: Iterable[Key] | str | bytes, call: str) -> list[Key]:
+    """``partitions`` as a list of ``(topic, partition)`` pairs; a string (a topic where
+    pairs are meant) or anything else is a TypeError naming the call."""
+    if isinstance(partitions, (str, bytes)):
+        raise TypeError(f"{call}() takes (topic, partition) pairs, not the string {partitions!r}")
+    keys = list(partitions)
+    for key in keys:
+        if not (
+            isinstance(key, tuple)
+            and len(key) == 2
+            and isinstance(key[0], str)
+            and isinstance(key[1], str)
+        ):
+            raise TypeError(f"{call}() takes (topic, partition) pairs of str, got {key!r}")
+    return keys
 
 
 __all__ = ["Consumer", "PollStatistics"]

@@ -147,3 +147,19 @@ def test_the_asyncio_consumer_commits_and_reads_commits(cluster: LocalCluster) -
     assert {k: (c.offset, c.index) for k, c in committed.items() if c} == dict.fromkeys(
         keys, (1, 0)
     )
+
+
+def test_partitions_are_pairs_and_a_group_subscription_takes_no_start_positions(
+    cluster: LocalCluster,
+) -> None:
+    """A new user's slips (issue 20 trial): ``committed("topic")`` iterated the string's
+    characters as partitions, and ``start_positions`` with a group's subscription was
+    silently ignored (a fresh group read nothing where the positions asked for 4)."""
+    with pytest.raises(ConfigError, match="start_positions with a group"):
+        _consumer(cluster, topics="off-pairs", group_id="g-pairs", start_positions={("a", "b"): 0})
+    with _consumer(cluster, assign={("off-pairs", "p.0"): 0}, group_id="g-pairs") as consumer:
+        with pytest.raises(TypeError, match="not the string 'off-pairs'"):
+            consumer.committed("off-pairs")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="pairs of str, got 'o'"):
+            consumer.seek_to_committed(["o"])  # type: ignore[list-item]
+        assert consumer.committed([("off-pairs", "p.0")]) == {("off-pairs", "p.0"): None}
