@@ -294,7 +294,7 @@ class Consumer(Closing):
                     self.settings.group_instance_id or "",
                     heartbeat,
                     session,
-                    heartbeat,
+                    2 * heartbeat,  # join window: every live member's beat heard once, late or not
                 ),
                 time.monotonic(),
                 started=time.time_ns() // 1_000_000,

@@ -122,6 +122,11 @@ class ReadCommittedConsumer(Consumer):
         """Spans served by a bounded read of the stores."""
         return self._filter.replays
 
+    @property
+    def replays_recent(self) -> int:
+        """Spans served from the RECORDs the filter saw last (no read of the stores)."""
+        return self._filter.replays_recent
+
 
 def _records(columns: RecordColumns) -> list[Record]:
     """``columns.records()`` with the cyclic collector paused (see ``Consumer._take``)."""
