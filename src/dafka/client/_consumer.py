@@ -360,13 +360,13 @@ class Consumer(Closing):
         aside, in order, and handed out after ``resume``; positions stay. A partition not
         known yet is paused when it shows up. Paused partitions do not hold
         :meth:`at_end`."""
-        keys = _keys(partitions)
+        keys = _partition_keys(partitions, "pause")
         self._runner.call(lambda now: self._pause(keys, now))
 
     def resume(self, partitions: Iterable[Key]) -> None:
         """Read paused ``partitions`` again from their positions (what was kept aside
         first); partitions not paused are ignored."""
-        keys = _keys(partitions)
+        keys = _partition_keys(partitions, "resume")
         self._runner.call(lambda now: self._resume(keys, now))
 
     def paused(self) -> set[Key]:
@@ -395,7 +395,7 @@ class Consumer(Closing):
         consumer knows. Returns where each was sought. Partitions that appear later follow
         ``offset_reset``."""
         stamp = checked_timestamp(timestamp)
-        keys = _keys(partitions) if partitions is not None else None
+        keys = _partition_keys(partitions, "seek_to_timestamp") if partitions is not None else None
         heads = self.heads()
         with self._searcher() as search:
             if keys is None:
@@ -1273,22 +1273,6 @@ def _records(parts: list[Part]) -> list[Record]:
     return out
 
 
-def _keys(partitions: Iterable[Key]) -> list[Key]:
-    """``pause``/``resume``'s argument checked: (topic, partition) pairs of names."""
-    if isinstance(partitions, tuple) and len(partitions) == 2 and isinstance(partitions[0], str):
-        raise TypeError(
-            f"pause/resume take an iterable of (topic, partition) pairs, got one pair "
-            f"{partitions!r}: wrap it in a list"
-        )
-    keys = list(partitions)
-    for key in keys:
-        if not (isinstance(key, tuple) and len(key) == 2):
-            raise TypeError(f"pause/resume take (topic, partition) pairs, got {key!r}")
-        check_name("topic", key[0])
-        check_name("partition", key[1])
-    return keys
-
-
 def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
@@ -1299,10 +1283,16 @@ def _check_max(max_records: int) -> None:
 
 
 def _partition_keys(partitions: Iterable[Key] | str | bytes, call: str) -> list[Key]:
-    """``partitions`` as a list of ``(topic, partition)`` pairs; a string (a topic where
-    pairs are meant) or anything else is a TypeError naming the call."""
+    """``partitions`` checked as a list of ``(topic, partition)`` pairs of names: one pair
+    unwrapped, a string (a topic where pairs are meant) or anything else is a TypeError
+    naming ``call`` (pause, resume, seek_to_timestamp, committed, seek_to_committed)."""
     if isinstance(partitions, (str, bytes)):
         raise TypeError(f"{call}() takes (topic, partition) pairs, not the string {partitions!r}")
+    if isinstance(partitions, tuple) and len(partitions) == 2 and isinstance(partitions[0], str):
+        raise TypeError(
+            f"{call}() takes an iterable of (topic, partition) pairs, got one pair "
+            f"{partitions!r}: wrap it in a list"
+        )
     keys = list(partitions)
     for key in keys:
         if not (
@@ -1312,6 +1302,8 @@ def _partition_keys(partitions: Iterable[Key] | str | bytes, call: str) -> list[
             and isinstance(key[1], str)
         ):
             raise TypeError(f"{call}() takes (topic, partition) pairs of str, got {key!r}")
+        check_name("topic", key[0])
+        check_name("partition", key[1])
     return keys
 
 
