@@ -52,6 +52,8 @@ def consume(
     out = sys.stdout.buffer
     seen = 0
     settle = max(2.0, 3 * float(joining["beacon_interval"]))
+    if group_id is not None:  # -e: the group's join window and first commit read come first
+        settle += 2.0
     started = time.monotonic()
     lookout = _Lookout(topics, dict(start_positions or {}), exit_at_end, joining)
     with kind(
