@@ -96,6 +96,7 @@ def consume(
                     and exit_at_end
                     and lookout.done
                     and _at_end(consumer, started, settle)
+                    and lookout.reached(consumer)
                 ):
                     break
             if commits is not None:
@@ -193,6 +194,9 @@ class _Lookout:
             transport = ConsumerSettings(**joining).transport()
             self._watcher = HeadWatcher(sorted({t for t, _ in starts}), transport)
         self.done = False
+        # the announced head of each --offset partition at or past its start: ``-e`` ends only
+        # once read up to it (the consumer may hear a store greet it before the store's heads)
+        self._must_reach: dict[tuple[str, str], int] = {}
 
     def ready(self, consumer: _Heard, elapsed: float, settle: float) -> bool:
         """Time to look: what the cluster says is in (on a loaded machine the stores may
@@ -203,6 +207,16 @@ class _Lookout:
             return True
         watcher = self._watcher
         return consumer.statistics().stores_known > 0 and (watcher is None or watcher.stores > 0)
+
+    def reached(self, consumer: _Positioned) -> bool:
+        """Read up to the head each ``--offset`` partition had when the cluster was asked."""
+        for (topic, partition), head in self._must_reach.items():
+            try:
+                if consumer.position(topic, partition) <= head:
+                    return False
+            except KeyError:  # not known to the consumer yet
+                return False
+        return True
 
     def close(self) -> None:
         if self._watcher is not None:
@@ -226,6 +240,8 @@ class _Lookout:
             if topic not in known:
                 continue
             head = announced.get((topic, partition), -1)
+            if start <= head:
+                self._must_reach[(topic, partition)] = head
             if head < 0:
                 raise click.ClickException(
                     f"--offset names partition {partition!r} of {topic!r}, which no store or "
@@ -246,6 +262,10 @@ def _notice(line: str) -> None:
 
 class _EndAware(Protocol):
     def at_end(self) -> bool: ...
+
+
+class _Positioned(Protocol):
+    def position(self, topic: str, partition: str) -> int: ...
 
 
 class _Heard(Protocol):
