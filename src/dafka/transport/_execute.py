@@ -39,7 +39,7 @@ from dafka.node.actions import (
     Subscribe,
     Unsubscribe,
 )
-from dafka.protocol import DataMessage, DirectRecord, EncodeError, Record, encode
+from dafka.protocol import BEACON_ID, DataMessage, DirectRecord, EncodeError, Record, encode
 from dafka.transport._drops import DropLog
 from dafka.transport._persistence import Persistence
 from dafka.transport._reach import ReachWatch
@@ -280,7 +280,7 @@ class Executor:
         beacon_pub = self._sockets.beacon_pub
         for e in self._sockets.endpoints:
             node_id = e.identity.node_id.encode("utf-8", "surrogateescape")
-            beacon_pub.send_multipart([b"B", node_id, host, str(e.port).encode()])
+            beacon_pub.send_multipart([BEACON_ID, node_id, host, str(e.port).encode()])
 
 
 __all__ = ["Executor", "OnPeer"]

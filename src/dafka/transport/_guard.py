@@ -40,6 +40,9 @@ from pathlib import Path
 from dafka.config import Acl
 from dafka.errors import ConfigError
 from dafka.protocol import (
+    DIRECT_HEAD_ID,
+    DIRECT_RECORD_ID,
+    STORE_HELLO_ID,
     Ack,
     ConsumerHello,
     DataMessage,
@@ -66,7 +69,7 @@ _MAX_CACHED = 100_000
 _MAX_LOGGED = 1024
 OWNERS_FILE = "owners.jsonl"
 """A store's partition owners, one JSON line each: ``[topic, producer, key]``."""
-_DIRECT = (b"D", b"E", b"L")
+_DIRECT = (DIRECT_RECORD_ID, DIRECT_HEAD_ID, STORE_HELLO_ID)
 """Prefixes naming a node id: its direct records and heads, its store greetings."""
 _DATA = (Record, Head, DirectRecord, DirectHead)
 

@@ -19,6 +19,7 @@ import zmq
 
 from dafka.config import Listen
 from dafka.errors import DafkaError
+from dafka.protocol import BEACON_ID, WELCOME_ID
 from dafka.transport.config import TransportConfig
 from dafka.transport.security import Gate, warn_if_exposed
 from dafka.transport.sockets import (
@@ -143,8 +144,8 @@ class SocketSet:
             wake = make_socket(context, zmq.PAIR, linger_ms=0, max_inbound_bytes=control)
             owned += [beacon_pub, beacon_sub, wake]
             wake.bind(wake_endpoint)
-            beacon_sub.setsockopt(zmq.SUBSCRIBE, b"W")
-            beacon_sub.setsockopt(zmq.SUBSCRIBE, b"B")
+            beacon_sub.setsockopt(zmq.SUBSCRIBE, WELCOME_ID)
+            beacon_sub.setsockopt(zmq.SUBSCRIBE, BEACON_ID)
             if security is not None:
                 security.client(beacon_pub, security.tower_key)
                 security.client(beacon_sub, security.tower_key)

@@ -38,6 +38,7 @@ import zmq
 
 from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
+from dafka.protocol import BEACON_ID, WELCOME_ID
 from dafka.transport.failure import FailureLatch
 from dafka.transport.memory import release_free_memory
 from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
@@ -54,8 +55,6 @@ _FLOOD_WINDOW = 5.0
 _FLOOD_BEACONS = 20_000
 """More beacons forwarded in a 5 s window than this, then a tenth as many in the next: a
 flood ended, and the tower returns the memory it grew by (``dafka.transport._memory``)."""
-
-WELCOME = b"W"
 
 
 @dataclass
@@ -75,7 +74,7 @@ class TowerStats:
 
 def rewrite_beacon(frames: list[bytes], peer_address: str | None) -> list[bytes] | None:
     """The 3 frames a tower forwards for a 4-frame node beacon, or None if it is malformed."""
-    if len(frames) != 4 or frames[0] != b"B" or not frames[1]:
+    if len(frames) != 4 or frames[0] != BEACON_ID or not frames[1]:
         return None
     host, port = frames[2], frames[3]
     if not port.isdigit() or len(port) > 5 or port[:1] == b"0" or port_problem(int(port)):
@@ -90,7 +89,7 @@ def rewrite_beacon(frames: list[bytes], peer_address: str | None) -> list[bytes]
         return None
     if host_problem(text) is not None:
         return None
-    return [b"B", frames[1], b"tcp://" + host + b":" + port]
+    return [BEACON_ID, frames[1], b"tcp://" + host + b":" + port]
 
 
 class Tower:
@@ -181,7 +180,7 @@ class Tower:
                 self._gate = Gate.open(self._context, security, "tower")
                 security.server(xsub, self._gate)
                 security.server(xpub, self._gate)
-            xpub.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME)
+            xpub.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME_ID)
             xsub.bind(self._sub_address)
             xpub.bind(self._pub_address)
             control.bind(self._stop_endpoint)
@@ -260,7 +259,7 @@ class Tower:
             if frame[:1] not in (b"\x00", b"\x01"):
                 self._stats.dropped_malformed += 1
                 continue
-            if frame[1:2] == WELCOME:
+            if frame[1:2] == WELCOME_ID:
                 continue
             xsub.send(frame)
             self._stats.subscriptions_forwarded += 1
