@@ -933,28 +933,36 @@ class Consumer(Closing):
         """Runner thread: a revoked or lost partition - drop what of it is queued, parked or
         partly handed out (a cut batch's position is kept for the handover commit)."""
         with self._lock:
-            parked = self._parked.pop(key, None)
-            if parked:
-                self._queued -= sum(len(b.contents) for b in parked)
-            self._parked_leftovers.pop(key, None)
-            kept = collections.deque(b for b in self._batches if (b.topic, b.producer) != key)
-            dropped = sum(len(b.contents) for b in self._batches) - sum(
-                len(b.contents) for b in kept
-            )
-            self._batches = kept
-            current = self._current
-            if current is not None and (current.topic, current.producer) == key:
-                dropped += len(current.contents) - self._offset
-                self._current = None
-            leftover = self._leftover
-            if leftover is not None and (leftover[0].topic, leftover[0].partition) == key:
+            leftover = self._drop_queued(key)
+            self._parked.pop(key, None)  # no longer paused either
+            if leftover is not None:
                 self._handover_cut[key] = (leftover[0].offset, leftover[1])
-                self._leftover = None
             self._resumed_leftovers = [
                 lo for lo in self._resumed_leftovers if (lo[0].topic, lo[0].partition) != key
             ]
-            self._queued -= dropped
             self._expect.pop(key, None)
+
+    def _drop_queued(self, key: Key) -> tuple[CheckedBatch, int] | None:
+        """Under the lock: drop what of ``key`` is parked, queued or partly handed out (a
+        paused partition stays paused); returns the dropped leftover of a cut batch, if any."""
+        parked = self._parked.get(key)
+        if parked:
+            self._queued -= sum(len(b.contents) for b in parked)
+            parked.clear()
+        self._parked_leftovers.pop(key, None)
+        kept = collections.deque(b for b in self._batches if (b.topic, b.producer) != key)
+        dropped = sum(len(b.contents) for b in self._batches) - sum(len(b.contents) for b in kept)
+        self._batches = kept
+        current = self._current
+        if current is not None and (current.topic, current.producer) == key:
+            dropped += len(current.contents) - self._offset
+            self._current = None
+        self._queued -= dropped
+        leftover = self._leftover
+        if leftover is not None and (leftover[0].topic, leftover[0].partition) == key:
+            self._leftover = None
+            return leftover
+        return None
 
     def _handed_out(self, keys: Iterable[Key]) -> dict[Key, Position]:
         """The positions of what was handed out of ``keys`` (a revoke's commit)."""
@@ -1208,25 +1216,8 @@ class Consumer(Closing):
         key = (topic, partition)
         self._machine.seek(topic, partition, offset, now)
         with self._lock:
-            parked = self._parked.get(key)
-            if parked:
-                self._queued -= sum(len(b.contents) for b in parked)
-                parked.clear()
-            self._parked_leftovers.pop(key, None)
             self._skip.pop(key, None)
-            kept = collections.deque(b for b in self._batches if (b.topic, b.producer) != key)
-            dropped = sum(len(b.contents) for b in self._batches) - sum(
-                len(b.contents) for b in kept
-            )
-            self._batches = kept
-            current = self._current
-            if current is not None and (current.topic, current.producer) == key:
-                dropped += len(current.contents) - self._offset
-                self._current = None
-            leftover = self._leftover
-            if leftover is not None and (leftover[0].topic, leftover[0].partition) == key:
-                self._leftover = None
-            self._queued -= dropped
+            self._drop_queued(key)
             self._next[key] = offset
             # runs the machine took before the seek may still be in its outbox: drop
             # everything of this partition until the run that starts at ``offset``

@@ -275,15 +275,8 @@ class Producer(Closing):
         nothing is in flight), or with ``backpressure="error"`` raises
         :class:`BackpressureError` having queued nothing. Thread-safe.
         """
-        values = _bytes_list("value", values)
+        values, key_list = many_arguments(values, keys)
         count = len(values)
-        key_list: list[bytes | None] | None = None
-        if keys is not None:
-            key_list = _bytes_list("key", keys, none_ok=True)
-            if len(key_list) != count:
-                raise ValueError(f"produce_many got {len(key_list)} keys for {count} values")
-            if key_list.count(None) == count:
-                key_list = None
         if not count:
             return
         if timestamp is None:
@@ -867,6 +860,20 @@ def _as_bytes(what: str, data: object) -> bytes:
         return bytes(data)
     hint = " (encode it: .encode())" if isinstance(data, str) else ""
     raise TypeError(f"{what} must be bytes, got {type(data).__name__}{hint}")
+
+
+def many_arguments(
+    values: Iterable[Any], keys: Iterable[Any] | None
+) -> tuple[list[bytes], list[bytes | None] | None]:
+    """``produce_many``'s values and keys, checked: values as bytes, keys as long as values
+    (None entries: no key), or None when there are no keys at all."""
+    vals = _bytes_list("value", values)
+    if keys is None:
+        return vals, None
+    key_list = _bytes_list("key", keys, none_ok=True)
+    if len(key_list) != len(vals):
+        raise ValueError(f"produce_many got {len(key_list)} keys for {len(vals)} values")
+    return vals, (None if key_list.count(None) == len(vals) else key_list)
 
 
 def _bytes_list(what: str, items: Iterable[Any], none_ok: bool = False) -> list[Any]:

@@ -44,9 +44,9 @@ from dafka.client._offsets import GroupOffsets, Position, check_group
 from dafka.client._producer import (
     OnDelivery,
     Producer,
-    _bytes_list,
     check_headers,
     check_timestamp,
+    many_arguments,
 )
 from dafka.client._settings import (
     ConsumerSettings,
@@ -572,15 +572,8 @@ class TransactionalProducer(Closing):
         and a 16-byte UUID from a run of clocks (:func:`dafka.message.build_uuids`): the
         fast call inside a transaction. Delivery is reported to ``on_delivery`` and by
         :meth:`flush`."""
-        vals = _bytes_list("value", values)
+        vals, key_list = many_arguments(values, keys)
         count = len(vals)
-        key_list: list[bytes | None] | None = None
-        if keys is not None:
-            key_list = _bytes_list("key", keys, none_ok=True)
-            if len(key_list) != count:
-                raise ValueError(f"produce_many got {len(key_list)} keys for {count} values")
-            if key_list.count(None) == count:
-                key_list = None
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         else:
