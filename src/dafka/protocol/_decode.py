@@ -37,6 +37,8 @@ from dafka.protocol.messages import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     Message,
     Record,
     StoreHello,
@@ -218,6 +220,26 @@ def _store_hello(frames: Frames) -> StoreHello:
     return StoreHello(consumer, store)
 
 
+def _heads_end(frames: Frames) -> HeadsEnd:
+    layout = lay.HEADS_END
+    if len(frames) != 1:
+        raise _frame_count(frames, layout)
+    frame = frames[0]
+    (recipient, topic, store, writer), pos = _checked(frame, layout)
+    count, stores = layout.tail.unpack_from(frame, pos)
+    return HeadsEnd(recipient, topic, store, writer, count, stores)
+
+
+def _log_start(frames: Frames) -> LogStart:
+    layout = lay.LOG_START
+    if len(frames) != 1:
+        raise _frame_count(frames, layout)
+    frame = frames[0]
+    (recipient, topic, producer, store), pos = _checked(frame, layout)
+    (sequence,) = layout.tail.unpack_from(frame, pos)
+    return LogStart(recipient, topic, producer, store, sequence)
+
+
 def _consumer_hello(frames: Frames) -> ConsumerHello:
     layout = lay.CONSUMER_HELLO
     if len(frames) != 1:
@@ -281,6 +303,8 @@ _DATA_DECODERS: dict[int, _Decoder] = {
     lay.CONSUMER_HELLO.command_id[0]: _consumer_hello,
     lay.STORE_HELLO.command_id[0]: _store_hello,
     lay.MEMBER.command_id[0]: decode_member,
+    lay.HEADS_END.command_id[0]: _heads_end,
+    lay.LOG_START.command_id[0]: _log_start,
 }
 assert set(_DATA_DECODERS) == set(COMMAND_NAMES)
 _DATA: tuple[_Decoder, ...] = tuple(_DATA_DECODERS.get(i, _unknown) for i in range(256))

@@ -33,6 +33,8 @@ from dafka.protocol.messages import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     MemberBeat,
     Message,
     PeerEndpoint,
@@ -186,6 +188,14 @@ def _encode_store_hello(m: StoreHello) -> list[bytes]:
     return _checked(lay.STORE_HELLO, m)[1]
 
 
+def _encode_heads_end(m: HeadsEnd) -> list[bytes]:
+    return _checked(lay.HEADS_END, m)[1]
+
+
+def _encode_log_start(m: LogStart) -> list[bytes]:
+    return _checked(lay.LOG_START, m)[1]
+
+
 def _encode_consumer_hello(m: ConsumerHello) -> list[bytes]:
     topics = m.topics
     if not isinstance(topics, tuple | list):
@@ -210,6 +220,8 @@ _ENCODERS: dict[type, Callable[[Message], list[bytes]]] = {
     ConsumerHello: _encode_consumer_hello,  # type: ignore[dict-item]
     StoreHello: _encode_store_hello,  # type: ignore[dict-item]
     MemberBeat: encode_member,  # type: ignore[dict-item]
+    HeadsEnd: _encode_heads_end,  # type: ignore[dict-item]
+    LogStart: _encode_log_start,  # type: ignore[dict-item]
     Beacon: encode_beacon,  # type: ignore[dict-item]
     PeerEndpoint: encode_peer_endpoint,  # type: ignore[dict-item]
     Welcome: encode_welcome,  # type: ignore[dict-item]

@@ -18,6 +18,8 @@ from dafka.protocol.messages import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     MemberBeat,
     Record,
     StoreHello,
@@ -34,6 +36,12 @@ CONSUMER_HELLO_ID = b"W"
 STORE_HELLO_ID = b"L"
 MEMBER_ID = b"Y"
 """MEMBER: dafka's own (consumer groups); no C node subscribes to it."""
+HEADS_END_ID = b"A"
+"""HEADS-END: dafka's own ("that is all" after a store's DIRECT-HEADs); no C node
+subscribes to it."""
+LOG_START_ID = b"S"
+"""LOG-START: dafka's own (a FETCH below a store's first record); no C node subscribes to
+it."""
 
 BEACON_ID = b"B"
 """First frame of a node beacon and of a beacon forwarded by a tower (beacon sockets only)."""
@@ -56,6 +64,8 @@ COMMAND_IDS: Mapping[type[DataMessage], bytes] = MappingProxyType(
         ConsumerHello: CONSUMER_HELLO_ID,
         StoreHello: STORE_HELLO_ID,
         MemberBeat: MEMBER_ID,
+        HeadsEnd: HEADS_END_ID,
+        LogStart: LOG_START_ID,
     }
 )
 """The command ID of each data message class."""
@@ -72,6 +82,8 @@ COMMAND_NAMES: Mapping[int, str] = MappingProxyType(
         CONSUMER_HELLO_ID[0]: "CONSUMER-HELLO",
         STORE_HELLO_ID[0]: "STORE-HELLO",
         MEMBER_ID[0]: "MEMBER",
+        HEADS_END_ID[0]: "HEADS-END",
+        LOG_START_ID[0]: "LOG-START",
     }
 )
 """The RFC name of each command, by ID byte (as ``frame[0]`` gives it), for logs and errors."""
@@ -86,7 +98,9 @@ __all__ = [
     "DIRECT_RECORD_ID",
     "FETCH_ID",
     "GET_HEADS_ID",
+    "HEADS_END_ID",
     "HEAD_ID",
+    "LOG_START_ID",
     "MEMBER_ID",
     "RECORD_ID",
     "STORE_HELLO_ID",

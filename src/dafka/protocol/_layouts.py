@@ -22,6 +22,8 @@ from dafka.protocol._ids import (
     FETCH_ID,
     GET_HEADS_ID,
     HEAD_ID,
+    HEADS_END_ID,
+    LOG_START_ID,
     MEMBER_ID,
     RECORD_ID,
     STORE_HELLO_ID,
@@ -35,6 +37,8 @@ from dafka.protocol.messages import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     MemberBeat,
     Record,
     StoreHello,
@@ -43,6 +47,7 @@ from dafka.protocol.messages import (
 SEQUENCE = struct.Struct(">Q")
 SEQUENCE_COUNT = struct.Struct(">QL")
 UINT32 = struct.Struct(">L")
+COUNT_STORES = struct.Struct(">LL")
 NO_INTEGERS = struct.Struct("")
 
 PREFIX_END = b"\x00\x01"
@@ -98,6 +103,22 @@ CONSUMER_HELLO = Layout(
 STORE_HELLO = Layout("STORE-HELLO", STORE_HELLO_ID, "consumer", ("store",), (), NO_INTEGERS)
 MEMBER = Layout("MEMBER", MEMBER_ID, "group", ("member",), ("sequence",), SEQUENCE, True)
 """Frame 1 is the member's state (canonical JSON, ``_member.py``), not a ``content``."""
+HEADS_END = Layout(
+    "HEADS-END",
+    HEADS_END_ID,
+    "recipient",
+    ("topic", "store", "writer"),
+    ("count", "stores"),
+    COUNT_STORES,
+)
+LOG_START = Layout(
+    "LOG-START",
+    LOG_START_ID,
+    "recipient",
+    ("topic", "producer", "store"),
+    ("sequence",),
+    SEQUENCE,
+)
 
 LAYOUTS: Mapping[type[DataMessage], Layout] = MappingProxyType(
     {
@@ -111,23 +132,28 @@ LAYOUTS: Mapping[type[DataMessage], Layout] = MappingProxyType(
         ConsumerHello: CONSUMER_HELLO,
         StoreHello: STORE_HELLO,
         MemberBeat: MEMBER,
+        HeadsEnd: HEADS_END,
+        LogStart: LOG_START,
     }
 )
 """The layout of each data message class."""
 
-INTEGER_BITS = {"sequence": 64, "count": 32}
+INTEGER_BITS = {"sequence": 64, "count": 32, "stores": 32}
 """Width of each integer attribute, for error messages."""
 
 __all__ = [
     "ACK",
     "CONSUMER_HELLO",
+    "COUNT_STORES",
     "DIRECT_HEAD",
     "DIRECT_RECORD",
     "FETCH",
     "GET_HEADS",
     "HEAD",
+    "HEADS_END",
     "INTEGER_BITS",
     "LAYOUTS",
+    "LOG_START",
     "MEMBER",
     "NO_INTEGERS",
     "PREFIX_END",

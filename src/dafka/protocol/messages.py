@@ -17,10 +17,14 @@ GetHeads (``G``)          ``topic``               requester
 ConsumerHello (``W``)     ``store``               consumer, topics
 StoreHello (``L``)        ``consumer``            store
 MemberBeat (``Y``)        ``group``               member, sequence, state (frame 1)
+HeadsEnd (``A``)          ``recipient``           topic, store, writer, count, stores
+LogStart (``S``)          ``recipient``           topic, producer, store, sequence
 ========================  =====================  ===================================
 
-MEMBER (``Y``) is dafka's own (consumer groups, docs/groups.md): no C node subscribes to a
-``Y`` prefix, so a C peer never receives one (its XPUB filters it out before it is sent).
+MEMBER (``Y``), HEADS-END (``A``) and LOG-START (``S``) are dafka's own (consumer groups,
+docs/groups.md; a store's "that is all" and log-start answers, docs/protocol.md): no C node
+subscribes to those prefixes, so a C peer never receives one (its XPUB filters it out before
+it is sent).
 
 For RECORD and HEAD the wire carries the topic twice (prefix and subject); a C peer always
 sends them equal, and so do we.
@@ -120,6 +124,41 @@ class StoreHello:
 
 
 @dataclass(frozen=True, slots=True)
+class HeadsEnd:
+    """HEADS-END (dafka's own): a store's "that is all" after its answer to a heads query.
+
+    Sent by a store's reader to ``recipient`` right after the ``count`` DIRECT-HEADs it
+    sent for ``topic`` in answer to a GET-HEADS or CONSUMER-HELLO (``count`` 0: it holds
+    nothing of the topic, which before was silence that only a settle window could tell
+    from a late answer). ``store`` is the reader's id, ``writer`` the writer's (a producer
+    is greeted under both); ``stores`` is how many live stores the store knows, itself
+    included, so that an asker can tell it has not heard from all of them yet."""
+
+    recipient: str
+    topic: str
+    store: str
+    writer: str
+    count: int
+    stores: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogStart:
+    """LOG-START (dafka's own): a store's answer to a FETCH below the first record it holds.
+
+    ``sequence`` is the first sequence of (``topic``, ``producer``) the store ``store``
+    (reader id) still holds - retention or a topic delete removed those before it; the
+    partition's next sequence when it holds none of it any more. Sent to the FETCH's
+    requester, before the DIRECT-RECORDs it can send (if any)."""
+
+    recipient: str
+    topic: str
+    producer: str
+    store: str
+    sequence: int
+
+
+@dataclass(frozen=True, slots=True)
 class MemberBeat:
     """MEMBER: a consumer group member announces itself to the group's other members.
 
@@ -187,6 +226,8 @@ DataMessage = (
     | ConsumerHello
     | StoreHello
     | MemberBeat
+    | HeadsEnd
+    | LogStart
 )
 """Everything that travels on the data sockets."""
 
@@ -206,6 +247,8 @@ __all__ = [
     "Fetch",
     "GetHeads",
     "Head",
+    "HeadsEnd",
+    "LogStart",
     "MemberBeat",
     "Message",
     "PeerEndpoint",

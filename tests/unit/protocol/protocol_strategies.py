@@ -13,6 +13,8 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     MemberBeat,
     PeerEndpoint,
     Record,
@@ -67,6 +69,8 @@ member_beats = st.builds(
         lambda acks: tuple(sorted(acks.items()))
     ),
 )
+heads_ends = st.builds(HeadsEnd, names, names, names, names, u32, u32)
+log_starts = st.builds(LogStart, names, names, names, names, u64)
 beacons = st.builds(Beacon, names, free_text, st.integers(min_value=0, max_value=65535))
 peer_endpoints = st.builds(PeerEndpoint, names, free_text.filter(bool))
 welcomes = st.just(Welcome())
@@ -82,6 +86,8 @@ DATA_STRATEGIES = {
     ConsumerHello: consumer_hellos,
     StoreHello: store_hellos,
     MemberBeat: member_beats,
+    HeadsEnd: heads_ends,
+    LogStart: log_starts,
 }
 DISCOVERY_STRATEGIES = {Beacon: beacons, PeerEndpoint: peer_endpoints, Welcome: welcomes}
 data_messages = st.one_of(*DATA_STRATEGIES.values())

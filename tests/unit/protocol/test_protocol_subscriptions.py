@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from dafka.protocol import (
+    HEADS_END_ID,
+    LOG_START_ID,
     MEMBER_ID,
     Ack,
     ConsumerHello,
@@ -17,6 +20,8 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     MemberBeat,
     Record,
     StoreHello,
@@ -32,7 +37,13 @@ from dafka.protocol import (
     subscription_notice,
     subscription_prefix,
 )
-from tests.unit.protocol.protocol_strategies import data_messages, member_beats, names
+from tests.unit.protocol.protocol_strategies import (
+    data_messages,
+    heads_ends,
+    log_starts,
+    member_beats,
+    names,
+)
 
 P = "0123456789ABCDEF0123456789ABCDEF"
 
@@ -113,6 +124,9 @@ def _receivers(message: DataMessage) -> dict[str, tuple[bytes, ...]]:
         return {"store reader": store_reader_subscriptions("any")}
     if isinstance(message, MemberBeat):
         return {"group member": (MEMBER_ID + message.group.encode("utf-8", "surrogateescape"),)}
+    if isinstance(message, HeadsEnd | LogStart):  # dafka's own: the asker subscribes to it
+        command = HEADS_END_ID if isinstance(message, HeadsEnd) else LOG_START_ID
+        return {"dafka asker": (command + message.recipient.encode("utf-8", "surrogateescape"),)}
     assert isinstance(message, ConsumerHello)
     return {"store reader": store_reader_subscriptions(message.store)}
 
@@ -131,6 +145,23 @@ def test_no_c_node_subscription_ever_matches_a_member_beat(beat: MemberBeat, nam
     """MEMBER is dafka's own: whatever the group and whatever ids and topics C nodes use,
     none of their subscriptions is a prefix of a beat, so their XPUBs never send them one."""
     frame0 = encode(beat)[0]
+    every = (
+        producer_subscriptions(name)
+        + consumer_subscriptions(name)
+        + consumer_topic_subscriptions(name)
+        + store_writer_subscriptions(name)
+        + store_reader_subscriptions(name)
+    )
+    assert not any(frame0.startswith(p) for p in every)
+
+
+@given(st.one_of(heads_ends, log_starts), names)
+def test_no_c_node_subscription_ever_matches_a_that_is_all_or_log_start(
+    message: HeadsEnd | LogStart, name: str
+) -> None:
+    """HEADS-END and LOG-START are dafka's own answers: no C node's subscription is a prefix
+    of one, so a C peer's XPUB never sends it one and a C store never has to know them."""
+    frame0 = encode(message)[0]
     every = (
         producer_subscriptions(name)
         + consumer_subscriptions(name)

@@ -19,6 +19,8 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     Message,
     PeerEndpoint,
     Record,
@@ -106,6 +108,26 @@ HAND_WRITTEN_VECTORS: list[tuple[str, Message, list[str]]] = [
         "RECORD with a non-UTF-8 topic",
         Record(b"\xff\x01".decode("utf-8", "surrogateescape"), "P", 1, b"\x00"),
         ["4dff01" + "0001" + "0150" + "02ff01" + "0000000000000001", "00"],
+    ),
+    (
+        "HEADS-END (dafka's own): 3 heads sent, 2 stores known",
+        HeadsEnd("CONSUMERADDR", "hello", "R", "W", 3, 2),
+        ["41" + CONSUMER + "0001" + "05" + HELLO + "0152" + "0157" + "00000003" + "00000002"],
+    ),
+    (
+        "LOG-START (dafka's own): held from 500",
+        LogStart("CONSUMERADDR", "hello", ADDRESS, "R", 500),
+        [
+            "53"
+            + CONSUMER
+            + "0001"
+            + "05"
+            + HELLO
+            + "24"
+            + ADDRESS_HEX
+            + "0152"
+            + "00000000000001f4"
+        ],
     ),
     ("node beacon", Beacon("N1", "", 5556), ["42", "4e31", "", "35353536"]),
     (
