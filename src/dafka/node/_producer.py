@@ -205,7 +205,9 @@ class ProducerMachine(AttributedMessages):
         self._held_bytes += size
         self._published += 1
         self._published_bytes += size
-        self._out.append(_new_send(_new_record(self.topic, self.producer_id, sequence, content)))
+        self._out.append(
+            _new_send(_new_record(self.topic, self.producer_id, sequence, content, 0, 0))
+        )
         if self._head_due is None:
             self._head_due = now + self.config.head_interval
         return sequence
@@ -417,7 +419,9 @@ class ProducerMachine(AttributedMessages):
         for sequence in range(first, stop):
             out.append(
                 _new_send(
-                    _new_direct_record(requester, topic, pid, sequence, records[base + sequence])
+                    _new_direct_record(
+                        requester, topic, pid, sequence, records[base + sequence], 0, 0
+                    )
                 )
             )
         self._resent += stop - first

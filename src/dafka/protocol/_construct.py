@@ -68,6 +68,35 @@ def constructor(cls: type[T]) -> Callable[..., T]:
             return obj
 
         return make5
+    if len(setters) == 6:
+        s0, s1, s2, s3, s4, s5 = setters
+
+        def make6(a: object, b: object, c: object, d: object, e: object, f: object) -> T:
+            obj = new(cls)
+            s0(obj, a)
+            s1(obj, b)
+            s2(obj, c)
+            s3(obj, d)
+            s4(obj, e)
+            s5(obj, f)
+            return obj
+
+        return make6
+    if len(setters) == 7:
+        s0, s1, s2, s3, s4, s5, s6 = setters
+
+        def make7(a: object, b: object, c: object, d: object, e: object, f: object, g: object) -> T:
+            obj = new(cls)
+            s0(obj, a)
+            s1(obj, b)
+            s2(obj, c)
+            s3(obj, d)
+            s4(obj, e)
+            s5(obj, f)
+            s6(obj, g)
+            return obj
+
+        return make7
     return cls
 
 

@@ -51,6 +51,7 @@ _headers: dict[bytes, tuple[str, ...]] = {}
 _unpack_sequence = lay.SEQUENCE.unpack_from
 _unpack_sequence_count = lay.SEQUENCE_COUNT.unpack_from
 _unpack_uint32 = lay.UINT32.unpack_from
+_unpack_sequence_epoch = lay.SEQUENCE_EPOCH.unpack_from
 
 Frames = Sequence[bytes]
 
@@ -151,26 +152,60 @@ class _NotBytesError(TypeError):
 # -- the decoders -----------------------------------------------------------------------------
 
 
+def _record_tail(frame: bytes, layout: lay.Layout) -> tuple[tuple[str, ...], int, int, int]:
+    """A RECORD's or DIRECT-RECORD's frame 0: strings, sequence, epoch, run start.
+
+    Frame 0 ends with the sequence, or with the sequence and the run trailer (epoch > 0,
+    run start <= sequence: ``_layouts.SEQUENCE_EPOCH``). A header is never a prefix of
+    another valid header, so the two cache lookups cannot confuse the two forms."""
+    v = _headers.get(frame[:-8])
+    if v is not None:
+        return v, _unpack_sequence(frame, len(frame) - 8)[0], 0, 0
+    v = _headers.get(frame[:-24])
+    if v is None:
+        values, pos = _parse_header(frame, layout)
+        if len(frame) - pos != lay.SEQUENCE_EPOCH.size:
+            _check_end(frame, pos, lay.SEQUENCE.size, layout)
+        if len(_headers) >= HEADER_CACHE_LIMIT:
+            _headers.clear()
+        _headers[frame[:pos]] = v = values
+        if len(frame) - pos == lay.SEQUENCE.size:
+            return v, _unpack_sequence(frame, pos)[0], 0, 0
+    sequence, epoch, run_start = _unpack_sequence_epoch(frame, len(frame) - 24)
+    if not epoch:
+        raise DecodeError("a run trailer with epoch 0 (epoch 0 is sent without it)", layout.name)
+    if run_start > sequence:
+        raise DecodeError(f"run start {run_start} is after the sequence {sequence}", layout.name)
+    return v, sequence, epoch, run_start
+
+
 def _record(frames: Frames) -> Record:
     if len(frames) != 2:
         raise _frame_count(frames, lay.RECORD)
     frame = frames[0]
-    v = _headers.get(frame[:-8]) or _miss(frame, lay.RECORD)
+    v = _headers.get(frame[:-8])
     content = frames[1]
+    if v is not None and content.__class__ is bytes:  # the hot path: no run trailer
+        return _new_record(v[0], v[1], _unpack_sequence(frame, len(frame) - 8)[0], content, 0, 0)
+    v, sequence, epoch, run_start = _record_tail(frame, lay.RECORD)
     if content.__class__ is not bytes:
         raise _NotBytesError
-    return _new_record(v[0], v[1], _unpack_sequence(frame, len(frame) - 8)[0], content)
+    return _new_record(v[0], v[1], sequence, content, epoch, run_start)
 
 
 def _direct_record(frames: Frames) -> DirectRecord:
     if len(frames) != 2:
         raise _frame_count(frames, lay.DIRECT_RECORD)
     frame = frames[0]
-    v = _headers.get(frame[:-8]) or _miss(frame, lay.DIRECT_RECORD)
+    v = _headers.get(frame[:-8])
     content = frames[1]
+    if v is not None and content.__class__ is bytes:  # the hot path: no run trailer
+        sequence = _unpack_sequence(frame, len(frame) - 8)[0]
+        return _new_direct_record(v[0], v[2], v[1], sequence, content, 0, 0)
+    v, sequence, epoch, run_start = _record_tail(frame, lay.DIRECT_RECORD)
     if content.__class__ is not bytes:
         raise _NotBytesError
-    return _new_direct_record(v[0], v[2], v[1], _unpack_sequence(frame, len(frame) - 8)[0], content)
+    return _new_direct_record(v[0], v[2], v[1], sequence, content, epoch, run_start)
 
 
 def _ack(frames: Frames) -> Ack:

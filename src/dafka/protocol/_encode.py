@@ -48,6 +48,7 @@ HEADER_CACHE_LIMIT = 16384
 
 _pack_sequence = lay.SEQUENCE.pack
 _pack_sequence_count = lay.SEQUENCE_COUNT.pack
+_pack_sequence_epoch = lay.SEQUENCE_EPOCH.pack
 _K = TypeVar("_K")
 _CONTENT = "content"
 _FAST_FAILURES = (KeyError, TypeError, struct.error)
@@ -110,14 +111,41 @@ _direct_head_headers: dict[tuple[str, str, str], bytes] = {}
 _fetch_headers: dict[tuple[str, str, str], bytes] = {}
 
 
+def _run_tail(m: Record | DirectRecord) -> bytes:
+    """The integers after a record's strings: the sequence, and the run trailer when the
+    record names its run (``epoch`` > 0, ``run_start`` <= ``sequence``); checked."""
+    sequence = _integer(m.sequence, "sequence")
+    epoch = _integer(m.epoch, "epoch")
+    run_start = _integer(m.run_start, "run_start")
+    if epoch == 0:
+        if run_start != 0:
+            raise EncodeError(f"run_start {run_start} without an epoch (epoch 0: not said)")
+        return _pack_sequence(sequence)
+    if run_start > sequence:
+        raise EncodeError(f"run_start {run_start} is after the record's sequence {sequence}")
+    return _pack_sequence_epoch(sequence, epoch, run_start)
+
+
+def _checked_record(layout: lay.Layout, m: Record | DirectRecord) -> tuple[bytes, list[bytes]]:
+    header = _header(layout, m)
+    tail = _run_tail(m)
+    return header, [header + tail, _content(m.content)]
+
+
 def _encode_record(m: Record) -> list[bytes]:
     try:
         content = m.content
         if content.__class__ is bytes:
-            return [_record_headers[m.topic, m.producer] + _pack_sequence(m.sequence), content]
+            if not m.epoch:
+                if not m.run_start:
+                    header = _record_headers[m.topic, m.producer]
+                    return [header + _pack_sequence(m.sequence), content]
+            elif m.run_start <= m.sequence:
+                header = _record_headers[m.topic, m.producer]
+                return [header + _pack_sequence_epoch(m.sequence, m.epoch, m.run_start), content]
     except _FAST_FAILURES:
         pass
-    header, frames = _checked(lay.RECORD, m)
+    header, frames = _checked_record(lay.RECORD, m)
     _remember(_record_headers, (m.topic, m.producer), header)
     return frames
 
@@ -127,10 +155,15 @@ def _encode_direct_record(m: DirectRecord) -> list[bytes]:
         content = m.content
         if content.__class__ is bytes:
             header = _direct_record_headers[m.recipient, m.producer, m.topic]
-            return [header + _pack_sequence(m.sequence), content]
+            if m.epoch:
+                if m.run_start <= m.sequence:
+                    tail = _pack_sequence_epoch(m.sequence, m.epoch, m.run_start)
+                    return [header + tail, content]
+            elif not m.run_start:
+                return [header + _pack_sequence(m.sequence), content]
     except _FAST_FAILURES:
         pass
-    header, frames = _checked(lay.DIRECT_RECORD, m)
+    header, frames = _checked_record(lay.DIRECT_RECORD, m)
     _remember(_direct_record_headers, (m.recipient, m.producer, m.topic), header)
     return frames
 

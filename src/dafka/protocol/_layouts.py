@@ -46,6 +46,10 @@ from dafka.protocol.messages import (
 
 SEQUENCE = struct.Struct(">Q")
 SEQUENCE_COUNT = struct.Struct(">QL")
+SEQUENCE_EPOCH = struct.Struct(">QQQ")
+"""A RECORD's or DIRECT-RECORD's sequence followed by its run trailer (epoch, run start)."""
+EPOCH_TRAILER = 16
+"""Bytes the run trailer adds to frame 0 (docs/protocol.md, "Run epochs")."""
 UINT32 = struct.Struct(">L")
 COUNT_STORES = struct.Struct(">LL")
 NO_INTEGERS = struct.Struct("")
@@ -138,7 +142,7 @@ LAYOUTS: Mapping[type[DataMessage], Layout] = MappingProxyType(
 )
 """The layout of each data message class."""
 
-INTEGER_BITS = {"sequence": 64, "count": 32, "stores": 32}
+INTEGER_BITS = {"sequence": 64, "count": 32, "stores": 32, "epoch": 64, "run_start": 64}
 """Width of each integer attribute, for error messages."""
 
 __all__ = [
@@ -147,6 +151,7 @@ __all__ = [
     "COUNT_STORES",
     "DIRECT_HEAD",
     "DIRECT_RECORD",
+    "EPOCH_TRAILER",
     "FETCH",
     "GET_HEADS",
     "HEAD",
@@ -160,6 +165,7 @@ __all__ = [
     "RECORD",
     "SEQUENCE",
     "SEQUENCE_COUNT",
+    "SEQUENCE_EPOCH",
     "STORE_HELLO",
     "UINT32",
     "Layout",

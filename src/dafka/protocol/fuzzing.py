@@ -61,6 +61,8 @@ def seed_messages() -> list[Message]:
         Record(_ODD, _ID, 1 << 32, b"\x00" * 100),
         DirectRecord("C" * 32, "hello", _ID, 7, b"x" * 100),
         DirectRecord(_ODD, _LONG, "p", _MAX64, b""),
+        Record("hello", _ID, 7, b"CONTENT", 1_700_000_000_000, 5),
+        DirectRecord("C" * 32, "hello", _ID, _MAX64, b"", _MAX64, _MAX64),
         Fetch(_ID, "CONSUMERADDR", "hello", 5, 99995),
         Fetch(_LONG, _ODD, "t", _MAX64, (1 << 32) - 1),
         Ack(_ID, "hello", 5),

@@ -26,6 +26,13 @@ docs/groups.md; a store's "that is all" and log-start answers, docs/protocol.md)
 subscribes to those prefixes, so a C peer never receives one (its XPUB filters it out before
 it is sent).
 
+*Run epochs.* A RECORD or DIRECT-RECORD may end frame 0 with two more u64 after the
+sequence: ``epoch`` (which run of a named producer wrote the record, > 0, growing from run to
+run) and ``run_start`` (the sequence that run resumed at, <= the record's sequence). C nodes
+read the fields they know and ignore the rest of frame 0, so they interoperate unchanged;
+``epoch`` 0 means "not said" and is sent without the trailer (docs/guarantees.md, "A reused
+sequence: run epochs").
+
 For RECORD and HEAD the wire carries the topic twice (prefix and subject); a C peer always
 sends them equal, and so do we.
 
@@ -46,6 +53,10 @@ class Record:
     producer: str
     sequence: int
     content: bytes
+    epoch: int = 0
+    """The run of the partition's producer that wrote it (0: not said). See the module docstring."""
+    run_start: int = 0
+    """The first sequence that run published (0 when ``epoch`` is 0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +68,10 @@ class DirectRecord:
     producer: str
     sequence: int
     content: bytes
+    epoch: int = 0
+    """As :attr:`Record.epoch`: a store answers with the epoch it holds the record under."""
+    run_start: int = 0
+    """As :attr:`Record.run_start`."""
 
 
 @dataclass(frozen=True, slots=True)

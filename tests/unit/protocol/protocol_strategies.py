@@ -43,8 +43,27 @@ u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
 u32 = st.integers(min_value=0, max_value=(1 << 32) - 1)
 contents = st.binary(max_size=300)
 
-records = st.builds(Record, names, names, u64, contents)
-direct_records = st.builds(DirectRecord, names, names, names, u64, contents)
+
+@st.composite
+def _runs(draw: st.DrawFn) -> tuple[int, int, int]:
+    """(sequence, epoch, run_start): no run trailer (epoch 0), or one that is valid."""
+    sequence = draw(u64)
+    if draw(st.booleans()):
+        return sequence, 0, 0
+    return sequence, draw(u64.filter(bool)), draw(st.integers(0, sequence))
+
+
+records = st.builds(
+    lambda t, p, run, c: Record(t, p, run[0], c, run[1], run[2]), names, names, _runs(), contents
+)
+direct_records = st.builds(
+    lambda r, t, p, run, c: DirectRecord(r, t, p, run[0], c, run[1], run[2]),
+    names,
+    names,
+    names,
+    _runs(),
+    contents,
+)
 fetches = st.builds(Fetch, names, names, names, u64, u32)
 acks = st.builds(Ack, names, names, u64)
 heads = st.builds(Head, names, names, u64)
