@@ -33,7 +33,7 @@ from dafka.node._heads import HeadsMachine, HeadsStatistics
 from dafka.node._latency import LATENCY_BUCKETS, LatencyHistogram, LatencySnapshot
 from dafka.node._probe import ProbeKey, ProbeMachine
 from dafka.node._producer import ProducerMachine, ProducerStatistics
-from dafka.node._store import RecordReader, StoreMachine, StoreStatistics
+from dafka.node._store import LogStarts, RecordReader, StoreMachine, StoreStatistics
 from dafka.node.actions import (
     STORE_WRITER_PREFIXES,
     STORE_WRITER_SENDS,
@@ -93,6 +93,7 @@ __all__ = [
     "HoleNotices",
     "LatencyHistogram",
     "LatencySnapshot",
+    "LogStarts",
     "NodeArgumentError",
     "NodeMachine",
     "OffsetReset",

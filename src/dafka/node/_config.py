@@ -186,6 +186,10 @@ class StoreConfig:
     * ``ask_topics`` - topics whose heads the writer asks the others for even when it holds
       nothing of them (the control topic of topic deletes: a store that was down during a
       delete learns of its tombstone when it comes back, docs/storage.md).
+    * ``peers_settle`` - seconds after its start before the reader ends its heads answers
+      with HEADS-END ("that is all", docs/protocol.md), whose count of live stores askers
+      trust: the time to hear every live store's beacon and subscriptions (two beacon
+      intervals). Before, askers fall back to their settle window, as with a C store.
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -200,9 +204,12 @@ class StoreConfig:
     max_message_bytes: int = MAX_MESSAGE_BYTES
     max_partitions: int = 100_000
     ask_topics: tuple[str, ...] = ()
+    peers_settle: float = 2.0
 
     def __post_init__(self) -> None:
         _message_limit("store", self.max_message_bytes)
+        if not self.peers_settle >= 0:
+            raise ConfigError(f"store peers_settle must be >= 0, got {self.peers_settle!r}")
         _positive("store max_partitions", self.max_partitions)
         _positive("store append_retry_initial", self.append_retry_initial)
         if self.skip_unavailable_after is not None:

@@ -22,6 +22,14 @@ partition of each topic, and a consumer's ``L`` + id subscription seen on the re
 (:meth:`StoreMachine.on_subscription`) -> STORE-HELLO; a producer's ``K`` + id (it listens
 for its ACKs) -> STORE-HELLO naming the writer, whose ACKs the producer then counts.
 
+Dafka's own answers (docs/protocol.md, "Answers C stores never give"): each topic's
+DIRECT-HEADs are followed by HEADS-END ("that is all": how many were sent, and how many
+live stores this one knows - itself and every other store reader whose ``W`` + id
+subscription its XPUB saw), once the store has run ``peers_settle`` (before, it could not
+know every store yet, and the askers' settle window decides as with a C store); a FETCH
+below the first record held (retention, a topic delete) gets LOG-START naming that record
+before whatever the reply holds.
+
 FETCH replies *stream*: a reply is a queued range served ``fetch_reply_slice`` records per
 runner turn (the machine asks for a turn at once through :meth:`StoreMachine.next_deadline`),
 so the first DIRECT-RECORD leaves in the turn the FETCH arrived, and a big reply does not
@@ -97,6 +105,8 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     Record,
     StoreHello,
     name_problem,
@@ -135,6 +145,17 @@ class DeletionMarks(Protocol):
     def deleted(self) -> Mapping[tuple[str, str], int]: ...
 
 
+@runtime_checkable
+class LogStarts(Protocol):
+    """A log that says where each partition starts (``dafka.storage.Storage``): the reader
+    answers a FETCH below it with LOG-START."""
+
+    def start_offset(self, topic: str, partition: str, /) -> int | None:
+        """The first sequence still held (retention and deletes move it up); None for a
+        partition the log does not know."""
+        ...
+
+
 MAX_LEARNED_TOPICS = 10_000
 """Topics a store learns from GET-HEADS without holding a partition of them (_learn_topic)."""
 
@@ -157,6 +178,10 @@ class StoreStatistics:
     fetches_answered: int
     records_served: int
     heads_answered: int
+    heads_ends_sent: int
+    """HEADS-END ("that is all") answers sent (dafka's own, docs/protocol.md)."""
+    log_starts_sent: int
+    """LOG-START answers sent (a FETCH below the first record held)."""
     store_hellos_sent: int
     fetches_declined: int
     fetch_replies_pending: int
@@ -209,8 +234,12 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         reader_id: str,
         reader: RecordReader,
         config: StoreConfig | None = None,
+        now: float | None = None,
     ) -> None:
-        """Recovers the heads of every partition from ``reader`` (a restarted store)."""
+        """Recovers the heads of every partition from ``reader`` (a restarted store).
+
+        ``now``: when the store started (``peers_settle`` counts from it); None: the time
+        of its first input."""
         wid = check_name("store writer id", writer_id)
         rid = check_name("store reader id", reader_id)
         self.writer_id = writer_id
@@ -249,6 +278,14 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         self._hellos = 0
         self._listening: dict[bytes, dict[str, None]] = {b"K": {}, b"L": {}}
         """Ids subscribed to their ACKs (K) and to STORE-HELLO (L), from the XPUB notices."""
+        self._started = now
+        self._vouched = False
+        """``peers_settle`` has passed since the start: HEADS-END goes with heads answers."""
+        self._stores: dict[str, None] = {}
+        """Other stores' reader ids, from their ``W`` + id subscriptions on our XPUB."""
+        self._heads_ends = 0
+        self._log_starts = 0
+        self._starts = reader if isinstance(reader, LogStarts) else None
         self._declined = 0
         self._replies: deque[_Reply] = deque()
         self._learned = 0
@@ -423,6 +460,7 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         connect; the armed refresh covers a question sent before the peer connected back.
         """
         del node_id
+        self._clock(now)
         self._ask_heads()
         self._arm_refresh(now)
         self._holes_unstarted = False
@@ -445,9 +483,16 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         the order they arrive (ZeroMQ sends a new connection's in byte order, ``K`` before
         ``L``), and a STORE-HELLO sent before its ``L`` was applied would be lost. The
         reader's XPUB passes every subscribe (``XPUB_VERBOSE``): a producer restarted under
-        the same id is greeted again, even while its old connection lingers."""
-        del now
-        if len(prefix) < 2 or prefix[0] not in b"LK":
+        the same id is greeted again, even while its old connection lingers.
+
+        ``W`` + id of another store's reader: a live store, counted in our HEADS-END."""
+        self._clock(now)
+        if len(prefix) < 2:
+            return
+        if prefix[0] == 0x57:  # W: a store reader asks for CONSUMER-HELLOs: a store
+            self._note_store(prefix[1:], subscribed)
+            return
+        if prefix[0] not in b"LK":
             return
         if name_problem(prefix[1:]) is not None:
             return  # not a node id (too long, NUL): no STORE-HELLO can name it
@@ -469,6 +514,32 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             self._hellos += 1
             out.append(Send(StoreHello(peer, self.writer_id)))
 
+    def _note_store(self, raw: bytes, subscribed: bool) -> None:
+        if name_problem(raw) is not None:
+            return
+        store = raw.decode("utf-8", "surrogateescape")
+        if store == self.reader_id:
+            return
+        if not subscribed:
+            self._stores.pop(store, None)
+        elif store not in self._stores and len(self._stores) < _MAX_LISTENING:
+            self._stores[store] = None
+
+    def _clock(self, now: float) -> None:
+        """Note the time: the start is the first input's when none was given, and
+        ``peers_settle`` after it HEADS-END joins the heads answers."""
+        if self._vouched:
+            return
+        if self._started is None:
+            self._started = now
+        if now >= self._started + self.config.peers_settle:
+            self._vouched = True
+
+    @property
+    def stores_known(self) -> int:
+        """Live stores this one knows, itself included (the HEADS-END ``stores`` count)."""
+        return 1 + len(self._stores)
+
     def durable_heads(self) -> dict[tuple[str, str], int]:
         """The durable head of every partition, keyed by (topic, producer)."""
         return {key: c.durable for key, c in self._cursors.items() if c.durable >= 0}
@@ -476,6 +547,8 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
     # -- NodeMachine -----------------------------------------------------------------------
 
     def on_message(self, message: DataMessage, now: float) -> None:
+        if not self._vouched:
+            self._clock(now)
         if type(message) is Record:
             topic = message.topic
             producer = message.producer
@@ -520,6 +593,8 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             self._unexpected += 1
 
     def on_timer(self, now: float) -> None:
+        if not self._vouched:
+            self._clock(now)
         if self._holes_unstarted:
             self._holes_unstarted = False
             self._restart_holes(now)
@@ -617,6 +692,8 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             fetches_answered=self._fetches_answered,
             records_served=self._served,
             heads_answered=self._heads_answered,
+            heads_ends_sent=self._heads_ends,
+            log_starts_sent=self._log_starts,
             store_hellos_sent=self._hellos,
             fetches_declined=self._declined,
             fetch_replies_pending=len(self._replies),
@@ -748,7 +825,17 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             return
         cursor = self._cursors.get((fetch.topic, fetch.producer))
         first = fetch.sequence
-        if cursor is None or first > cursor.last or fetch.count == 0:
+        if cursor is None or fetch.count == 0:
+            return
+        if self._starts is not None:
+            start = self._starts.start_offset(fetch.topic, fetch.producer)
+            if start is not None and first < start:
+                start = min(start, cursor.durable + 1)  # nothing held: the next sequence
+                self._log_starts += 1
+                self._out.append(
+                    Send(LogStart(recipient, fetch.topic, fetch.producer, self.reader_id, start))
+                )
+        if first > cursor.last:
             return
         self._fetches_answered += 1
         # not bounded by cursor.last: the reply follows what the writer takes (docstring)
@@ -818,12 +905,22 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         return sequence
 
     def _send_heads(self, recipient: str, topics: Sequence[str]) -> None:
+        """One DIRECT-HEAD per partition held of each topic, then HEADS-END once vouched."""
         out = self._out
+        vouched = self._vouched
         for topic in topics:
+            sent = 0
             for producer, cursor in self._by_topic.get(topic, {}).items():
                 if cursor.durable >= 0:
-                    self._heads_answered += 1
+                    sent += 1
                     out.append(Send(DirectHead(recipient, topic, producer, cursor.durable)))
+            self._heads_answered += sent
+            if vouched:
+                self._heads_ends += 1
+                end = HeadsEnd(
+                    recipient, topic, self.reader_id, self.writer_id, sent, 1 + len(self._stores)
+                )
+                out.append(Send(end))
 
 
 def _hole_cursor(partition: Cursor, first: int, end: int) -> Cursor:

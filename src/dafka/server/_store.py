@@ -117,7 +117,9 @@ class StoreNode(Running):
         log.info("%s: storage at %s recovered: %s", self._name, self.data_dir, report)
         self.writer_id, self.reader_id = _load_ids(self.data_dir)
         self.storage = storage
-        self.machine = StoreMachine(self.writer_id, self.reader_id, storage, self._store_config)
+        self.machine = StoreMachine(
+            self.writer_id, self.reader_id, storage, self._store_config, now=time.monotonic()
+        )
         self.persistence = StorePersistence(storage, self.machine, self._name)
         self._reapply_deletes(storage, self.persistence)
         self.scrubber = Scrubber(storage, self._storage_config.scrub_bytes_per_s)

@@ -144,6 +144,21 @@ class MemoryLog:
             run.append(content)
         return start, run
 
+    def start_offset(self, topic: str, partition: str, /) -> int | None:
+        """The first sequence still held (the next one when none is), None for an unknown
+        partition: :class:`dafka.node.LogStarts`, as the engine's."""
+        part = self._parts.get((topic, partition))
+        if part is None:
+            return None
+        return min(part.records, default=part.next)
+
+    def drop_before(self, topic: str, partition: str, sequence: int) -> None:
+        """Retention: forget every record below ``sequence`` (the log starts there)."""
+        part = self._parts[topic, partition]
+        for old in [s for s in part.records if s < sequence]:
+            del part.records[old]
+        part.base = max(part.base, min(sequence, part.next))
+
     def head(self, topic: str, partition: str) -> int | None:
         part = self._parts.get((topic, partition))
         if part is None or not part.records:

@@ -11,7 +11,8 @@ each message it reads names its sender's key. :meth:`Guard.admit` applies the AC
   it); from any other key the message is dropped;
 * FETCH of topic T and CONSUMER-HELLO naming T: the sender may consume T; GET-HEADS of T:
   it may consume or produce T (a producer resumes from the heads);
-* ACK and STORE-HELLO: only from a store key (the producer counts ACKs of stores only);
+* ACK, STORE-HELLO, HEADS-END and LOG-START: only from a store key (the producer counts ACKs
+  of stores only; a forged "that is all" would end a resume before the stores answered);
 * a store key may send anything (stores replicate and serve every topic).
 
 Each refusal is counted (``RunnerStats.acl_refused`` outside a key's rights,
@@ -21,8 +22,9 @@ Each refusal is counted (``RunnerStats.acl_refused`` outside a key's rights,
 the subscriber's key is the notice's ZAP ``User-Id``): the PUB of an identity that publishes
 one topic (a producer's partition) serves only keys that may consume it; other PUBs (stores,
 consumers) refuse a non-store key's subscription to messages for node ids (``D``, ``E``,
-``L``: direct records and heads, greetings) unless every node known by its beacon whose id
-it matches beaconed with that key (so never the empty prefix, everyone's).
+``L``, ``A``, ``S``: direct records and heads, greetings, "that is all", log starts) unless
+every node known by its beacon whose id it matches beaconed with that key (so never the
+empty prefix, everyone's).
 
 The ACL file and the authorized-keys directory are re-read when they change (checked at
 most once a second: when a message, a subscription or a beacon arrives): a new ACL applies
@@ -42,6 +44,8 @@ from dafka.errors import ConfigError
 from dafka.protocol import (
     DIRECT_HEAD_ID,
     DIRECT_RECORD_ID,
+    HEADS_END_ID,
+    LOG_START_ID,
     STORE_HELLO_ID,
     Ack,
     ConsumerHello,
@@ -51,6 +55,8 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     MemberBeat,
     Record,
     StoreHello,
@@ -69,8 +75,8 @@ _MAX_CACHED = 100_000
 _MAX_LOGGED = 1024
 OWNERS_FILE = "owners.jsonl"
 """A store's partition owners, one JSON line each: ``[topic, producer, key]``."""
-_DIRECT = (DIRECT_RECORD_ID, DIRECT_HEAD_ID, STORE_HELLO_ID)
-"""Prefixes naming a node id: its direct records and heads, its store greetings."""
+_DIRECT = (DIRECT_RECORD_ID, DIRECT_HEAD_ID, STORE_HELLO_ID, HEADS_END_ID, LOG_START_ID)
+"""Prefixes naming a node id: its direct records and heads, its store greetings and answers."""
 _DATA = (Record, Head, DirectRecord, DirectHead)
 
 
@@ -191,7 +197,7 @@ class Guard:
             return acl.may_consume(names, message.topic) or acl.may_produce(names, message.topic)
         if isinstance(message, ConsumerHello | MemberBeat):  # a group member reads its topics
             return all(acl.may_consume(names, t) for t in message.topics)
-        return not isinstance(message, Ack | StoreHello)  # only stores ACK and greet
+        return not isinstance(message, Ack | StoreHello | HeadsEnd | LogStart)  # stores only
 
     def _is_store(self, key: bytes) -> bool:
         return self._acl.is_store(self._names_of(key))
