@@ -152,12 +152,16 @@ class _NotBytesError(TypeError):
 # -- the decoders -----------------------------------------------------------------------------
 
 
-def _record_tail(frame: bytes, layout: lay.Layout) -> tuple[tuple[str, ...], int, int, int]:
-    """A RECORD's or DIRECT-RECORD's frame 0: strings, sequence, epoch, run start.
+def _record_tail(
+    frame: bytes, layout: lay.Layout, ordered: bool = True
+) -> tuple[tuple[str, ...], int, int, int]:
+    """A RECORD's, DIRECT-RECORD's, HEAD's or DIRECT-HEAD's frame 0: strings, sequence,
+    epoch, run start.
 
-    Frame 0 ends with the sequence, or with the sequence and the run trailer (epoch > 0,
-    run start <= sequence: ``_layouts.SEQUENCE_EPOCH``). A header is never a prefix of
-    another valid header, so the two cache lookups cannot confuse the two forms."""
+    Frame 0 ends with the sequence, or with the sequence and the run trailer (epoch > 0;
+    for a record, ``ordered``, run start <= sequence: ``_layouts.SEQUENCE_EPOCH``). A
+    header is never a prefix of another valid header, so the two cache lookups cannot
+    confuse the two forms."""
     v = _headers.get(frame[:-8])
     if v is not None:
         return v, _unpack_sequence(frame, len(frame) - 8)[0], 0, 0
@@ -174,7 +178,7 @@ def _record_tail(frame: bytes, layout: lay.Layout) -> tuple[tuple[str, ...], int
     sequence, epoch, run_start = _unpack_sequence_epoch(frame, len(frame) - 24)
     if not epoch:
         raise DecodeError("a run trailer with epoch 0 (epoch 0 is sent without it)", layout.name)
-    if run_start > sequence:
+    if ordered and run_start > sequence:
         raise DecodeError(f"run start {run_start} is after the sequence {sequence}", layout.name)
     return v, sequence, epoch, run_start
 
@@ -220,16 +224,23 @@ def _head(frames: Frames) -> Head:
     if len(frames) != 1:
         raise _frame_count(frames, lay.HEAD)
     frame = frames[0]
-    v = _headers.get(frame[:-8]) or _miss(frame, lay.HEAD)
-    return _new_head(v[0], v[1], _unpack_sequence(frame, len(frame) - 8)[0])
+    v = _headers.get(frame[:-8])
+    if v is not None:
+        return _new_head(v[0], v[1], _unpack_sequence(frame, len(frame) - 8)[0], 0, 0)
+    v, sequence, epoch, run_start = _record_tail(frame, lay.HEAD, ordered=False)
+    return _new_head(v[0], v[1], sequence, epoch, run_start)
 
 
 def _direct_head(frames: Frames) -> DirectHead:
     if len(frames) != 1:
         raise _frame_count(frames, lay.DIRECT_HEAD)
     frame = frames[0]
-    v = _headers.get(frame[:-8]) or _miss(frame, lay.DIRECT_HEAD)
-    return _new_direct_head(v[0], v[2], v[1], _unpack_sequence(frame, len(frame) - 8)[0])
+    v = _headers.get(frame[:-8])
+    if v is not None:
+        sequence = _unpack_sequence(frame, len(frame) - 8)[0]
+        return _new_direct_head(v[0], v[2], v[1], sequence, 0, 0)
+    v, sequence, epoch, run_start = _record_tail(frame, lay.DIRECT_HEAD, ordered=False)
+    return _new_direct_head(v[0], v[2], v[1], sequence, epoch, run_start)
 
 
 def _fetch(frames: Frames) -> Fetch:

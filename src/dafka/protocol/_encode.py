@@ -111,9 +111,10 @@ _direct_head_headers: dict[tuple[str, str, str], bytes] = {}
 _fetch_headers: dict[tuple[str, str, str], bytes] = {}
 
 
-def _run_tail(m: Record | DirectRecord) -> bytes:
-    """The integers after a record's strings: the sequence, and the run trailer when the
-    record names its run (``epoch`` > 0, ``run_start`` <= ``sequence``); checked."""
+def _run_tail(m: Record | DirectRecord | Head | DirectHead, ordered: bool = True) -> bytes:
+    """The integers after a record's or head's strings: the sequence, and the run trailer
+    when it names its run (``epoch`` > 0; for a record, ``ordered``, ``run_start`` <=
+    ``sequence``); checked."""
     sequence = _integer(m.sequence, "sequence")
     epoch = _integer(m.epoch, "epoch")
     run_start = _integer(m.run_start, "run_start")
@@ -121,7 +122,7 @@ def _run_tail(m: Record | DirectRecord) -> bytes:
         if run_start != 0:
             raise EncodeError(f"run_start {run_start} without an epoch (epoch 0: not said)")
         return _pack_sequence(sequence)
-    if run_start > sequence:
+    if ordered and run_start > sequence:
         raise EncodeError(f"run_start {run_start} is after the record's sequence {sequence}")
     return _pack_sequence_epoch(sequence, epoch, run_start)
 
@@ -180,21 +181,25 @@ def _encode_ack(m: Ack) -> list[bytes]:
 
 def _encode_head(m: Head) -> list[bytes]:
     try:
-        return [_head_headers[m.topic, m.producer] + _pack_sequence(m.sequence)]
+        if not m.epoch and not m.run_start:
+            return [_head_headers[m.topic, m.producer] + _pack_sequence(m.sequence)]
     except _FAST_FAILURES:
         pass
-    header, frames = _checked(lay.HEAD, m)
+    header = _header(lay.HEAD, m)
+    frames = [header + _run_tail(m, ordered=False)]
     _remember(_head_headers, (m.topic, m.producer), header)
     return frames
 
 
 def _encode_direct_head(m: DirectHead) -> list[bytes]:
     try:
-        header = _direct_head_headers[m.recipient, m.producer, m.topic]
-        return [header + _pack_sequence(m.sequence)]
+        if not m.epoch and not m.run_start:
+            header = _direct_head_headers[m.recipient, m.producer, m.topic]
+            return [header + _pack_sequence(m.sequence)]
     except _FAST_FAILURES:
         pass
-    header, frames = _checked(lay.DIRECT_HEAD, m)
+    header = _header(lay.DIRECT_HEAD, m)
+    frames = [header + _run_tail(m, ordered=False)]
     _remember(_direct_head_headers, (m.recipient, m.producer, m.topic), header)
     return frames
 

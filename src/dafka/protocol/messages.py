@@ -26,9 +26,10 @@ docs/groups.md; a store's "that is all" and log-start answers, docs/protocol.md)
 subscribes to those prefixes, so a C peer never receives one (its XPUB filters it out before
 it is sent).
 
-*Run epochs.* A RECORD or DIRECT-RECORD may end frame 0 with two more u64 after the
-sequence: ``epoch`` (which run of a named producer wrote the record, > 0, growing from run to
-run) and ``run_start`` (the sequence that run resumed at, <= the record's sequence). C nodes
+*Run epochs.* A RECORD, DIRECT-RECORD, HEAD or DIRECT-HEAD may end frame 0 with two more
+u64 after the sequence: ``epoch`` (which run of a named producer wrote the record, > 0,
+growing from run to run) and ``run_start`` (the sequence that run resumed at; for a record
+<= its sequence). C nodes
 read the fields they know and ignore the rest of frame 0, so they interoperate unchanged;
 ``epoch`` 0 means "not said" and is sent without the trailer (docs/guarantees.md, "A reused
 sequence: run epochs").
@@ -101,6 +102,10 @@ class Head:
     topic: str
     producer: str
     sequence: int
+    epoch: int = 0
+    """The producer's run (0: not said), as :attr:`Record.epoch`."""
+    run_start: int = 0
+    """The first sequence of that run; ``sequence + 1`` while it has published nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +116,10 @@ class DirectHead:
     topic: str
     producer: str
     sequence: int
+    epoch: int = 0
+    """The run that wrote the record at ``sequence`` as the store holds it (0: not said)."""
+    run_start: int = 0
+    """The first sequence of that run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,8 +66,20 @@ direct_records = st.builds(
 )
 fetches = st.builds(Fetch, names, names, names, u64, u32)
 acks = st.builds(Ack, names, names, u64)
-heads = st.builds(Head, names, names, u64)
-direct_heads = st.builds(DirectHead, names, names, names, u64)
+
+
+@st.composite
+def _head_runs(draw: st.DrawFn) -> tuple[int, int, int]:
+    """(sequence, epoch, run_start) of a head: its run may start anywhere."""
+    if draw(st.booleans()):
+        return draw(u64), 0, 0
+    return draw(u64), draw(u64.filter(bool)), draw(u64)
+
+
+heads = st.builds(lambda t, p, run: Head(t, p, *run), names, names, _head_runs())
+direct_heads = st.builds(
+    lambda r, t, p, run: DirectHead(r, t, p, *run), names, names, names, _head_runs()
+)
 get_heads = st.builds(GetHeads, names, names)
 consumer_hellos = st.builds(ConsumerHello, names, names, st.lists(names, max_size=6).map(tuple))
 store_hellos = st.builds(StoreHello, names, names)

@@ -1,4 +1,4 @@
-"""The run trailer of RECORD and DIRECT-RECORD: epoch and run start after the sequence.
+"""The run trailer of RECORD, DIRECT-RECORD, HEAD, DIRECT-HEAD: epoch and run start.
 
 A named producer's records say which run wrote them (docs/guarantees.md, "A reused sequence:
 run epochs"). The two u64 sit at the end of frame 0, where a C node, which reads the fields
@@ -14,8 +14,10 @@ import pytest
 
 from dafka.protocol import (
     DecodeError,
+    DirectHead,
     DirectRecord,
     EncodeError,
+    Head,
     Record,
     decode_data,
     encode,
@@ -45,9 +47,13 @@ def test_epoch_zero_is_the_c_record_byte_for_byte() -> None:
         Record("hello", ADDRESS, 5, b"CONTENT", 7, 5),
         Record("hello", ADDRESS, 9, b"", (1 << 64) - 1, 0),
         DirectRecord("REQ", "hello", ADDRESS, 12, b"x", 1_700_000_000_000, 10),
+        Head("hello", ADDRESS, 32, 1_700_000_000_000, 33),
+        DirectHead("REQ", "hello", ADDRESS, 40, 9, 33),
     ],
 )
-def test_both_forms_round_trip_and_share_the_header_cache(message: Record | DirectRecord) -> None:
+def test_both_forms_round_trip_and_share_the_header_cache(
+    message: Record | DirectRecord | Head | DirectHead,
+) -> None:
     plain = replace(message, epoch=0, run_start=0)
     for first, second in ((plain, message), (message, plain), (message, message)):
         assert decode_data(encode(first)) == first
@@ -85,3 +91,15 @@ def test_a_bad_run_is_an_encode_error(message: Record | DirectRecord, reason: st
     encode(replace(message, epoch=0, run_start=0))
     with pytest.raises(EncodeError, match=reason):
         encode(message)
+
+
+def test_a_head_of_a_run_that_published_nothing_names_its_start() -> None:
+    """A restarted producer's first HEAD is its resume point minus one; its run starts
+    after it: for a head, run_start may exceed the sequence (a record's may not)."""
+    head = Head("hello", ADDRESS, 32, 5, 33)
+    frames = encode(head)
+    plain = encode(Head("hello", ADDRESS, 32))[0]
+    assert frames[0] == plain + (5).to_bytes(8, "big") + (33).to_bytes(8, "big")
+    assert decode_data(frames) == head
+    with pytest.raises(DecodeError, match="epoch 0"):
+        decode_data([plain + bytes(8) + (33).to_bytes(8, "big")])
