@@ -219,6 +219,9 @@ class Producer(Closing):
         self.start_offsets: dict[str, int] = {p: heads.get(p, -1) + 1 for p in self.partitions}
         """Partition -> the sequence this run's first RECORD there gets: after the highest
         stored head for a named producer that resumed, else 0."""
+        self.resumed_early = self._machine.resumed_early
+        """The resume ended on every store's "that is all" (HEADS-END), not on the settle
+        window (False too when there was no resume)."""
         if heads:
             log.info("producer %s resumed %s at %s", self.name, topic, heads)
 

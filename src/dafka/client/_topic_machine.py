@@ -20,7 +20,18 @@ partition, plus what the client adds on top of them:
   on it reused sequences the other store held (issue 18: 1,000 acknowledged messages lost).
   A store holding nothing of a partition says nothing about it, so silence cannot be told
   from a late answer: the settle window is what bounds the wait, and each new store gets a
-  whole window to answer. A partition no store reported starts at 0. Until resuming is done
+  whole window to answer. A partition no store reported starts at 0.
+
+  *That is all.* Our stores end each heads answer with HEADS-END (docs/protocol.md): how
+  many DIRECT-HEADs they just sent and how many live stores they know. Resuming is done at
+  once when every store that greeted us (by reader or writer id, or sent a DIRECT-HEAD) has
+  said "that is all", and at least as many distinct stores did as any of them knows: a
+  store that holds nothing is no longer silence, and a store we have not heard from yet is
+  counted by the others. A HEADS-END counts only from the socket of the store it names
+  (the driver attributes messages to peers), after exactly ``count`` DIRECT-HEADs from that
+  socket since its previous one (a dropped DIRECT-HEAD must not pass as "that is all"). A
+  C store never says it: with one in the cluster the settle window decides, as before.
+  Until resuming is done
   nothing is published (the client's constructor waits, up to its ``resume_timeout``, and
   raises if no store answered). A producer has no durable record of its own: the stores are
   its record, and a store that stays silent for the whole window (down, partitioned) cannot
@@ -64,12 +75,15 @@ from dafka.protocol import (
     DirectHead,
     Fetch,
     GetHeads,
+    HeadsEnd,
     StoreHello,
 )
 from dafka.records import HEADER_OVERHEAD, HEADER_SIZE, MESSAGE_OVERHEAD, NO_UUID, encode_batch
 
 RESUME_ASK_INTERVAL = 0.1
 """Seconds between GET-HEADS while resuming."""
+
+_RESUME_ANSWERS = (DirectHead, StoreHello, HeadsEnd)
 
 Token = Any
 """What the client attaches to a message (its future's ticket); opaque here."""
@@ -192,6 +206,15 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         a caller knows (``heads``, with ``settle=0``: resumed at the first greeting)."""
         self.store_hellos = 0
         self._greeted: set[str] = set()
+        self._ended: set[str] = set()
+        """Store ids (reader and writer) whose HEADS-END ("that is all") came."""
+        self._ended_readers: set[str] = set()
+        self._stores_known = 0
+        """The most live stores any HEADS-END said its store knows."""
+        self._heads_from: dict[str, int] = {}
+        """DIRECT-HEADs read from each peer's socket since its last HEADS-END."""
+        self.resumed_early = False
+        """Resuming ended on every store's "that is all", not on the settle window."""
         self.rejected = 0
         self.last_rejection = ""
         self._settle_at: float | None = None
@@ -202,6 +225,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
             self._out += [
                 Subscribe(b"E" + requester.encode()),
                 Subscribe(b"L" + requester.encode()),
+                Subscribe(b"A" + requester.encode()),
             ]
             self._ask_at = now
         else:
@@ -220,24 +244,57 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         self._ask_at = None
         self._settle_at = None
 
-    def _on_resume_message(self, message: DataMessage, now: float) -> None:
+    def _on_resume_message(self, message: DataMessage, now: float, sender: str | None) -> None:
         if type(message) is DirectHead:
-            if (
-                message.recipient == self.partitions[0]
-                and message.topic == self.topic
-                and message.producer in self._index
-            ):
+            if message.recipient != self.partitions[0] or message.topic != self.topic:
+                return
+            if sender is not None:
+                self._heads_from[sender] = self._heads_from.get(sender, 0) + 1
+            if message.producer in self._index:
                 old = self.heads.get(message.producer, -1)
                 self.heads[message.producer] = max(old, message.sequence)
+                if sender is not None and sender not in self._greeted:
+                    self._greet(sender, now)  # a store whose greeting we missed
                 if self._settle_at is None:  # an answer whose store's greeting we missed
                     self._settle_at = now + self._settle
         elif type(message) is StoreHello and message.consumer == self.partitions[0]:
             self.store_hellos += 1
-            if message.store not in self._greeted:
-                # A new store: it gets a whole settle window to answer (see the module doc).
-                self._greeted.add(message.store)
-                self._settle_at = now + self._settle
-                self._ask_at = now
+            self._greet(message.store, now)
+        elif type(message) is HeadsEnd:
+            self._on_heads_end(message, now, sender)
+        if self._all_said_so():
+            self.resumed_early = True
+            self._start(now)
+
+    def _greet(self, store: str, now: float) -> None:
+        if store not in self._greeted:
+            # A new store: it gets a whole settle window to answer (see the module doc).
+            self._greeted.add(store)
+            self._settle_at = now + self._settle
+            self._ask_at = now
+
+    def _on_heads_end(self, message: HeadsEnd, now: float, sender: str | None) -> None:
+        """A store's "that is all": believed from its own socket, after all its heads."""
+        if message.recipient != self.partitions[0] or message.topic != self.topic:
+            return
+        if sender is None or sender != message.store:
+            return  # who sent it is unknown: the settle window decides
+        heads = self._heads_from.pop(sender, 0)
+        if heads != message.count:
+            return  # a DIRECT-HEAD of this answer is missing: the next answer may do
+        self._greet(message.store, now)
+        self._greet(message.writer, now)
+        self._ended.update((message.store, message.writer))
+        self._ended_readers.add(message.store)
+        self._stores_known = max(self._stores_known, message.stores)
+
+    def _all_said_so(self) -> bool:
+        """Every store heard of said "that is all", and no store is still to be heard of."""
+        return (
+            bool(self._ended_readers)
+            and len(self._ended_readers) >= self._stores_known
+            and self._greeted <= self._ended
+        )
 
     def on_peer(self, node_id: str, now: float) -> None:
         """A new peer is connected: while resuming, ask it for heads now."""
@@ -473,16 +530,20 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
             for machine in self._machines:
                 machine.on_message(message, now)
         elif not self.resumed:
-            self._on_resume_message(message, now)
+            self._on_resume_message(message, now, None)
         elif cls is StoreHello:  # a store introducing itself to a partition (its writer id)
             machine = self._by_id.get(message.consumer)  # type: ignore[union-attr]
             if machine is not None:
                 machine.on_message(message, now)
 
     def on_message_from(self, message: DataMessage, now: float, sender: str) -> None:
-        """A message read from ``sender``'s socket: an ACK goes to its partition with it."""
+        """A message read from ``sender``'s socket: an ACK goes to its partition with it;
+        while resuming, heads answers are counted per sender (see the module doc)."""
         if type(message) is not Ack:
-            self.on_message(message, now)
+            if not self.resumed and type(message) in _RESUME_ANSWERS:
+                self._on_resume_message(message, now, sender)
+            else:
+                self.on_message(message, now)
             return
         machine = self._by_id.get(message.producer)
         if machine is None:

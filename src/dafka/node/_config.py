@@ -189,7 +189,9 @@ class StoreConfig:
     * ``peers_settle`` - seconds after its start before the reader ends its heads answers
       with HEADS-END ("that is all", docs/protocol.md), whose count of live stores askers
       trust: the time to hear every live store's beacon and subscriptions (two beacon
-      intervals). Before, askers fall back to their settle window, as with a C store.
+      intervals; None: 2 s, two default beacon intervals, and ``dafka.server.StoreNode``
+      makes it two of its own). Before, askers fall back to their settle window, as with a
+      C store.
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -204,11 +206,11 @@ class StoreConfig:
     max_message_bytes: int = MAX_MESSAGE_BYTES
     max_partitions: int = 100_000
     ask_topics: tuple[str, ...] = ()
-    peers_settle: float = 2.0
+    peers_settle: float | None = None
 
     def __post_init__(self) -> None:
         _message_limit("store", self.max_message_bytes)
-        if not self.peers_settle >= 0:
+        if self.peers_settle is not None and not self.peers_settle >= 0:
             raise ConfigError(f"store peers_settle must be >= 0, got {self.peers_settle!r}")
         _positive("store max_partitions", self.max_partitions)
         _positive("store append_retry_initial", self.append_retry_initial)

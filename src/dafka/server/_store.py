@@ -99,6 +99,8 @@ class StoreNode(Running):
         config = store_config or StoreConfig()
         if DELETE_TOPIC not in config.ask_topics:  # tombstones reach a store that was down
             config = dataclasses.replace(config, ask_topics=(*config.ask_topics, DELETE_TOPIC))
+        if config.peers_settle is None:  # the time to hear every store: two beacon intervals
+            config = dataclasses.replace(config, peers_settle=2 * transport.beacon_interval)
         self._store_config = config
         self._context = context
         self._name = name
