@@ -69,8 +69,11 @@ from dafka.protocol import (
     DataMessage,
     DirectHead,
     DirectRecord,
+    Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
+    LogStart,
     Record,
     StoreHello,
 )
@@ -112,6 +115,10 @@ class ConsumerStatistics:
     """Records of paused partitions dropped on arrival (fetched again after resume)."""
     dropped_not_owned: int = 0
     """RECORDs and HEADs of group partitions another member reads (docs/groups.md)."""
+    log_starts: int = 0
+    """LOG-START answers taken (a store holds a partition only from a later sequence)."""
+    skipped_on_log_start: int = 0
+    """Gaps skipped at once because every store said where its log starts."""
 
 
 def _wire(text: str) -> bytes:
@@ -171,8 +178,21 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         self._delivered = 0
         self._foreign = 0
         self._unexpected = 0
+        self._gap_starts: dict[Cursor, tuple[int, dict[str, int]]] = {}
+        """Partitions fetching below a store's log: (the gap's first sequence, store reader
+        id -> the first sequence it holds) from LOG-START answers."""
+        self._stores_counted = 0
+        """The most live stores a store's HEADS-END said it knows (0: none said)."""
+        self._log_starts = 0
+        self._skipped_on_start = 0
         cid = check_name("consumer id", consumer_id)
-        self._out += [Subscribe(b"D" + cid), Subscribe(b"E" + cid), Subscribe(b"L" + cid)]
+        self._out += [
+            Subscribe(b"D" + cid),
+            Subscribe(b"E" + cid),
+            Subscribe(b"L" + cid),
+            Subscribe(b"S" + cid),
+            Subscribe(b"A" + cid),
+        ]
 
     # -- application side ------------------------------------------------------------------
 
@@ -454,8 +474,55 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             topics = self._asked_topics()
             if topics:
                 self._out.append(Send(ConsumerHello(message.store, self.consumer_id, topics)))
+        elif type(message) is LogStart:
+            if message.recipient != self.consumer_id:
+                self._foreign += 1
+                return
+            self._on_log_start(message, now)
+        elif type(message) is HeadsEnd:
+            if message.recipient != self.consumer_id:
+                self._foreign += 1
+                return
+            self._stores_counted = max(self._stores_counted, message.stores)
         else:
             self._unexpected += 1
+
+    def _on_log_start(self, message: LogStart, now: float) -> None:
+        """A store holds the partition only from ``message.sequence`` on.
+
+        Once every store said where its log starts, below the gap's first sequence - every
+        store that greeted us, and at least as many as any store's HEADS-END counts - the
+        records before the lowest start are gone from every store: the partition goes on
+        from there at once (what the FETCH retries found after ``skip_unavailable_after``
+        rounds, ~37 s, before). Until then the stores that have not said so are asked for
+        the gap directly, once. A C store never says so: then the retries decide."""
+        cursor = self._cursors.get((message.topic, message.producer))
+        if cursor is None or not cursor.fetching:
+            return
+        self._log_starts += 1
+        gap = cursor.last + 1
+        if message.sequence <= gap:
+            return  # this store holds the gap
+        seen = self._gap_starts.get(cursor)
+        if seen is None or seen[0] != gap:
+            seen = self._gap_starts[cursor] = (gap, {})
+        starts = seen[1]
+        if message.store in starts:
+            starts[message.store] = min(starts[message.store], message.sequence)
+            return
+        starts[message.store] = message.sequence
+        stores = self._router.stores
+        missing = [s for s in stores if s not in starts]
+        if stores and not missing and len(starts) >= self._stores_counted:
+            del self._gap_starts[cursor]
+            self._skipped_on_start += 1
+            self._flush(cursor, self._out)  # pending runs must not straddle the jump
+            self._fetcher.skip(cursor, min(starts.values()), now, self._out)
+            return
+        count = min(self.config.fetch.window, min(starts.values()) - gap)
+        for store in missing:
+            requester = f"{self.consumer_id}{TARGET_MARK}{store}"
+            self._out.append(Send(Fetch(cursor.producer, requester, cursor.topic, gap, count)))
 
     def on_direct_records(
         self,
@@ -530,6 +597,8 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             stores_known=len(self._router.stores),
             stores_suspected=self._router.suspected,
             dropped_not_owned=self._not_owned,
+            log_starts=self._log_starts,
+            skipped_on_log_start=self._skipped_on_start,
         )
 
     # -- internals -------------------------------------------------------------------------

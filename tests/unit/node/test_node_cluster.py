@@ -216,3 +216,38 @@ def test_a_lossy_network_does_not_make_a_consumer_skip() -> None:
     net.run_until(lambda: len(net.delivered("consumer")) >= 300, within=3_600.0)
     assert [d.sequence for d in net.delivered("consumer")] == list(range(300))
     assert consumer.statistics().skipped_records == 0
+
+
+def test_a_log_start_answer_lets_an_earliest_consumer_start_after_retention_at_once() -> None:
+    """The stores say where their logs start (LOG-START): no ten retries (~37 s) first."""
+    log = MemoryLog()
+    log.append("hello", "GONE", 1_000, [b"%d" % s for s in range(1_000, 2_000)])
+    other = MemoryLog()
+    other.append("hello", "GONE", 1_500, [b"%d" % s for s in range(1_500, 2_000)])
+    net = MemoryNetwork(ManualClock())
+    add_store(net, "store", log)
+    add_store(net, "other store", other)  # retention moved its start further
+    consumer = ConsumerMachine(make_id(), EARLIEST)
+    net.add("consumer", consumer)
+    consumer.subscribe("hello", net.clock.now)
+    took = net.run_until(lambda: len(net.delivered("consumer")) >= 1_000, within=60.0)
+    assert [d.sequence for d in net.delivered("consumer")] == list(range(1_000, 2_000))
+    stats = consumer.statistics()
+    assert (stats.skipped_records, stats.skipped_on_log_start) == (1_000, 1)
+    assert took < 1.0, f"{took:.1f} virtual seconds: the FETCH retries decided"
+
+
+def test_a_store_that_still_holds_the_gap_is_read_not_skipped() -> None:
+    trimmed = MemoryLog()
+    trimmed.append("hello", "GONE", 1_000, [b"%d" % s for s in range(1_000, 2_000)])
+    whole = MemoryLog()
+    whole.append("hello", "GONE", 0, [b"%d" % s for s in range(2_000)])
+    net = MemoryNetwork(ManualClock())
+    add_store(net, "trimmed", trimmed)
+    add_store(net, "whole", whole)
+    consumer = ConsumerMachine(make_id(), EARLIEST)
+    net.add("consumer", consumer)
+    consumer.subscribe("hello", net.clock.now)
+    net.run_until(lambda: len(net.delivered("consumer")) >= 2_000, within=60.0)
+    assert [d.sequence for d in net.delivered("consumer")] == list(range(2_000))
+    assert consumer.statistics().skipped_records == 0

@@ -50,7 +50,8 @@ def make(
 
 def test_subscriptions() -> None:
     consumer, peer = make(topic=None)
-    assert peer.subscriptions == {b"D" + CID.encode(), b"E" + CID.encode(), b"L" + CID.encode()}
+    # D, E, L as a C consumer; S and A for dafka's LOG-START and HEADS-END (docs/protocol.md)
+    assert peer.subscriptions == {c + CID.encode() for c in (b"D", b"E", b"L", b"S", b"A")}
     consumer.subscribe("hello", 0.0)
     consumer.subscribe("hello", 0.0)  # idempotent
     peer.drain()
