@@ -193,8 +193,17 @@ class Receiver:
 
         Frames are received as ``zmq.Frame`` (``copy=False``) because a frame says itself
         whether another follows (``.more``): asking the socket (``RCVMORE``) costs a
-        Python-level option lookup per message, and ``recv_multipart`` more still. Any
-        number of frames is read, so a malformed message never desynchronises the socket.
+        Python-level option lookup per message (~0.6 us), and ``recv_multipart`` more
+        still. Any number of frames is read, so a malformed message never desynchronises
+        the socket.
+
+        *Content.* A ``zmq.Frame`` costs ~0.37 us to make and read, a frame received as
+        bytes ~0.17 us, so the content frame of a RECORD that continues a run (below) is
+        received as bytes: it is then not known whether more frames follow it, which no
+        peer of ours sends. Should a peer send some, they are read as messages of their own
+        (each decoded and checked like any other, so dropped as undecodable unless they are
+        one), exactly what the peer could have sent as separate messages; the socket is in
+        step again after that message's last frame. Every other frame is a ``zmq.Frame``.
 
         *Runs.* A machine with ``on_records`` (store, consumer) gets consecutive RECORDs of
         one partition as one call: once a RECORD decoded (so its header, frame 0 without
@@ -235,25 +244,24 @@ class Receiver:
                 frame = recv(zmq.NOBLOCK, False)
                 received += 1
                 if frame.more:
-                    part = recv(0, False)
-                    if part.more:
-                        frames = [frame.bytes, part.bytes]
-                        while part.more:
-                            part = recv(0, False)
-                            frames.append(part.bytes)
-                    elif drop is None and run_header is not None:
-                        # The steady state: two frames that continue the run (no list).
+                    if drop is None and run_header is not None:
                         head = frame.bytes
                         if head == run_expect:
-                            run.append(part.bytes)
+                            # The steady state: a RECORD that continues the run. Its content
+                            # is received as bytes (no Frame: see the docstring, "Content").
+                            run.append(recv(0))
                             run_next += 1
                             run_expect = (
                                 run_header + _pack_sequence(run_next) if run_next < _END else b""
                             )
                             continue
-                        frames = [head, part.bytes]
                     else:
-                        frames = [frame.bytes, part.bytes]
+                        head = frame.bytes
+                    part = recv(0, False)
+                    frames = [head, part.bytes]
+                    while part.more:
+                        part = recv(0, False)
+                        frames.append(part.bytes)
                 else:
                     frames = [frame.bytes]
                 if drop is not None and drop(frames):
