@@ -47,6 +47,7 @@ from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID
 from dafka.records import ack_uuid, encode_batch
 from dafka.spark._options import SinkOptions, parse_sink_options
+from dafka.spark._read import FETCH_RETRY_INITIAL
 from dafka.spark._txn import (
     CONTROL_TOPIC,
     ControlState,
@@ -157,6 +158,8 @@ def read_control_at(options: SinkOptions, sink: str, offset: int) -> Control:
         towers=options.towers,
         **options.security.fields(),
         latest_settle=0.0,
+        fetch_retry_initial=FETCH_RETRY_INITIAL,  # as a task's read: 0.5 s less per batch
+        fetch_retry_max=2.0,
         fail_on_data_loss=True,
     )
     with Consumer(assign={key: offset}, end_offsets={key: offset + 1}, settings=settings) as reader:
