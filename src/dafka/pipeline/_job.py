@@ -111,6 +111,7 @@ def batch_report(query: str, progress: dict[str, Any]) -> dict[str, object]:
         "watermark": (progress.get("eventTime") or {}).get("watermark"),
         "end": end,
         "duration_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
+        "durations_ms": progress.get("durationMs") or {},
         "dropped_by_watermark": dropped,
         "timestamp": progress.get("timestamp"),
     }
