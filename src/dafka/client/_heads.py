@@ -24,6 +24,11 @@ from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 from dafka.transport.sockets import ZmqContext
 
+STALLED_ROUND = 1.0
+"""Seconds :meth:`HeadWatcher.refresh` waits for the "that is all" of every store that
+greeted it before it falls back to a window of silence (a store that left still counts as
+greeted)."""
+
 
 class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
     """``with HeadWatcher(["orders"], transport) as w: w.heads()[("orders", "w1.0")]``"""
@@ -43,6 +48,12 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
         super().__init__({})
         self._version = 0
         self._stores = 0
+        self._may_be_ours = True
+        """HeadsMachine.may_be_ours (the runner thread publishes it)."""
+        self.last_refresh_answered = False
+        """The last :meth:`refresh` ended on every store's "that is all", not on silence."""
+        self._answered = 0
+        """The last :meth:`refresh` round every store answered (HeadsMachine.answered_round)."""
         joining = transport or TransportConfig()
         self.discovery_time = 0.0
         """Seconds after the start by which the stores have named their topics to a
@@ -79,19 +90,33 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
         return self._runner.call(lambda _now: self._machine.topics)
 
     def refresh(self, settle: float, timeout: float) -> dict[tuple[str, str], int]:
-        """Ask the stores for every head now and return the snapshot once ``settle``
-        seconds passed after the ask with nothing new learnt (at most ``timeout``): how a
-        reader gets heads no older than its call, not up to ``refresh`` seconds old."""
+        """Ask the stores for every head now and return the snapshot once they answered
+        (at most ``timeout``): how a reader gets heads no older than its call, not up to
+        ``refresh`` seconds old.
+
+        When every store that greeted the watcher says "that is all" (HEADS-END, our
+        stores; or none has said anything yet), that is when they answered: no window of
+        silence (:attr:`last_refresh_answered`). Otherwise (a C store, a store started
+        less than two beacon intervals ago), or when the answers do not all come within
+        ``STALLED_ROUND`` (a store that greeted left), the snapshot is returned once
+        ``settle`` seconds passed after the ask with nothing new learnt, as before."""
         asked = time.monotonic()
-        self._runner.call(self._machine.ask_now)
+        round_ = self._runner.call(self._machine.ask_now)
         deadline = asked + timeout
         with self._changed:
             while True:
                 now = time.monotonic()
-                quiet_from = max(asked, self._last_change)
-                if now - quiet_from >= settle or now >= deadline:
+                self.last_refresh_answered = self._answered >= round_
+                if self.last_refresh_answered:
                     return self._snapshot
-                self._changed.wait(max(min(quiet_from + settle, deadline) - now, 0.001))
+                quiet_from = max(asked, self._last_change)
+                wait_answer = self._may_be_ours and now < asked + STALLED_ROUND
+                if (not wait_answer and now - quiet_from >= settle) or now >= deadline:
+                    return self._snapshot
+                wake = deadline if wait_answer else min(quiet_from + settle, deadline)
+                if wait_answer:
+                    wake = min(wake, asked + STALLED_ROUND)
+                self._changed.wait(max(wake - now, 0.001))
 
     def heads(self) -> dict[tuple[str, str], int]:
         """(topic, partition) -> highest sequence known to exist (a snapshot; no wait)."""
@@ -135,13 +160,16 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
 
     def _after_turn(self, now: float) -> None:
         del now
-        version = self._machine.version
+        machine = self._machine
+        version = machine.version
         if version != self._version:
             self._version = version
-            heads = self._machine.heads()
+            heads = machine.heads()
             with self._changed:  # the store count and the heads it brought at once
-                self._stores = self._machine.stores
+                self._stores = machine.stores
+                self._may_be_ours = machine.may_be_ours
+                self._answered = machine.answered_round
                 self._publish(heads, time.monotonic())
 
 
-__all__ = ["HeadWatcher"]
+__all__ = ["STALLED_ROUND", "HeadWatcher"]

@@ -108,7 +108,8 @@ class CommitReader(Closing):
     """The committed offsets of groups, read from the stores (see the module docstring).
 
     ``settle``: seconds without a new head after asking the stores before the heads count
-    as answered (the wire has no "that is all" reply)."""
+    as answered when a store does not say "that is all" (a C store; ours end their answers
+    with HEADS-END, and then no silence is waited: ``HeadWatcher.refresh``)."""
 
     def __init__(
         self,
@@ -141,16 +142,19 @@ class CommitReader(Closing):
                 context=self._context,
                 ready_timeout=self._settings.ready_timeout,
             )
-            heads = watcher.wait_quiet(max(0.3, self._settle), timeout, min_stores=1)
+            watcher.wait_quiet(0.0, timeout, min_stores=1)
             if watcher.stores < 1:
                 raise CommitError(
                     f"no dafka store answered within {timeout}s: committed offsets are kept "
                     "by the stores (start them, or check the towers)"
                 )
-            if not any(topic == OFFSETS_TOPIC for topic, _ in heads):
-                # A store greeted us but no head came: no group ever committed, or its
-                # answers are late (a loaded host). Ask again, now that it is connected,
-                # and give the answers longer: silence cannot be told from a late answer.
+            heads = watcher.refresh(max(0.3, self._settle), timeout)
+            if not watcher.last_refresh_answered and not any(
+                topic == OFFSETS_TOPIC for topic, _ in heads
+            ):
+                # A store greeted us but no head came and no "that is all" (a C store): no
+                # group ever committed, or its answers are late (a loaded host). Ask again
+                # and give the answers longer: its silence cannot be told from a late answer.
                 heads = watcher.refresh(_FIRST_SILENCE, timeout)
             return heads
         return watcher.refresh(self._settle, timeout)

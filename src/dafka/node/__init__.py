@@ -29,7 +29,7 @@ from dafka.node._group import (
 )
 from dafka.node._group_consumer import GroupConsumerMachine
 from dafka.node._group_watch import GroupWatchMachine, SeenMember
-from dafka.node._heads import HeadsMachine, HeadsStatistics
+from dafka.node._heads import ROUND_ASK_INTERVAL, HeadsMachine, HeadsStatistics
 from dafka.node._latency import LATENCY_BUCKETS, LatencyHistogram, LatencySnapshot
 from dafka.node._probe import ProbeKey, ProbeMachine
 from dafka.node._producer import ProducerMachine, ProducerStatistics
@@ -61,6 +61,7 @@ from dafka.node.actions import (
 
 __all__ = [
     "LATENCY_BUCKETS",
+    "ROUND_ASK_INTERVAL",
     "STORE_WRITER_PREFIXES",
     "STORE_WRITER_SENDS",
     "AcksFrom",

@@ -6,14 +6,22 @@ import re
 
 import pytest
 
-from dafka.node import HeadsMachine
+from dafka.node import ROUND_ASK_INTERVAL, HeadsMachine
 from dafka.node.actions import Send, Subscribe
-from dafka.protocol import ConsumerHello, DirectHead, GetHeads, Head, Record, StoreHello
+from dafka.protocol import (
+    ConsumerHello,
+    DirectHead,
+    GetHeads,
+    Head,
+    HeadsEnd,
+    Record,
+    StoreHello,
+)
 
 
 def test_subscribe_asks_heads_now_and_every_refresh() -> None:
     m = HeadsMachine("ME", refresh=0.5)
-    assert m.take_actions() == [Subscribe(b"EME"), Subscribe(b"LME")]
+    assert m.take_actions() == [Subscribe(b"EME"), Subscribe(b"LME"), Subscribe(b"AME")]
     m.subscribe("t", 10.0)
     assert m.take_actions() == [Subscribe(b"Ht"), Send(GetHeads("t", "ME"))]
     m.subscribe("t", 10.0)  # twice: nothing more
@@ -86,3 +94,63 @@ def test_pattern_finds_topics_whose_producers_are_gone_by_the_stores_get_heads()
 def test_refresh_must_be_positive() -> None:
     with pytest.raises(ValueError, match="refresh"):
         HeadsMachine("ME", refresh=0)
+
+
+def _greeted(stores: tuple[str, ...], topics: tuple[str, ...] = ("t",)) -> HeadsMachine:
+    m = HeadsMachine("ME", refresh=5.0)
+    for topic in topics:
+        m.subscribe(topic, 0.0)
+    for store in stores:
+        m.on_message(StoreHello("ME", store), 0.0)
+    m.take_actions()
+    return m
+
+
+def test_a_round_is_answered_when_every_store_said_that_is_all() -> None:
+    m = _greeted(("S1", "S2"), ("t", "u"))
+    round_ = m.ask_now(1.0)
+    assert m.take_actions() == [Send(GetHeads("t", "ME.1")), Send(GetHeads("u", "ME.1"))]
+    m.on_message(DirectHead("ME.1", "t", "p", 4), 1.0)
+    for topic in ("t", "u"):
+        m.on_message(HeadsEnd("ME.1", topic, "S1", "W1", 1, 2), 1.0)
+    m.on_message(HeadsEnd("ME.1", "t", "S2", "W2", 0, 2), 1.0)
+    assert m.answered_round < round_  # S2 has not answered u
+    assert m.all_ours
+    m.on_message(HeadsEnd("ME.1", "u", "S2", "W2", 0, 2), 1.0)
+    assert m.answered_round == round_
+    assert m.heads() == {("t", "p"): 4}
+
+
+def test_an_earlier_rounds_or_plain_answer_does_not_answer_a_round() -> None:
+    m = _greeted(("S1",))
+    m.ask_now(1.0)
+    round_ = m.ask_now(2.0)
+    m.on_message(HeadsEnd("ME.1", "t", "S1", "W1", 0, 1), 2.0)  # the previous round's
+    m.on_message(HeadsEnd("ME", "t", "S1", "W1", 0, 1), 2.0)  # a CONSUMER-HELLO's
+    assert m.answered_round < round_
+    m.on_message(HeadsEnd("ME.2", "t", "S1", "W1", 0, 1), 2.0)
+    assert m.answered_round == round_
+
+
+def test_a_store_counted_by_another_holds_the_round_and_an_unanswered_round_is_asked_again() -> (
+    None
+):
+    m = _greeted(("S1",))
+    round_ = m.ask_now(1.0)
+    m.take_actions()
+    m.on_message(HeadsEnd("ME.1", "t", "S1", "W1", 0, 2), 1.0)  # S1 knows a second store
+    assert m.answered_round < round_
+    assert m.next_deadline() == 1.0 + ROUND_ASK_INTERVAL
+    m.on_timer(1.0 + ROUND_ASK_INTERVAL)
+    assert m.take_actions() == [Send(GetHeads("t", "ME.1"))]  # its SUB may not have been up
+    m.on_message(HeadsEnd("ME.1", "t", "S2", "W2", 0, 2), 1.2)  # greeting lost: still a store
+    assert m.answered_round == round_
+    assert m.stores == 2
+
+
+def test_a_c_store_is_not_ours_and_never_answers_a_round() -> None:
+    m = _greeted(("OURS", "C-STORE"))
+    round_ = m.ask_now(1.0)
+    m.on_message(HeadsEnd("ME.1", "t", "OURS", "W", 0, 1), 1.0)
+    assert not m.all_ours
+    assert m.answered_round < round_
