@@ -9,7 +9,8 @@ interval (1 s: ``session_timeout_ms`` 2,000, ``heartbeat_interval_ms`` 500), a p
 group_client.py``, default settings):
 
 * **join**: two members read a live stream (1,000 msg/s); a third starts. Time from its
-  ``Consumer(...)`` call to its first record (the aim: 1 s), and to the others' revoke.
+  ``Consumer(...)`` call to its first record (the aim: 1 s), and to the others' revoke,
+  its constructor's return and its ``on_assign``.
 * **takeover**: one member of three is SIGKILLed. Time from the kill to a survivor's
   ``on_assign`` of its partitions and to the first record of them read again (the aim:
   2 beacon intervals + 1 s).
@@ -136,7 +137,7 @@ class Bench:
         for child in self.children:
             child.kill()
 
-    def join(self, round_: int) -> tuple[float, float]:
+    def join(self, round_: int) -> tuple[float, float, float, float]:
         topic = f"join{round_}"
         producer = self.spawn("produce", topic, "--records", "1000000", "--rate", "1000")
         producer.wait("ready")
@@ -150,9 +151,11 @@ class Bench:
             (e["t"] for m in first for e in m.events("revoked") if e["t"] > start),
             default=float("nan"),
         )
+        ready = joiner.wait("ready")["t"]
+        assigned = joiner.wait("assigned")["t"]
         for child in [joiner, *first, producer]:
             child.kill()
-        return _count(joiner)["first"] - start, revoked - start
+        return _count(joiner)["first"] - start, revoked - start, ready - start, assigned - start
 
     def takeover(self, round_: int) -> tuple[float, float]:
         topic = f"crash{round_}"
@@ -238,10 +241,11 @@ def main() -> None:
             print(f"beacon interval {args.beacon_interval} s (session timeout 2 intervals)")
             for r in range(args.rounds):
                 if "join" not in skip:
-                    first, revoke = bench.join(r)
+                    first, revoke, ready, assigned = bench.join(r)
                     print(
                         f"join {r}: first record {first:.2f} s after Consumer(), the others' "
-                        f"revoke at {revoke:.2f} s"
+                        f"revoke at {revoke:.2f} s (Consumer() returned at {ready:.2f} s, "
+                        f"on_assign at {assigned:.2f} s)"
                     )
                 if "takeover" not in skip:
                     assigned, read = bench.takeover(r)

@@ -38,11 +38,16 @@ sent ``b`` (which acknowledges ``gA``) after entering ``gB`` - and, having anoth
 after leaving it: B held the partition from its take in ``gB`` until a release that ended
 before ``b`` said it claims nothing, so A took it after B let it go. If A sent ``a`` after
 leaving ``gA``, the same holds with the roles swapped. So overlapping readers need one of
-them to count the other dead: a crash, or a network partition longer than
-``session_timeout`` (docs/groups.md says what happens then). A member learns that it was
-counted dead from a beat of a member whose view held it before and no longer does: it stops
-reading everything at once, without committing (``lost``, Kafka's
-``on_partitions_lost``), and takes part again from the next beats.
+them to have taken the partition while the other was not in its view: it counted it dead (a
+crash, or beats lost for ``session_timeout``) or never heard it (a newcomer that heard
+nobody in its join window takes everything). Two conflict rules end such an overlap the
+moment both count each other alive: a member that hears a beat claiming a partition it
+reads stops reading it, and one that hears again a member it counted dead stops reading
+what it took since (that beat may predate a take of its sender); both drop without a
+commit (``lost``, Kafka's ``on_partitions_lost``). A member also learns that it was counted
+dead from a beat of a member whose view held it before and no longer does: it stops reading
+everything at once, and takes part again from the next beats. docs/groups.md has the
+argument in full and what happens under a network partition.
 
 Pure: beats, subscription notices and partitions seen in, Send/Subscribe actions and
 :class:`GroupEvent`\\ s out, with ``now`` from the driver.
@@ -141,6 +146,13 @@ def rendezvous(key: str, topic: str, partition: str) -> bytes:
 class _State:
     owned: set[Key] = field(default_factory=set)
     revoking: set[Key] = field(default_factory=set)
+    taken_at: dict[Key, float] = field(default_factory=dict)
+    """When each owned partition was taken (a member re-admitted drops what was taken since
+    it was counted dead)."""
+
+
+_EXPIRED_KEPT = 1024
+"""How many expired members a member remembers (their expiry times), oldest dropped first."""
 
 
 class GroupMember(SubscriptionNotices):
@@ -175,6 +187,9 @@ class GroupMember(SubscriptionNotices):
         self._peers: dict[str, _Peer] = {}
         self._gone: dict[str, int] = {}
         """Members that left (their last sequence): a late beat does not bring them back."""
+        self._expired: dict[str, float] = {}
+        """Members counted dead (silent for ``session_timeout``) and when: one heard again
+        may have read, meanwhile, what this member took since."""
         self._partitions: set[Key] = set()
         self._state = _State()
         self._view: frozenset[str] = frozenset((self.key,))
@@ -198,7 +213,7 @@ class GroupMember(SubscriptionNotices):
         self._beats_sent = 0
         self._beats_received = 0
         self._stale = 0
-        self._expired = 0
+        self._expired_count = 0
         self._lost = 0
 
     # -- queries ---------------------------------------------------------------------------
@@ -240,7 +255,7 @@ class GroupMember(SubscriptionNotices):
             beats_sent=self._beats_sent,
             beats_received=self._beats_received,
             stale_beats=self._stale,
-            expired=self._expired,
+            expired=self._expired_count,
             lost=self._lost,
             agreed=self.agreed(),
         )
@@ -336,6 +351,10 @@ class GroupMember(SubscriptionNotices):
         view = frozenset(message.view)
         includes_me = self.key in view
         if peer is None:
+            expired = self._expired.pop(member, None)
+            if expired is not None:  # counted dead, alive after all: it may read those
+                state = self._state
+                self._drop([k for k in state.owned if state.taken_at[k] >= expired])
             peer = _Peer(
                 member,
                 key,
@@ -362,6 +381,9 @@ class GroupMember(SubscriptionNotices):
         peer.digest = message.digest
         peer.acks = dict(message.acks)
         peer.included_me = includes_me
+        conflict = self._state.owned.intersection(message.claims)
+        if conflict:  # it reads them too (it took them while it did not count us alive)
+            self._drop(conflict)
         topics = self.topics
         for claim in message.claims:
             if claim[0] in topics:
@@ -426,7 +448,10 @@ class GroupMember(SubscriptionNotices):
         timeout = self.config.session_timeout
         for peer in [p for p in self._peers.values() if p.seen + timeout <= now]:
             del self._peers[peer.member]
-            self._expired += 1
+            self._expired_count += 1
+            self._expired[peer.member] = now
+            if len(self._expired) > _EXPIRED_KEPT:
+                del self._expired[next(iter(self._expired))]
         view = frozenset(p.key for p in self._peers.values()) | {self.key}
         self._view = view
         digest = self._state_digest()
@@ -442,6 +467,8 @@ class GroupMember(SubscriptionNotices):
         release = sorted(k for k in state.owned if self._leaving or self.owner(k) != me)
         if release:
             state.owned.difference_update(release)
+            for k in release:
+                del state.taken_at[k]
             state.revoking.update(release)
             self._events.append(GroupEvent("revoked", tuple(release), self.generation))
             self._beat_now = True
@@ -465,14 +492,30 @@ class GroupMember(SubscriptionNotices):
         )
         if take:
             state.owned.update(take)
+            state.taken_at.update(dict.fromkeys(take, now))
             self._events.append(GroupEvent("assigned", tuple(take), self.generation))
             self._beat_now = True
+
+    def _drop(self, keys: Iterable[Key]) -> None:
+        """Stop reading these owned partitions without a handover (``lost``): another member
+        this one counts alive may read them."""
+        state = self._state
+        lost = sorted(keys)
+        if not lost:
+            return
+        state.owned.difference_update(lost)
+        for k in lost:
+            del state.taken_at[k]
+        self._beat_now = True
+        self._lost += 1
+        self._events.append(GroupEvent("lost", tuple(lost), self.generation))
 
     def _lose(self) -> None:
         state = self._state
         lost = sorted(state.owned | state.revoking)
         state.owned.clear()
         state.revoking.clear()
+        state.taken_at.clear()
         self._beat_now = True
         if lost:
             self._lost += 1

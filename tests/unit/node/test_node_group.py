@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dafka.node import (
@@ -463,6 +463,9 @@ ops = st.lists(
     drop=st.sampled_from([0.0, 0.05, 0.3]),
     commit=st.sampled_from([0.0, 0.05, 0.8]),
 )
+# a newcomer hears nobody in its join window (beats lost) and takes everything; a member
+# that reads p0 hears it, then it hears that member's beat claiming p0: both kept p0
+@example(ops=[("join", 3), ("crash", 0), ("join", 4)], seed=239, drop=0.3, commit=0.0)
 def test_random_membership_changes_loss_and_reordering(
     ops: list[Op], seed: int, drop: float, commit: float
 ) -> None:
@@ -601,3 +604,33 @@ def test_crossing_generations_never_give_one_partition_to_two_members() -> None:
     assert nc in a.view()
     readers = [m.key for m in (a, b) if p in m.assignment()]
     assert len(readers) <= 1, f"{p} read by {readers}"
+
+
+def test_a_member_counted_dead_and_heard_again_gets_back_what_was_taken_meanwhile() -> None:
+    # b's beats to a are lost for a session timeout: a counts b dead and takes b's
+    # partitions, while b, alive, still reads them. When a hears b again it stops reading
+    # what it took since - whatever that beat claims: b may have taken more after sending
+    # it, so a beat that claims nothing does not prove b reads nothing
+    config = GroupConfig("g", "", 0.5, 2.0, 0.0)
+    a = GroupMember("a", [TOPIC], config, 0.0)
+    b = GroupMember("b", [TOPIC], config, 0.0)
+    for m in (a, b):
+        m.partitions_seen(PARTS[:4], 0.0)
+    for _ in range(6):
+        for m, other in ((a, b), (b, a)):
+            for event in m.take_events():
+                if event.kind == "revoked":
+                    m.revoked(event.partitions, 0.0)  # committed at once
+            for action in m.take_actions():
+                if isinstance(action, Send):
+                    other.on_message(action.message, 0.0)
+    assert len(a.assignment()) == len(b.assignment()) == 2
+    mine, theirs = a.assignment(), b.assignment()
+    a.take_events()
+    a.on_timer(2.0)  # b silent for session_timeout: dead for a, which takes everything
+    assert a.assignment() == set(PARTS[:4])
+    sequence = b.statistics().beats_sent
+    a.on_message(MemberBeat("g", "b", sequence, "", (TOPIC,), ("a", "b"), ()), 2.1)
+    assert a.assignment() == mine
+    lost = [e for e in a.take_events() if e.kind == "lost"]
+    assert [set(e.partitions) for e in lost] == [theirs]
