@@ -388,11 +388,14 @@ class ZapHandler:
             self._pending.append((gate, address))
 
     def _main(self) -> None:
+        rep: zmq.Socket[bytes] | None = None
         try:
             rep = self._context.socket(zmq.REP)
             rep.setsockopt(zmq.LINGER, 0)
             rep.bind(ZAP_ENDPOINT)
         except zmq.ZMQError as exc:
+            if rep is not None:
+                rep.close()  # else the context could never terminate
             self._error = exc
             self._ready.set()
             return
@@ -427,6 +430,10 @@ class ZapHandler:
             log.exception("ZAP handler crashed; secured sockets refuse every connection")
             raise
         finally:
+            # unbound at once: a close frees the inproc name only when the context's reaper
+            # gets to it, and the next node of this context would find it taken
+            with contextlib.suppress(zmq.ZMQError):
+                rep.unbind(ZAP_ENDPOINT)
             rep.close()
 
     def _answer(self, rep: zmq.Socket[bytes]) -> None:

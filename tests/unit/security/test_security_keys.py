@@ -10,11 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import zmq
 import zmq.auth
 
 from dafka import ConfigError
 from dafka.protocol import Beacon, DecodeError, PeerEndpoint, decode_discovery, encode
-from dafka.transport.security import KeyRing, Security, keygen, warn_if_exposed
+from dafka.transport.security import Gate, KeyRing, Security, keygen, warn_if_exposed
 
 
 def test_keygen_writes_a_zmq_certificate_pair_and_never_overwrites(tmp_path: Path) -> None:
@@ -143,3 +144,23 @@ def test_a_plaintext_node_beyond_loopback_says_so_once(
     _, secret = keygen(tmp_path / "n")
     warn_if_exposed(host, Security.load(secret, tmp_path), "node")
     assert not caplog.records
+
+
+@pytest.mark.timeout(60)
+def test_a_context_takes_secured_nodes_one_after_another(tmp_path: Path) -> None:
+    """A node closing the last gate of a context stops its ZAP handler; the next secured node
+    of the same context starts another, which binds the same inproc name. Before, the name
+    stayed taken until the context's reaper got to the closed socket, and a Producer made
+    right after another's close failed "cannot start the ZAP handler: Address already in
+    use" (bench/security.py died of it) within a few dozen; the context then hung in
+    ``term`` (the socket that failed to bind was never closed)."""
+    _, secret = keygen(tmp_path / "n")
+    auth = tmp_path / "auth"
+    auth.mkdir()
+    security = Security.load(secret, auth)
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    try:
+        for _ in range(50):
+            Gate.open(context, security, "node").close()
+    finally:
+        context.term()
