@@ -43,6 +43,10 @@ consumer and a C producer in one process (each an actor with its own sockets), p
 COUNT stamped records at RATE records/s and prints ``latency N P50_US P99_US``, publish to
 the consumer's receive; ours is ``bench/cluster.py``'s latency (producer and consumer each in
 its own process, one RECORD per publish) and the raw floor ``zmq_floor.run_pubsub``'s.
+Each round runs the three ``--latency-repeats`` times (default 3), alternated, and reports
+each one's median p50 and p99 and the ratios of those; the last line gives the median over
+the rounds of ours / C's p99 (one run's p99 is the tail of a few thousand samples: on a
+shared machine one stall moved it 1.0-1.7x between rounds).
 
 The drivers set every socket's default high-water marks to 1,000,000 (dafka's configured
 default; CZMQ's own 1,000 makes the C store reader drop a catch-up reply after 1,000
@@ -50,7 +54,7 @@ records) and advertise 127.0.0.1 in their beacons (4 frames ``B | id | host | po
 ``../shared/PROTOCOL.md`` section 3), so that a C producer can join our tower in ``--mixed``.
 
 Run: ``.venv/bin/python bench/c_reference.py [--c-bin DIR] [--records 100000] [--rounds 3]
-[--mixed]``.
+[--mixed] [--latency-repeats 3]``.
 """
 
 from __future__ import annotations
@@ -287,6 +291,43 @@ def mixed_scenario(
     return result
 
 
+def latency_round(ctx: Any, args: argparse.Namespace, round_: int, p99_vs_c: list[float]) -> None:
+    """``--latency-repeats`` runs of raw pyzmq, C and ours, alternated (so that each meets
+    the same load), each ``--latency-seconds`` long: a p99 is the 1% tail of one run's few
+    thousand samples, which one scheduler stall moves, so each system's p50 and p99 are the
+    medians over the runs, and their ratios are taken of those medians."""
+    at = f"at {args.latency_rate:,.0f} rec/s"
+    runs: dict[str, list[tuple[float, float]]] = {"raw": [], "C": [], "ours": []}
+    for repeat in range(args.latency_repeats):
+        runs["raw"].append(raw_latency(args))
+        if args.c_bin is not None:
+            runs["C"].append(c_latency(args.c_bin, args, f"cl{round_}x{repeat}"))
+        runs["ours"].append(our_latency(ctx, args))
+        line = ", ".join(
+            f"{name} {found[-1][0]:.0f} / {found[-1][1]:.0f}"
+            for name, found in runs.items()
+            if found
+        )
+        print(f"    latency run {repeat + 1}, p50 / p99 us: {line} [load {_load()}]", flush=True)
+    medians = {
+        name: (statistics.median(p[0] for p in found), statistics.median(p[1] for p in found))
+        for name, found in runs.items()
+        if found
+    }
+    n = f"median of {args.latency_repeats} runs of {args.latency_seconds:g} s"
+    for name, label in (("raw", "raw pyzmq PUB->SUB"), ("C", "C reference"), ("ours", "ours")):
+        if name in medians:
+            p50, p99 = medians[name]
+            print(f"  {label} latency {at}: p50 {p50:.0f} us, p99 {p99:.0f} us ({n})")
+    p50, p99 = medians["ours"]
+    if "C" in medians:
+        c_p50, c_p99 = medians["C"]
+        print(f"  ours / C latency: p50 {p50 / c_p50:.2f}, p99 {p99 / c_p99:.2f}")
+        p99_vs_c.append(p99 / c_p99)
+    raw_p50, raw_p99 = medians["raw"]
+    print(f"  ours / raw latency: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
+
+
 def _line(name: str, r: dict[str, float]) -> str:
     ratio = f", received/delivered {r['received_ratio']:.2f}" if "received_ratio" in r else ""
     return (
@@ -334,6 +375,12 @@ def main() -> None:
         "--latency-seconds", type=float, default=5.0, help="seconds of each latency run; 0: none"
     )
     parser.add_argument(
+        "--latency-repeats",
+        type=int,
+        default=3,
+        help="latency runs per round of each system, alternated (medians are reported)",
+    )
+    parser.add_argument(
         "--no-floor", action="store_true", help="skip bench/zmq_floor.py's codec scenarios"
     )
     args = parser.parse_args()
@@ -353,6 +400,7 @@ def main() -> None:
     vs_c: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
     vs_floor: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
     vs_raw: dict[str, list[float]] = {"produce": [], "consume": [], "stream": []}
+    p99_vs_c: list[float] = []
     for round_ in range(1, args.rounds + 1):
         print(f"round {round_}:", flush=True)
         floor: dict[str, float] = {}
@@ -386,23 +434,19 @@ def main() -> None:
                     values.append(ours[key] / anchor[key])
                 print(f"  {_ratios(name, ratios)}", flush=True)
         if args.latency_seconds > 0:
-            at = f"at {args.latency_rate:,.0f} rec/s"
-            raw_p50, raw_p99 = raw_latency(args)
-            print(f"  raw pyzmq PUB->SUB latency {at}: p50 {raw_p50:.0f} us, p99 {raw_p99:.0f} us")
-            if args.c_bin is not None:
-                c_p50, c_p99 = c_latency(args.c_bin, args, f"cl{round_}")
-                print(f"  C reference latency {at}: p50 {c_p50:.0f} us, p99 {c_p99:.0f} us")
-            p50, p99 = our_latency(ctx, args)
-            print(f"  ours latency {at}: p50 {p50:.0f} us, p99 {p99:.0f} us [load {_load()}]")
-            if args.c_bin is not None:
-                print(f"  ours / C latency: p50 {p50 / c_p50:.2f}, p99 {p99 / c_p99:.2f}")
-            print(f"  ours / raw latency: p50 {p50 / raw_p50:.2f}, p99 {p99 / raw_p99:.2f}")
+            latency_round(ctx, args, round_, p99_vs_c)
     for ratios, name in ((vs_c, "C"), (vs_floor, "codec floor"), (vs_raw, "raw floor")):
         if ratios["produce"]:
             print(
                 f"median over {args.rounds} round(s), {_ratios(name, ratios, median=True)} "
                 f"[load {_load()}]"
             )
+    if p99_vs_c:
+        print(
+            f"median over {args.rounds} round(s), latency p99 ours / C: "
+            f"{statistics.median(p99_vs_c):.2f} (per round: "
+            f"{', '.join(f'{r:.2f}' for r in p99_vs_c)})"
+        )
 
 
 if __name__ == "__main__":
