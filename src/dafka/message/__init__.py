@@ -58,6 +58,7 @@ from dafka.message._sequencer import (
     ReplayRange,
     Sequencer,
     SequencerCheckpoint,
+    SplitRun,
 )
 from dafka.message._types import BinaryMessage, CsvRecord, Envelope, JsonMessage, Message
 from dafka.message._uuid import (
@@ -127,6 +128,7 @@ __all__ = [
     "Sequencer",
     "SequencerCheckpoint",
     "SequencerError",
+    "SplitRun",
     "StreamDecoder",
     "UUIDError",
     "UnknownContentTypeError",

@@ -14,7 +14,14 @@ with :meth:`Sequencer.step` until it returns ``None``: the span's messages whose
 ``(last_ack, ACK]``, in log order, then the ACK (or the OUTSIDE message) itself.
 
 The ring is a fixed array of the last ``buffer`` queued envelopes with a per-producer
-linked list (``_next``) through it, so a commit walks only its own producer's entries. When
+linked list (``_next``) through it, so a commit walks only its own producer's entries.
+:meth:`Sequencer.queue_run` queues a *run* - consecutive CONTINUE messages of one producer
+with strictly increasing clocks, which the caller checked, e.g. a batched RECORD - as one
+entry: the same decisions as queueing each of its messages, one ring entry instead of one
+per message. A run entry has a weight (its bytes, say); with ``max_weight`` the oldest
+entries leave the ring while the runs in it would weigh more (entries leave in the order
+they came, as they do at the head). A commit delivers a run as its one envelope when every
+message of it is committed, and splits it with ``split_run`` otherwise. When
 a span has partly fallen out of the ring, :meth:`step` raises :class:`MustStartReplay`
 naming ``[begin, first buffered)``; the caller reads that range read-uncommitted and hands
 it to :meth:`start_replay`. The sequencer itself does no I/O.
@@ -50,11 +57,16 @@ __all__ = [
     "ReplayRange",
     "Sequencer",
     "SequencerCheckpoint",
+    "SplitRun",
 ]
 
 _log = logging.getLogger("dafka.message.sequencer")
 
 M = TypeVar("M", bound=Message)
+
+SplitRun = Callable[[Envelope[M]], list[tuple[Envelope[M], int]]]
+"""``split_run(env)``: the messages of a run queued with :meth:`Sequencer.queue_run`, as
+``(envelope, clock)`` in log order (used only when a commit covers part of the run)."""
 
 _OUTSIDE = int(Flags.OUTSIDE_TXN)
 _CONTINUE = int(Flags.CONTINUE_TXN)
@@ -215,6 +227,9 @@ class Sequencer(Generic[M]):
         states: Iterable[ProducerState] = (),
         buffer: int = 8192,
         on_anomaly: Callable[[Anomaly], None] | None = None,
+        *,
+        max_weight: int | None = None,
+        split_run: SplitRun[M] | None = None,
     ) -> None:
         size = max(1, int(buffer))
         self._offsets: dict[str, int] = dict(offsets or {})
@@ -236,6 +251,18 @@ class Sequencer(Generic[M]):
         self._ring_clock: list[int] = [0] * size
         self._ring_owner: list[_Partial | None] = [None] * size
         self._next: list[int] = [-1] * size
+        # Runs (queue_run): an entry with a weight is a run; its first clock (its last is in
+        # _ring_clock). Weights are zeroed as entries leave, so _weight is the ring's.
+        self._ring_weight: list[int] = [0] * size
+        self._ring_first: list[int] = [0] * size
+        self._weight = 0
+        self._max_weight = max_weight
+        self._split_run = split_run
+        self._split: list[tuple[Envelope[M], int]] = []  # a run stepped message by message
+        # Absolute ring positions (wraps * size + index): every entry queued before _tail
+        # has left the ring (the oldest may be further on: weight eviction scans from it).
+        self._wraps = 0
+        self._tail = 0
         self._on_anomaly = on_anomaly if on_anomaly is not None else _log_anomaly
         self.anomalies = 0
         """How many anomalies were reported."""
@@ -271,6 +298,9 @@ class Sequencer(Generic[M]):
                     old.ring_start = nxt[head]
             ring_owner[head] = None
             self._ring_env[head] = None
+            if self._ring_weight[head]:
+                self._weight -= self._ring_weight[head]
+                self._ring_weight[head] = 0
 
         partition, begin, end, _ = env
         i = uuid_int
@@ -321,7 +351,10 @@ class Sequencer(Generic[M]):
                 nxt[partial.ring_stop] = head
             partial.ring_stop = head
             head += 1
-            self._head = 0 if head == self._size else head
+            if head == self._size:
+                head = 0
+                self._wraps += 1
+            self._head = head
             partial.max_clock = clock
             self._offsets[partition] = end
             return outcome
@@ -383,6 +416,7 @@ class Sequencer(Generic[M]):
         ring_clock = self._ring_clock
         ring_owner = self._ring_owner
         nxt = self._next
+        ring_weight = self._ring_weight
         offsets = self._offsets
         partials = self._partials
         size = self._size
@@ -421,6 +455,9 @@ class Sequencer(Generic[M]):
                         old.ring_start = nxt[head]
                 ring_owner[head] = None
                 ring_env[head] = None
+                if ring_weight[head]:
+                    self._weight -= ring_weight[head]
+                    ring_weight[head] = 0
             partition = env[0]
             producer = i & 0xFFFFFFFFFFFF
             if partition is not last_partition or producer != last_producer or partial is None:
@@ -451,6 +488,7 @@ class Sequencer(Generic[M]):
             head += 1
             if head == size:
                 head = 0
+                self._wraps += 1
             partial.max_clock = clock
             offsets[partition] = env[2]
         self._head = head
@@ -468,7 +506,90 @@ class Sequencer(Generic[M]):
             self._next[partial.ring_stop] = head
         partial.ring_stop = head
         head += 1
-        self._head = 0 if head == self._size else head
+        if head == self._size:
+            head = 0
+            self._wraps += 1
+        self._head = head
+
+    def queue_run(
+        self, env: Envelope[M], producer: int, first: int, last: int, weight: int
+    ) -> QueueOutcome | None:
+        """Queue a run of CONTINUE messages of ``producer`` (a 48-bit int) with strictly
+        increasing clocks from ``first`` to ``last`` as one ring entry of ``weight``; its
+        envelope covers them all (``env.begin`` of the first, ``env.end`` of the last).
+
+        The caller vouches for the run's shape (flags, one producer, increasing clocks). The
+        outcome is what queueing its messages one by one decides for the first (BEGIN or
+        EXTEND; the others EXTEND, none commits), or ``None`` when that would drop some of
+        them (its first clock is not above the producer's largest): nothing was queued,
+        queue the messages one by one instead. Needs ``split_run`` (a commit that covers
+        only part of a run splits it).
+        """
+        if self._emit is not None:
+            raise SequencerError("committed messages remain to dequeue: step() until None")
+        if self._split_run is None:
+            raise SequencerError("queue_run needs a Sequencer(split_run=...)")
+        if not 0 < first < last:
+            raise SequencerError(f"a run's clocks increase from above 0: {first:#x}..{last:#x}")
+        partition = env[0]
+        producers = self._partials.get(partition)
+        if producers is None:
+            producers = self._partials[partition] = {}
+        partial = producers.get(producer)
+        if partial is None:
+            partial = producers[producer] = _Partial(partition, producer, first - 1, -1)
+        elif first <= partial.max_clock:
+            return None
+        head = self._head
+        if self._ring_owner[head] is not None:
+            self._evict(head)
+        weight = max(1, int(weight))
+        if self._max_weight is not None:
+            while self._weight + weight > self._max_weight and self._evict_oldest():
+                pass
+        if partial.begin == -1:
+            partial.begin = env[1]
+            outcome = _O_BEGIN
+        else:
+            outcome = _O_EXTEND
+        self._ring_weight[head] = weight
+        self._ring_first[head] = first
+        self._weight += weight
+        self._add_at_head(env, partial, last)
+        self._offsets[partition] = env[2]
+        return outcome
+
+    def _evict(self, idx: int) -> None:
+        """Take the entry at ``idx`` out of the ring (the oldest entry there is)."""
+        old = self._ring_owner[idx]
+        if old is None:
+            return
+        if old.ring_start == idx:
+            if old.ring_start == old.ring_stop:
+                old.ring_start = old.ring_stop = -1
+            else:
+                old.ring_start = self._next[idx]
+        self._ring_owner[idx] = None
+        self._ring_env[idx] = None
+        if self._ring_weight[idx]:
+            self._weight -= self._ring_weight[idx]
+            self._ring_weight[idx] = 0
+
+    def _evict_oldest(self) -> bool:
+        """Evict the oldest entry in the ring (the first occupied slot after the head);
+        False if the ring is empty."""
+        size = self._size
+        now = self._wraps * size + self._head  # the next position to be written
+        at = max(self._tail, now - size + 1)
+        owner = self._ring_owner
+        while at < now and owner[at % size] is None:
+            at += 1
+        self._tail = at
+        if at == now:
+            return False
+        self._evict(at % size)
+        self._tail = at + 1
+        return True
 
     def _report(
         self, kind: str, env: Envelope[M], partial: _Partial, clock: int, flags: int
@@ -517,13 +638,26 @@ class Sequencer(Generic[M]):
         if self._dequeued is not None:
             emit.min_clock = self._dequeued_clock
 
-        while emit.ring_start != -1:
-            if self._replay_it is None:
+        split = self._split
+        env: Envelope[M] | None
+        while emit.ring_start != -1 or split:
+            if split:  # the rest of a run that the commit covers only in part
+                env, clock = split.pop()
+                if clock <= emit.min_clock:
+                    continue
+            elif self._replay_it is None:
                 idx = emit.ring_start
                 env = ring_env[idx]
                 clock = self._ring_clock[idx]
                 emit.ring_start = self._next[idx]
-                if clock != 0 and clock <= emit.min_clock:
+                if self._ring_weight[idx]:  # a run: delivered whole, or split
+                    first = self._ring_first[idx]
+                    if first <= emit.min_clock or clock > emit.max_clock:
+                        assert env is not None
+                        assert self._split_run is not None
+                        split.extend(reversed(self._split_run(env)))
+                        continue
+                elif clock != 0 and clock <= emit.min_clock:
                     # A duplicate of a message delivered earlier in this commit. It reaches
                     # the ring only after a restore (which forgets the span's max clock);
                     # Gazette panicked here until October 2024 and skips it now; so do
@@ -633,6 +767,7 @@ class Sequencer(Generic[M]):
             or self._replay_needed
             or self._replay_it is not None
             or self._dequeued is not None
+            or self._split
         ):
             return None
         out: list[Envelope[M]] = []
@@ -640,12 +775,26 @@ class Sequencer(Generic[M]):
         ring_env = self._ring_env
         ring_clock = self._ring_clock
         nxt = self._next
+        ring_weight = self._ring_weight
         min_clock = emit.min_clock
         max_clock = emit.max_clock
         idx = emit.ring_start
         while idx != -1:
             clock = ring_clock[idx]
             env = ring_env[idx]
+            if ring_weight[idx]:  # a run: whole when all of it is committed, else split
+                if self._ring_first[idx] > min_clock and clock <= max_clock:
+                    append(env)  # type: ignore[arg-type]
+                    min_clock = clock
+                else:
+                    assert env is not None
+                    assert self._split_run is not None
+                    for part, part_clock in self._split_run(env):
+                        if min_clock < part_clock <= max_clock:
+                            append(part)
+                            min_clock = part_clock
+                idx = nxt[idx]
+                continue
             idx = nxt[idx]
             if clock != 0 and clock <= min_clock:
                 continue  # a duplicate of a message delivered earlier in this commit

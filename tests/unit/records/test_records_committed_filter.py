@@ -107,7 +107,8 @@ def test_an_evicted_span_is_replayed_from_the_log() -> None:
 
 def test_a_failing_replay_raises_and_the_next_feed_loses_nothing() -> None:
     log = make_log()
-    log.append("a", *[m(b"t%d" % i, P, 100 + i, CONT) for i in range(4)])
+    for i in range(4):  # a RECORD each: four ring entries (a RECORD's run would be one)
+        log.append("a", m(b"t%d" % i, P, 100 + i, CONT))
     log.append("a", m(b"", P, 200, ACK), m(b"after", Q, 7, OUT))
     calls = []
 
@@ -243,7 +244,8 @@ def test_feed_columns_releases_the_rows_feed_releases_in_order(buffer: int) -> N
 
 def test_feed_pauses_the_collector_only_while_filtering_and_never_during_a_replay() -> None:
     log = make_log()
-    log.append("a", *[m(b"t%d" % i, P, 100 + i, CONT) for i in range(5)])
+    for i in range(5):  # a RECORD each: five ring entries (a RECORD's run would be one)
+        log.append("a", m(b"t%d" % i, P, 100 + i, CONT))
     log.append("a", m(b"", P, 200, ACK))
     during_replay = []
 
@@ -292,7 +294,8 @@ def test_columns_and_records_mixed_at_any_cut_release_what_feed_releases(buffer:
 
 def test_a_failing_replay_in_feed_columns_loses_nothing() -> None:
     log = make_log()
-    log.append("a", *[m(b"t%d" % i, P, 100 + i, CONT) for i in range(4)])
+    for i in range(4):  # a RECORD each: four ring entries (a RECORD's run would be one)
+        log.append("a", m(b"t%d" % i, P, 100 + i, CONT))
     log.append("a", m(b"", P, 200, ACK), m(b"after", Q, 7, OUT))
     log.append("a", m(b"o2", Q, 8, OUT))
     calls = []
@@ -318,12 +321,12 @@ def test_a_span_that_left_the_ring_is_replayed_from_the_recent_records_when_all_
     log.append("a", m(b"", P, 200, ACK))
     expected = [b"t%d.%d" % (r, i) for r in range(4) for i in range(3)]
     columns = _as_columns(log, log.records("a"))
-    f = CommittedFilter(replay=log.replay, buffer=4)
+    f = CommittedFilter(replay=log.replay, buffer=2)  # a RECORD's run is one entry
     assert values(f.feed_columns(columns)) == expected
     assert (f.replays_recent, f.replays, log.replayed) == (1, 0, [])
     first = columns.parts[0]
     assert isinstance(first, BatchSlice)
     size = len(first.batch.content)
-    g = CommittedFilter(replay=log.replay, buffer=4, recent_bytes=3 * size)  # RECORD 0 gone
+    g = CommittedFilter(replay=log.replay, buffer=2, recent_bytes=3 * size)  # RECORD 0 gone
     assert values(g.feed_columns(_as_columns(log, log.records("a")))) == expected
     assert (g.replays_recent, g.replays, log.replayed) == (0, 1, [("a", 0, 2)])

@@ -1,0 +1,273 @@
+"""A batched RECORD's run of CONTINUEs is one ring entry of the read-committed filter.
+
+``feed_columns`` queues the messages ``[start, stop)`` of a batched RECORD as one sequencer
+entry when they are CONTINUE messages of one producer with increasing clocks; ``feed`` (the
+Records path) queues every message on its own. The differential property: over logs with
+runs, clocks going backwards inside a RECORD, several producers in one RECORD, duplicates,
+unexpected flags, rollbacks, ACKs inside a run's clocks (a commit that takes part of a
+run), OUTSIDE and plain messages, small rings, small ring weights, replays from the stores
+or from the recent RECORDs, polls cut anywhere (inside a RECORD too) and a checkpoint
+restore, both release the same rows in the same order and end in the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby, pairwise
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from dafka.message import Flags, ProducerID, build_uuid
+from dafka.records import CommittedFilter, Record, RecordColumns
+from dafka.records._batch import NO_UUID, check_batch, encode_batch
+from dafka.records._columns import BatchSlice, CheckedBatch
+
+pytestmark = pytest.mark.unit
+
+T = "orders"
+PRODUCERS = (ProducerID.fromhex("01000000000a"), ProducerID.fromhex("01000000000b"))
+CONT, ACK, OUT = int(Flags.CONTINUE_TXN), int(Flags.ACK_TXN), int(Flags.OUTSIDE_TXN)
+Message = tuple[bytes, bytes | None]
+
+
+class Log:
+    """Partitions of RECORDs, each a list of (value, uuid) messages."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[list[Message]]] = {}
+        self.replayed: list[tuple[str, int, int]] = []
+
+    def append(self, partition: str, messages: list[Message]) -> None:
+        self.parts.setdefault(partition, []).append(messages)
+
+    def records(self, partition: str, first: int = 0, last: int | None = None) -> list[Record]:
+        recs = self.parts.get(partition, [])
+        stop = len(recs) - 1 if last is None else last
+        return [
+            Record(T, partition, offset, index, None, value, (), None, uuid)
+            for offset in range(first, stop + 1)
+            for index, (value, uuid) in enumerate(recs[offset])
+        ]
+
+    def replay(self, topic: str, partition: str, first: int, last: int) -> list[Record]:
+        assert topic == T
+        self.replayed.append((partition, first, last))
+        return self.records(partition, first, last)
+
+    def stream(self) -> list[Record]:
+        """Every record, the partitions' RECORDs interleaved (as a consumer reads them)."""
+        longest = max((len(r) for r in self.parts.values()), default=0)
+        return [
+            r
+            for offset in range(longest)
+            for p in sorted(self.parts)
+            if offset < len(self.parts[p])
+            for r in self.records(p, offset, offset)
+        ]
+
+
+def as_columns(log: Log, records: list[Record]) -> RecordColumns:
+    """``records`` as ``poll_columns`` hands them out: a slice of a fresh checked batched
+    RECORD per run of one RECORD's messages."""
+    parts = []
+    for (partition, offset), group in groupby(records, key=lambda r: (r.partition, r.offset)):
+        run = list(group)
+        messages = log.parts[partition][offset]
+        content = encode_batch([v for v, _ in messages], uuids=[u or NO_UUID for _, u in messages])
+        layout, _ = check_batch(content)
+        batch = CheckedBatch(T, partition, offset, content, layout, None)
+        parts.append(BatchSlice(batch, run[0].index, run[-1].index + 1))
+    return RecordColumns(parts)
+
+
+group = st.tuples(
+    st.sampled_from(
+        ["run"] * 4
+        + ["back"] * 2
+        + ["ack"] * 2
+        + ["early", "dup", "abort", "outside", "odd", "plain"]
+    ),
+    st.integers(0, 1),  # producer
+    st.integers(1, 5),  # messages of a run
+    st.integers(1, 3),  # clock step inside a run
+    st.integers(0, 10**6),  # which earlier message a dup copies
+)
+records = st.lists(
+    st.tuples(st.integers(0, 1), st.lists(group, min_size=1, max_size=2)), max_size=25
+)
+
+
+def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
+    log = Log()
+    clocks = [1000, 5000]
+    last_ack: dict[tuple[str, int], int] = {}
+    minted: dict[str, list[Message]] = {}
+    serial = 0
+    for p, groups in spec:
+        partition = "ab"[p]
+        messages: list[Message] = []
+        for kind, who, count, step, pick in groups:
+            producer = PRODUCERS[who]
+
+            def msg(
+                clock: int, flags: int, value: bytes | None = None, producer: bytes = producer
+            ) -> Message:
+                nonlocal serial
+                serial += 1
+                return value or b"v%d" % serial, build_uuid(producer, clock, flags).bytes
+
+            if kind == "run":
+                for _ in range(count):
+                    clocks[who] += step
+                    messages.append(msg(clocks[who], CONT))
+            elif kind == "back":  # a CONTINUE below the producer's last clock
+                messages.append(msg(max(1, clocks[who] - step - 1), CONT))
+            elif kind == "dup" and minted.get(partition):
+                messages.append(minted[partition][pick % len(minted[partition])])
+            elif kind == "ack":
+                clocks[who] += 1
+                last_ack[(partition, who)] = clocks[who]
+                messages.append(msg(clocks[who], ACK, b""))
+            elif kind == "early":  # an ACK below clocks already sent: commits part of a run
+                last_ack[(partition, who)] = clocks[who] - step
+                messages.append(msg(clocks[who] - step, ACK, b""))
+            elif kind == "abort":  # the last ACK re-sent: rolls the open span back
+                messages.append(msg(last_ack.get((partition, who), 1), ACK, b""))
+            elif kind == "odd":  # unexpected flags (0x101): handled as OUTSIDE
+                clocks[who] += 1
+                messages.append(msg(clocks[who], CONT | 0x100))
+            elif kind == "outside":
+                clocks[who] += 1
+                messages.append(msg(clocks[who], OUT))
+            else:
+                serial += 1
+                messages.append((b"plain%d" % serial, None))
+        log.append(partition, messages)
+        minted.setdefault(partition, []).extend(messages)
+    return log
+
+
+@settings(max_examples=300, deadline=None)
+@example(  # a clock going back inside a RECORD: not a run
+    spec=[(0, [("run", 0, 4, 1, 0), ("back", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
+    buffer=8192,
+    ring_bytes=32 << 20,
+    recent=True,
+    cuts=[],
+    restore_at=0,
+)
+@example(  # flags 0x101 (in byte 8) inside a RECORD of CONTINUEs: not a run
+    spec=[(0, [("run", 0, 3, 1, 0), ("odd", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
+    buffer=8192,
+    ring_bytes=32 << 20,
+    recent=True,
+    cuts=[],
+    restore_at=0,
+)
+@example(  # an ACK inside a run's clocks: the commit takes the run's first messages
+    spec=[(0, [("run", 0, 4, 1, 0)]), (0, [("early", 0, 1, 2, 0)]), (0, [("ack", 0, 1, 1, 0)])],
+    buffer=8192,
+    ring_bytes=32 << 20,
+    recent=True,
+    cuts=[],
+    restore_at=0,
+)
+@example(  # the same, the run stepped through after a replay of what left the ring
+    spec=[
+        (0, [("run", 0, 2, 1, 0)]),
+        (0, [("run", 0, 3, 1, 0)]),
+        (0, [("run", 0, 4, 1, 0)]),
+        (0, [("early", 0, 1, 2, 0)]),
+    ],
+    buffer=2,
+    ring_bytes=32 << 20,
+    recent=False,
+    cuts=[],
+    restore_at=0,
+)
+@given(
+    spec=records,
+    buffer=st.sampled_from([1, 2, 3, 5, 8192]),
+    ring_bytes=st.sampled_from([1, 150, 400, 32 << 20]),
+    recent=st.booleans(),
+    cuts=st.lists(st.integers(0, 200), max_size=4),
+    restore_at=st.integers(0, 200),
+)
+def test_runs_release_exactly_what_message_by_message_releases(
+    spec: list[tuple[int, list[tuple[str, int, int, int, int]]]],
+    buffer: int,
+    ring_bytes: int,
+    recent: bool,
+    cuts: list[int],
+    restore_at: int,
+) -> None:
+    log = build(spec)
+    stream = log.stream()
+    reference = CommittedFilter(replay=log.replay, buffer=buffer)
+    expected = reference.feed(stream)
+    recent_bytes = 32 << 20 if recent else 0
+
+    def fresh(checkpoint: dict[str, object] | None = None) -> CommittedFilter:
+        return CommittedFilter(
+            checkpoint,
+            replay=log.replay,
+            buffer=buffer,
+            ring_bytes=ring_bytes,
+            recent_bytes=recent_bytes,
+        )
+
+    restore_at = min(restore_at, len(stream))
+    f = fresh()
+    got: list[Record] = []
+    edges = sorted({0, restore_at, *(min(c, restore_at) for c in cuts)})
+    for a, b in zip(edges, [*edges[1:], restore_at], strict=True):
+        got += list(f.feed_columns(as_columns(log, stream[a:b])))
+    g = fresh(json.loads(json.dumps(f.checkpoint())))
+    starts = g.start_positions()
+    rest = [r for r in stream if r.offset >= starts.get((T, r.partition), 0)]  # read again
+    edges = sorted({0, len(rest), *(min(c, len(rest)) for c in cuts)})
+    for a, b in pairwise(edges):
+        got += list(g.feed_columns(as_columns(log, rest[a:b])))
+    assert got == expected
+    assert g.checkpoint() == reference.checkpoint()
+
+
+def _spans(log: Log, sizes: list[int]) -> None:
+    """Partition a: a RECORD of CONTINUEs per size (one transaction), then its ACK."""
+    clock = 100
+    for r, n in enumerate(sizes):
+        messages: list[Message] = []
+        for i in range(n):
+            clock += 1
+            messages.append((b"t%d.%d" % (r, i), build_uuid(PRODUCERS[0], clock, CONT).bytes))
+        log.append("a", messages)
+    log.append("a", [(b"", build_uuid(PRODUCERS[0], clock + 1, ACK).bytes)])
+
+
+def test_a_records_run_is_one_ring_entry() -> None:
+    # 500 messages in one RECORD fit a ring of 2 entries: no replay. (Message by message
+    # they took 500 entries, and the span was replayed from the stores.)
+    log = Log()
+    _spans(log, [500])
+    f = CommittedFilter(replay=log.replay, buffer=2, recent_bytes=0)
+    got = f.feed_columns(as_columns(log, log.records("a")))
+    assert got.values == [b"t0.%d" % i for i in range(500)]
+    assert [type(p).__name__ for p in got.parts] == ["BatchSlice"]
+    assert (f.replays, f.replays_recent, log.replayed) == (0, 0, [])
+
+
+def test_ring_bytes_bound_the_runs_the_ring_holds() -> None:
+    # Runs weigh their RECORD's bytes: with room for one RECORD's, the oldest RECORDs of a
+    # span leave the ring (and are replayed); with the default 32 MiB all stay.
+    expected = [b"t%d.%d" % (r, i) for r in range(3) for i in range(100)]
+    log = Log()
+    _spans(log, [100, 100, 100])
+    size = len(as_columns(log, log.records("a", 0, 0)).parts[0].batch.content)  # type: ignore[attr-defined]
+    roomy = CommittedFilter(replay=log.replay, recent_bytes=0)
+    assert roomy.feed_columns(as_columns(log, log.records("a"))).values == expected
+    assert log.replayed == []
+    tight = CommittedFilter(replay=log.replay, recent_bytes=0, ring_bytes=size)
+    assert tight.feed_columns(as_columns(log, log.records("a"))).values == expected
+    assert log.replayed == [("a", 0, 1)]  # RECORDs 0 and 1 had left the ring
