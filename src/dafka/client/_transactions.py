@@ -335,7 +335,9 @@ class TransactionalProducer(Closing):
                     return
 
     def _read_all_logs(self, deadline: float) -> None:
-        """Read the log topic until a store greeted us and everything it holds is read."""
+        """Read the log topic until a store greeted us and everything it holds is read:
+        once every store said "that is all" of the log topic (HEADS-END), or else a settle
+        window after the first greeting (a store that does not say it)."""
         watch = self._watch
         assert watch is not None
         greeted: float | None = None
@@ -343,9 +345,11 @@ class TransactionalProducer(Closing):
         while True:
             self._ingest(timeout=0.05)
             now = time.monotonic()
-            if greeted is None and watch.statistics().stores_known > 0:
+            stats = watch.statistics()
+            if greeted is None and stats.stores_known > 0:
                 greeted = now
-            if greeted is not None and now - greeted >= settle and watch.at_end():
+            answered = self._log_topic in stats.heads_answered
+            if greeted is not None and (answered or now - greeted >= settle) and watch.at_end():
                 return
             if now > deadline:
                 raise DeliveryError(

@@ -119,6 +119,8 @@ class ConsumerStatistics:
     """LOG-START answers taken (a store holds a partition only from a later sequence)."""
     skipped_on_log_start: int = 0
     """Gaps skipped at once because every store said where its log starts."""
+    heads_answered: tuple[str, ...] = ()
+    """Topics every store said "that is all" of (HEADS-END): their heads are all known."""
 
 
 def _wire(text: str) -> bytes:
@@ -183,6 +185,8 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         id -> the first sequence it holds) from LOG-START answers."""
         self._stores_counted = 0
         """The most live stores a store's HEADS-END said it knows (0: none said)."""
+        self._heads_ended: dict[str, set[str]] = {}
+        """Topic -> the stores whose HEADS-END ("that is all") for it came."""
         self._log_starts = 0
         self._skipped_on_start = 0
         cid = check_name("consumer id", consumer_id)
@@ -342,8 +346,8 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         nothing of them is read until they are resumed."""
         if self._in_order.dirty:
             return False
-        for due in self._settle.values():
-            if now < due:
+        for topic, due in self._settle.items():
+            if now < due and not self.heads_answered(topic):
                 return False
         for cursor in self._cursors.values():
             if cursor.last < cursor.known_head or cursor.ahead:
@@ -351,6 +355,19 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             if cursor.limit != NO_LIMIT and cursor.last < cursor.limit:
                 return False
         return True
+
+    def heads_answered(self, topic: str) -> bool:
+        """Every store that greeted us - and at least as many as any store counts - said
+        "that is all" of ``topic`` (HEADS-END): every head a store holds is known, so its
+        settle window need not run out before :meth:`at_end`. Never with a C store."""
+        stores = self._router.stores
+        ended = self._heads_ended.get(topic)
+        return (
+            bool(stores)
+            and ended is not None
+            and len(ended) >= self._stores_counted
+            and ended.issuperset(stores)
+        )
 
     def unsubscribe(self, topic: str, now: float) -> None:
         """Stop reading ``topic`` and forget its positions.
@@ -367,6 +384,7 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         if topic not in self._assigned_topics:
             self._out.append(Unsubscribe(b"H" + raw))
             self._settle.pop(topic, None)
+            self._heads_ended.pop(topic, None)
         for key in [k for k in self._cursors if k[0] == topic and k not in self._assigned]:
             self._fetcher.forget(self._cursors.pop(key))
         for key in [k for k in self._paused if k[0] == topic and k not in self._assigned]:
@@ -484,6 +502,9 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
                 self._foreign += 1
                 return
             self._stores_counted = max(self._stores_counted, message.stores)
+            topic = message.topic
+            if topic in self._settle or topic in self._topics:
+                self._heads_ended.setdefault(topic, set()).add(message.store)
         else:
             self._unexpected += 1
 
@@ -599,6 +620,7 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             dropped_not_owned=self._not_owned,
             log_starts=self._log_starts,
             skipped_on_log_start=self._skipped_on_start,
+            heads_answered=tuple(t for t in self._heads_ended if self.heads_answered(t)),
         )
 
     # -- internals -------------------------------------------------------------------------

@@ -19,10 +19,12 @@ from dafka.node import (
 )
 from dafka.protocol import (
     ConsumerHello,
+    DirectHead,
     DirectRecord,
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
     Record,
     StoreHello,
 )
@@ -322,3 +324,26 @@ def test_records_ahead_are_kept_only_within_one_window() -> None:
     assert [d.sequence for d in peer.delivered] == [0, 1, 2, 3]
     fetch = peer.expect(Fetch)  # 4..9 were not kept: they are fetched
     assert (fetch.sequence, fetch.count) == (4, 4)
+
+
+def test_every_stores_that_is_all_ends_the_settle_window_for_at_end() -> None:
+    """A topic's settle window kept ``at_end`` False for ``latest_settle`` (1 s) after
+    subscribing; once every store said "that is all" (HEADS-END) every head is known."""
+    consumer = ConsumerMachine(CID, ConsumerConfig(offset_reset="earliest"))
+    consumer.subscribe("hello", 0.0)
+    consumer.on_message(StoreHello(CID, "S1"), 0.0)
+    consumer.on_message(StoreHello(CID, "S2"), 0.0)
+    consumer.on_message(DirectHead(CID, "hello", "P", 0), 0.0)
+    consumer.on_message(DirectRecord(CID, "hello", "P", 0, b"x"), 0.0)
+    consumer.take_actions()
+    assert not consumer.at_end(0.1)  # the window
+    consumer.on_message(HeadsEnd(CID, "hello", "S1", "W1", 1, 3), 0.1)
+    consumer.on_message(HeadsEnd(CID, "hello", "S2", "W2", 1, 3), 0.1)
+    assert not consumer.at_end(0.1)  # S1 and S2 know a third store
+    assert consumer.statistics().heads_answered == ()
+    consumer.on_message(HeadsEnd(CID, "hello", "S3", "W3", 0, 3), 0.1)
+    assert consumer.at_end(0.1)
+    assert consumer.statistics().heads_answered == ("hello",)
+    consumer.on_message(StoreHello(CID, "C-STORE"), 0.2)  # never says it
+    assert not consumer.at_end(0.2)
+    assert consumer.at_end(1.0)  # the window decides, as before
