@@ -184,6 +184,9 @@ class Producer(Closing):
             settle=settle,
             now=time.monotonic(),
             heads=known,
+            # a resumed run names itself: the wall clock in ms grows from run to run
+            # (docs/guarantees.md, "A reused sequence: run epochs")
+            epoch=time.time_ns() // 1_000_000 if resume else 0,
         )
         self._runner = NodeRunner(
             self._machine,

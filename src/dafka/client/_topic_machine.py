@@ -182,8 +182,11 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         settle: float,
         now: float,
         heads: Mapping[str, int] | None = None,
+        epoch: int = 0,
     ) -> None:
+        """``epoch``: this run's, given to every partition's machine (``ProducerMachine``)."""
         self.topic = topic
+        self._epoch = epoch
         self.partitions = list(partitions)
         self._config = config
         self._batching = batching
@@ -236,7 +239,12 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
     def _start(self, now: float) -> None:
         for name in self.partitions:
             machine = ProducerMachine(
-                self.topic, name, self._config, next_sequence=self.heads.get(name, -1) + 1, now=now
+                self.topic,
+                name,
+                self._config,
+                next_sequence=self.heads.get(name, -1) + 1,
+                now=now,
+                epoch=self._epoch,
             )
             self._machines.append(machine)
             self._by_id[name] = machine

@@ -118,13 +118,24 @@ class ProducerMachine(AttributedMessages):
         *,
         next_sequence: int = 0,
         now: float | None = None,
+        epoch: int = 0,
     ) -> None:
         """``next_sequence``: where a restarted producer (same id) continues. Its earlier
         records are not held here: stores answer FETCHes for them. A restarted producer
         announces its HEAD at once; ``now`` (the construction time) lets it schedule the
         following HEADs before its first publish.
+
+        ``epoch`` (> 0): this run of a named producer, greater than any earlier run's. Every
+        RECORD, FETCH answer, HEAD and heads answer then names it and ``next_sequence`` (the
+        run's start), so that stores replace an earlier run's unacknowledged records at the
+        sequences this run reuses and refuse that run's records from here on
+        (docs/guarantees.md, "A reused sequence: run epochs"). 0: none said (C's form).
         """
         check_sequence("next_sequence", next_sequence)
+        check_sequence("epoch", epoch)
+        self.epoch = epoch
+        self.run_start = next_sequence if epoch else 0
+        """The first sequence of this run, as its records say it (0 without an epoch)."""
         topic_raw = check_name("topic", topic)
         self.topic = topic
         self.producer_id = producer_id
@@ -206,7 +217,11 @@ class ProducerMachine(AttributedMessages):
         self._published += 1
         self._published_bytes += size
         self._out.append(
-            _new_send(_new_record(self.topic, self.producer_id, sequence, content, 0, 0))
+            _new_send(
+                _new_record(
+                    self.topic, self.producer_id, sequence, content, self.epoch, self.run_start
+                )
+            )
         )
         if self._head_due is None:
             self._head_due = now + self.config.head_interval
@@ -243,7 +258,9 @@ class ProducerMachine(AttributedMessages):
         self._held_bytes += size
         self._published += count
         self._published_bytes += size
-        self._out.append(SendRecords(self.topic, self.producer_id, first, contents))
+        self._out.append(
+            SendRecords(self.topic, self.producer_id, first, contents, self.epoch, self.run_start)
+        )
         if self._head_due is None:
             self._head_due = now + config.head_interval
         return count
@@ -382,7 +399,9 @@ class ProducerMachine(AttributedMessages):
 
     def _send_head(self) -> None:
         self._heads += 1
-        self._out.append(Send(Head(self.topic, self.producer_id, self._next - 1)))
+        self._out.append(
+            Send(Head(self.topic, self.producer_id, self._next - 1, self.epoch, self.run_start))
+        )
 
     def _release_through(self, sequence: int) -> None:
         first = self._first_held
@@ -416,11 +435,12 @@ class ProducerMachine(AttributedMessages):
         records = self._records
         out = self._out
         requester, topic, pid = fetch.requester, self.topic, self.producer_id
+        epoch, start = self.epoch, self.run_start
         for sequence in range(first, stop):
             out.append(
                 _new_send(
                     _new_direct_record(
-                        requester, topic, pid, sequence, records[base + sequence], 0, 0
+                        requester, topic, pid, sequence, records[base + sequence], epoch, start
                     )
                 )
             )
@@ -462,7 +482,16 @@ class ProducerMachine(AttributedMessages):
             return
         self._get_heads += 1
         self._out.append(
-            Send(DirectHead(request.requester, self.topic, self.producer_id, self._next - 1))
+            Send(
+                DirectHead(
+                    request.requester,
+                    self.topic,
+                    self.producer_id,
+                    self._next - 1,
+                    self.epoch,
+                    self.run_start,
+                )
+            )
         )
 
 

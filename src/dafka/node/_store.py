@@ -83,14 +83,17 @@ from dafka.node._catchup import Cursor, FetchScheduler
 from dafka.node._config import FetchPolicy, StoreConfig
 from dafka.node._errors import check_name
 from dafka.node._reader import PartitionReader, ReaderRuns
+from dafka.node._runs import Runs
 from dafka.node._stores import addressed_to
 from dafka.node.actions import (
     Action,
     DurableNotices,
     HoleNotices,
+    KeepRuns,
     PeerNotices,
     Persist,
     Placement,
+    RunRecords,
     Send,
     SendDirectRecords,
     Subscribe,
@@ -156,6 +159,16 @@ class LogStarts(Protocol):
         ...
 
 
+@runtime_checkable
+class RunLog(Protocol):
+    """A log that keeps the runs of each partition (``KeepRuns``): what a restarted store
+    knows of them (``dafka.storage.Storage``, ``dafka.testing.MemoryLog``)."""
+
+    def runs(self, topic: str, partition: str, /) -> Sequence[tuple[int, int]]:
+        """The (epoch, first sequence) of each run of the partition, in order."""
+        ...
+
+
 MAX_LEARNED_TOPICS = 10_000
 """Topics a store learns from GET-HEADS without holding a partition of them (_learn_topic)."""
 
@@ -209,6 +222,14 @@ class StoreStatistics:
     """Sequences in those gaps."""
     partitions_refused: int = 0
     """RECORDs and HEADs of a new partition refused: ``max_partitions`` tracked already."""
+    records_fenced: int = 0
+    """RECORDs and heads of a producer run refused: a newer run of it started at or before
+    their sequence (docs/guarantees.md, "A reused sequence: run epochs")."""
+    records_superseded: int = 0
+    """Records an older run left where a newer run resumed: set aside, the newer run's
+    taken instead."""
+    runs_refused: int = 0
+    """RECORDs and heads naming a known run with another start (malformed: dropped)."""
 
 
 class _Reply:
@@ -225,7 +246,9 @@ class _Reply:
         """When the reply last made progress (a reply waiting for durability expires)."""
 
 
-class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, SubscriptionNotices):
+class StoreMachine(
+    ReaderRuns, RunRecords, DurableNotices, HoleNotices, PeerNotices, SubscriptionNotices
+):
     """Pure state machine of a store (writer + reader); see the module docstring."""
 
     def __init__(
@@ -301,6 +324,11 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
         self._append_failures = 0
         self._truncations = 0
         self._unpersisted = 0
+        self._runs: dict[Cursor, Runs] = {}
+        """The producer runs of each partition that named them (``_runs.py``)."""
+        self._fenced = 0
+        self._superseded = 0
+        self._runs_refused = 0
         for topic in reader.topics():
             for producer, last in reader.heads(topic).items():
                 cursor = self._cursor(topic, producer)
@@ -309,6 +337,11 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
                 if holes:  # fetched at the first timer tick (``now`` is known then)
                     self._holes[cursor] = [_hole_cursor(cursor, *hole) for hole in holes]
                     self._holes_unstarted = True
+        if isinstance(reader, RunLog):
+            for (topic, producer), cursor in self._cursors.items():
+                runs = reader.runs(topic, producer)
+                if runs:
+                    self._runs[cursor] = Runs(runs)
         if isinstance(reader, DeletionMarks):
             for (topic, producer), cut in reader.deleted().items():
                 cursor = self._cursors.get((topic, producer)) or self._cursor(topic, producer)
@@ -555,6 +588,12 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             producer = message.producer
             sequence = message.sequence
             cursor = self._cursors.get((topic, producer))
+            if message.epoch:
+                cursor = self._run_cursor(cursor, topic, producer, now)
+                if cursor is None or not self._in_run(
+                    cursor, message.epoch, message.run_start, sequence, now
+                ):
+                    return
             if cursor is not None and sequence == cursor.last + 1:  # the hot path
                 self._in_order.take(cursor, sequence, message.content, now, self._out)
                 return
@@ -564,6 +603,12 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
                 self._foreign += 1
                 return
             cursor = self._cursors.get((message.topic, message.producer))
+            if message.epoch:
+                cursor = self._run_cursor(cursor, message.topic, message.producer, now)
+                if cursor is None or not self._in_run(
+                    cursor, message.epoch, message.run_start, message.sequence, now
+                ):
+                    return
             if cursor is not None and self._holes and message.sequence <= cursor.last:
                 hole = self._hole_at(cursor, message.sequence)
                 if hole is not None:  # an answer to a hole's FETCH
@@ -592,6 +637,108 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             self._send_heads(message.consumer, message.topics)
         else:
             self._unexpected += 1
+
+    def on_run_records(
+        self,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        """A run of RECORDs of producer run ``epoch``: its run checked once (the newest run
+        known, the steady state), then taken as :meth:`on_records` takes runs; a run of an
+        older epoch goes record by record (a newer run may start inside it)."""
+        cursor = self._run_cursor(self._cursors.get((topic, producer)), topic, producer, now)
+        if cursor is None:
+            return
+        runs = self._runs.get(cursor)
+        if runs is not None and epoch < runs.newest()[0]:
+            for offset, content in enumerate(contents):
+                self.on_message(
+                    Record(topic, producer, first_sequence + offset, content, epoch, run_start),
+                    now,
+                )
+            return
+        if self._in_run(cursor, epoch, run_start, first_sequence, now):
+            self.on_records(topic, producer, first_sequence, contents, now)
+
+    def _run_cursor(
+        self, cursor: Cursor | None, topic: str, producer: str, now: float
+    ) -> Cursor | None:
+        """The partition's cursor, made for a record or head that names its run (None: a
+        new partition beyond ``max_partitions``, refused and counted)."""
+        if cursor is not None:
+            return cursor
+        if self._full():
+            return None
+        cursor = self._cursor(topic, producer)
+        self._arm_refresh(now)
+        return cursor
+
+    def _in_run(
+        self, cursor: Cursor, epoch: int, run_start: int, sequence: int, now: float
+    ) -> bool:
+        """Whether a record (or head) at ``sequence`` of run ``epoch`` starting at
+        ``run_start`` is taken (``_runs.py``): the newest run's are; a newer run's first
+        sets aside what an older run left from its start on; an older run's are fenced from
+        a newer run's start on."""
+        runs = self._runs.get(cursor)
+        newest, start = runs.newest() if runs is not None else (0, 0)
+        if epoch == newest:
+            if run_start == start:
+                return True
+            self._runs_refused += 1
+            return False
+        if epoch > newest:
+            self._begin_run(cursor, runs, epoch, run_start, now)
+            return True
+        if runs is not None and runs.fences(epoch, sequence):
+            self._fenced += 1
+            return False
+        return True
+
+    def _begin_run(
+        self, cursor: Cursor, runs: Runs | None, epoch: int, run_start: int, now: float
+    ) -> None:
+        """A run newer than every run known starts at ``run_start``: what the store took
+        from there on is an older run's, never acknowledged where this run's belong. It is
+        set aside (the driver keeps it in quarantine and logs it) and the partition goes
+        back to ``run_start - 1``; this run's records are taken from there."""
+        if runs is None:
+            runs = self._runs[cursor] = Runs()
+        supersede: int | None = None
+        out = self._out
+        if run_start <= cursor.last:
+            supersede = run_start
+            if cursor.pending:
+                self._persist(cursor, out)  # what was taken before goes first; the cut follows
+            self._superseded += cursor.last - run_start + 1
+            cursor.known_head = max(cursor.known_head, cursor.last)
+            cursor.last = run_start - 1
+            cursor.durable = min(cursor.durable, run_start - 1)
+            self._fetcher.forget(cursor)
+            self._after_gap.discard(cursor)
+            holes = self._holes.get(cursor)
+            if holes:
+                for hole in holes:
+                    if hole.limit >= run_start:
+                        hole.pending = []
+                        self._hole_fetcher.forget(hole)
+                kept = [hole for hole in holes if hole.limit < run_start]
+                if kept:
+                    self._holes[cursor] = kept
+                else:
+                    del self._holes[cursor]
+        elif cursor.ahead:
+            for sequence in [s for s in cursor.ahead if s >= run_start]:
+                del cursor.ahead[sequence]  # of an older run, or unsaid: fetched again
+        runs.begin(epoch, run_start)
+        out.append(KeepRuns(cursor.topic, cursor.producer, tuple(runs.entries), supersede))
+        if supersede is not None and cursor.known_head > cursor.last:
+            self._fetcher.gap(cursor, cursor.known_head, now, out)
 
     def on_timer(self, now: float) -> None:
         if not self._vouched:
@@ -713,6 +860,9 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             holes_recorded=self._holes_recorded,
             records_gone=self._gone,
             partitions_refused=self._refused_partitions,
+            records_fenced=self._fenced,
+            records_superseded=self._superseded,
+            runs_refused=self._runs_refused,
         )
 
     # -- writer ----------------------------------------------------------------------------
@@ -807,6 +957,10 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
                 return
             cursor = self._cursor(head.topic, head.producer)
         self._arm_refresh(now)
+        if head.epoch and not self._in_run(
+            cursor, head.epoch, head.run_start, max(head.sequence, head.run_start), now
+        ):
+            return  # an older run's head, past a newer run's start (or malformed)
         if head.sequence > cursor.last:
             if self._blocked and cursor in self._blocked:
                 cursor.known_head = max(cursor.known_head, head.sequence)  # after the backoff
@@ -881,7 +1035,15 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
                 if held + len(contents) > stop:
                     contents = contents[: stop - held]
                 served = len(contents)
-                out.append(SendDirectRecords(recipient, topic, producer, held, tuple(contents)))
+                runs = self._runs.get(cursor)
+                if runs is None:
+                    out.append(SendDirectRecords(recipient, topic, producer, held, tuple(contents)))
+                else:  # each record with the run it belongs to
+                    for at, n, epoch, start in runs.split(held, served):
+                        part = tuple(contents[at - held : at - held + n])
+                        out.append(
+                            SendDirectRecords(recipient, topic, producer, at, part, epoch, start)
+                        )
                 reply.next = held + served
                 budget -= served
                 self._served += served
@@ -914,7 +1076,11 @@ class StoreMachine(ReaderRuns, DurableNotices, HoleNotices, PeerNotices, Subscri
             for producer, cursor in self._by_topic.get(topic, {}).items():
                 if cursor.durable >= 0:
                     sent += 1
-                    out.append(Send(DirectHead(recipient, topic, producer, cursor.durable)))
+                    runs = self._runs.get(cursor)
+                    epoch, start = runs.at(cursor.durable) if runs is not None else (0, 0)
+                    out.append(
+                        Send(DirectHead(recipient, topic, producer, cursor.durable, epoch, start))
+                    )
             self._heads_answered += sent
             if vouched:
                 self._heads_ends += 1
@@ -931,4 +1097,4 @@ def _hole_cursor(partition: Cursor, first: int, end: int) -> Cursor:
     return hole
 
 
-__all__ = ["RecordReader", "StoreMachine", "StoreStatistics"]
+__all__ = ["RecordReader", "RunLog", "StoreMachine", "StoreStatistics"]

@@ -31,6 +31,9 @@ The driver (:mod:`dafka.transport`) executes the actions in order:
 * :class:`Persist` - write to the store's log (at its end, into a hole, or after records
   that are gone: ``placement``); the driver later reports what became durable through the
   store machine's ``on_durable`` so that ACKs cover only durable records;
+* :class:`KeepRuns` - record which run of its producer wrote a partition's records, and set
+  an older run's records aside where a newer run resumed (store; executed in order with
+  the :class:`Persist` actions around it);
 * :class:`Connect` / :class:`Disconnect` / :class:`SendBeacon` - discovery
   (:class:`dafka.node.Discovery`): connect the data SUB to a peer's endpoint, drop it, and
   publish our own beacon now.
@@ -39,6 +42,7 @@ Besides :class:`NodeMachine`, a machine may offer driver events of its own. Each
 *capability*, a typed protocol below that the machine declares by subclassing it and that a
 driver tests with ``isinstance`` (never ``getattr``): :class:`RecordRuns` (runs of RECORDs,
 store and consumer), :class:`DirectRecordRuns` (runs of DIRECT-RECORDs, consumer),
+:class:`RunRecords` (runs of RECORDs that name their producer's run, store),
 :class:`SubscriptionNotices` (XPUB notices, store), :class:`DurableNotices` (what the driver
 made durable, store), :class:`HoleNotices` (the holes of a partition's log, store),
 :class:`PeerNotices` (a new peer is connected) and :class:`AttributedMessages` (each message
@@ -71,11 +75,17 @@ class SendRecords:
     producer: str
     first_sequence: int
     contents: Sequence[bytes]
+    epoch: int = 0
+    """The producer's run (``Record.epoch``: 0, none said), the same for every record."""
+    run_start: int = 0
 
     def messages(self) -> list[Record]:
         """The run as one :class:`Record` per record, in order."""
         topic, producer, first = self.topic, self.producer, self.first_sequence
-        return [Record(topic, producer, first + i, c) for i, c in enumerate(self.contents)]
+        epoch, start = self.epoch, self.run_start
+        return [
+            Record(topic, producer, first + i, c, epoch, start) for i, c in enumerate(self.contents)
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,9 @@ class SendDirectRecords:
     producer: str
     first_sequence: int
     contents: tuple[bytes, ...]
+    epoch: int = 0
+    """The run the records belong to (``DirectRecord.epoch``), the same for all of them."""
+    run_start: int = 0
 
     def messages(self) -> list[DirectRecord]:
         """The run as one :class:`DirectRecord` per record, in order."""
@@ -98,8 +111,9 @@ class SendDirectRecords:
             self.producer,
             self.first_sequence,
         )
+        epoch, start = self.epoch, self.run_start
         return [
-            DirectRecord(recipient, topic, producer, first + i, content)
+            DirectRecord(recipient, topic, producer, first + i, content, epoch, start)
             for i, content in enumerate(self.contents)
         ]
 
@@ -154,6 +168,21 @@ class Persist:
 
 
 @dataclass(frozen=True, slots=True)
+class KeepRuns:
+    """Record the runs of a partition (``runs``: (epoch, first sequence) pairs, ascending)
+    and, when ``supersede_from`` is set, first set the log's records from that sequence on
+    aside: a newer run of the producer resumed there, so they are an older run's records
+    that were never acknowledged where the newer run's belong (docs/guarantees.md, "A
+    reused sequence: run epochs"). The driver keeps what it sets aside (quarantine) and
+    logs it; it never deletes it."""
+
+    topic: str
+    producer: str
+    runs: tuple[tuple[int, int], ...]
+    supersede_from: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Connect:
     """Connect the data SUB socket to a newly discovered peer's ``endpoint``."""
 
@@ -182,6 +211,7 @@ Action = (
     | Unsubscribe
     | Deliver
     | Persist
+    | KeepRuns
     | Connect
     | Disconnect
     | SendBeacon
@@ -221,6 +251,27 @@ class RecordRuns(Protocol):
     ) -> None:
         """``contents[i]`` is RECORD ``first_sequence + i``: exactly what feeding each one
         to ``on_message`` in order would do."""
+
+
+@runtime_checkable
+class RunRecords(Protocol):
+    """Takes a run of RECORDs that name their producer's run (``Record.epoch`` > 0): the
+    store, which keeps the runs apart (docs/guarantees.md, "A reused sequence: run
+    epochs"). A machine without it gets such runs through :class:`RecordRuns`, the epoch
+    left out."""
+
+    def on_run_records(
+        self,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        """``contents[i]`` is RECORD ``first_sequence + i`` of run ``epoch`` (which started
+        at ``run_start``): exactly what feeding each one to ``on_message`` does."""
 
 
 @runtime_checkable
@@ -303,11 +354,13 @@ __all__ = [
     "Disconnect",
     "DurableNotices",
     "HoleNotices",
+    "KeepRuns",
     "NodeMachine",
     "PeerNotices",
     "Persist",
     "Placement",
     "RecordRuns",
+    "RunRecords",
     "Send",
     "SendBeacon",
     "SendDirectRecords",

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from dafka.errors import DafkaError
 from dafka.node import LatencyHistogram, LatencySnapshot, StoreMachine
-from dafka.node.actions import Persist
+from dafka.node.actions import KeepRuns, Persist
 from dafka.records import DELETE_TOPIC, decode_delete, drop_notice
 from dafka.storage import NonContiguousAppendError, Storage, StorageIOError, Truncation
 
@@ -76,6 +76,8 @@ class PersistenceStats:
     """Partitions cut by topic deletes (tombstones of ``DELETE_TOPIC``, applied when stored)."""
     bad_tombstones: int = 0
     """RECORDs of ``DELETE_TOPIC`` that are no tombstone (logged, kept, not applied)."""
+    superseded_cuts: int = 0
+    """Logs ended where a newer producer run resumed (the older run's records set aside)."""
 
 
 @dataclass
@@ -178,6 +180,40 @@ class StorePersistence:
                 action.first_sequence,
             )
             self._machine.on_holes(topic, producer, holes, now)
+
+    def keep_runs(self, action: KeepRuns) -> None:
+        """Keep a partition's producer runs; with ``supersede_from``, first set the older
+        run's records from there on aside (``Storage.keep_runs``: to the quarantine, never
+        deleted) and say so at WARNING. A failure is logged at ERROR and the machine goes
+        back to what the log really holds."""
+        topic, producer, first = action.topic, action.producer, action.supersede_from
+        head = self._storage.head(topic, producer)
+        try:
+            moved = self._storage.keep_runs(topic, producer, action.runs, first)
+        except DafkaError as exc:
+            log.error(
+                "%s: %s/%s: keeping the producer runs failed: %s", self._name, topic, producer, exc
+            )
+            if first is not None:
+                self._machine.on_truncated(
+                    topic, producer, self._stored(topic, producer), self._clock()
+                )
+            return
+        if first is not None and head is not None and head >= first:
+            self._stats.superseded_cuts += 1
+            epoch, start = action.runs[-1]
+            log.warning(
+                "%s: %s/%s: records %d..%d were an older run's, never acknowledged where run "
+                "%d of the producer resumed at %d: set aside in %s, that run's taken instead",
+                self._name,
+                topic,
+                producer,
+                first,
+                head,
+                epoch,
+                start,
+                ", ".join(map(str, moved)) or "the quarantine",
+            )
 
     def apply_deletes(self, contents: tuple[bytes, ...] | list[bytes], now: float) -> None:
         """Apply the tombstones in ``contents`` (RECORDs of ``DELETE_TOPIC`` just stored, or

@@ -50,7 +50,7 @@ from dafka.storage._format import (
 )
 from dafka.storage._index import SparseIndex
 from dafka.storage._naming import NAME_FILE, is_long_form, write_name_file
-from dafka.storage._quarantine import move_to_quarantine
+from dafka.storage._quarantine import copy_to_quarantine, move_to_quarantine
 from dafka.storage._report import RecoveryReport, Truncation
 from dafka.storage._segment import (
     SALVAGE_SUFFIX,
@@ -611,6 +611,74 @@ class PartitionLog:
         self.durable = self.head
 
     # ---------------------------------------------------------------- holes
+
+    def supersede(self, first: int) -> list[Path]:
+        """End the log before ``first``: a newer run of the partition's producer resumed
+        there, so the records from ``first`` on are an older run's, never acknowledged where
+        the newer run's belong. They go to the quarantine first - whole segments moved, the
+        tail of the segment that holds ``first`` copied and fsynced - then the log is cut;
+        nothing is deleted. Returns the quarantine files ([]: nothing held from ``first``)."""
+        if first >= self.next_offset:
+            return []
+        self.generation += 1
+        i = max(0, bisect_right(self.bases, first) - 1)
+        seg = self.segments[i]
+        keep = first > seg.base  # the segment keeps records before ``first``
+        later = self.segments[i + 1 :] if keep else self.segments[i:]
+        moved: list[Path] = []
+        try:
+            if keep and first < seg.next_offset:
+                off, pos = seg.index.floor(first)
+                fd, close = seg.read_fd()
+                try:
+                    found = scan(
+                        fd,
+                        pos,
+                        seg.size,
+                        off,
+                        max_length=self.config.max_record_bytes,
+                        stop_offset=first,
+                    )
+                finally:
+                    if close:
+                        os.close(fd)
+                if found.next_offset != first:
+                    raise StorageIOError(
+                        f"{seg.path}: record {first} not found to cut the log before it "
+                        f"({found.problem or 'ends'} at {found.next_offset})"
+                    )
+                rw = os.open(seg.path, os.O_RDWR | os.O_CLOEXEC)
+                try:
+                    moved.append(copy_to_quarantine(seg.path, rw, found.position, seg.size))
+                finally:
+                    os.close(rw)
+                seg.truncate(found.position, first)
+            for gone in later:
+                gone.close_files()
+            moved += self._quarantine_files([gone.base for gone in later])
+            if later:
+                del self.segments[len(self.segments) - len(later) :]
+                del self.bases[len(self.bases) - len(later) :]
+            if not self.segments:  # nothing before ``first``: the log starts there, empty
+                self._add_segment(
+                    Segment.create(self.directory, first, self.config.index_interval_bytes)
+                )
+            self.dir_dirty = True
+            self._open_active()
+            synced = not self.config.fsync.is_os
+            if synced:
+                os.fdatasync(self.segments[-1].fd)
+                self._sync_directories()
+        except OSError as exc:
+            raise StorageIOError(f"cutting {self.directory} before {first} failed: {exc}") from exc
+        head = self.head
+        if synced:
+            self.durable = head
+            self.unsynced = 0
+            self.needs_fsync = False
+        elif self.durable is not None and (head is None or self.durable > head):
+            self.durable = head
+        return moved
 
     def holes(self) -> list[tuple[int, int]]:
         """Offsets below the head that no segment holds, as ``[first, end)`` ranges."""

@@ -37,6 +37,9 @@ Key = tuple[str, str]
 LOCK_FILE = ".lock"
 SYNC_THREADS = 8
 """Partitions fsynced at once by an interval sync (see ``Storage._sync_dirty``)."""
+RUNS_FILE = "runs.json"
+"""The producer runs of each partition: ``[[topic, partition, [[epoch, start], ...]], ...]``
+(see :meth:`Storage.keep_runs`)."""
 DELETED_FILE = "deleted.json"
 """Where a topic delete's cuts are kept: ``[[topic, partition, cut], ...]`` (see
 :meth:`Storage.delete_through`)."""
@@ -72,6 +75,8 @@ class Storage(Closing):
         self._root_dirty = False
         self.scrub_progress = ScrubProgress()
         """What :meth:`scrub` has checked and found (read it in the store's thread)."""
+        self._runs: dict[Key, tuple[tuple[int, int], ...]] = {}
+        """Partition -> its producer runs, (epoch, first offset) ascending (:meth:`keep_runs`)."""
         self._deleted: dict[Key, int] = {}
         """Partition -> the last offset deleted (:meth:`delete_through`): nothing at or below
         it is held, served or appended any more."""
@@ -119,8 +124,9 @@ class Storage(Closing):
     def _recover(self) -> None:
         report = self.recovery_report
         self._deleted = _read_deleted(self.root / DELETED_FILE)
+        self._runs = _read_runs(self.root / RUNS_FILE)
         for topic_dir in sorted(self.root.iterdir()):
-            if topic_dir.name in (LOCK_FILE, QUARANTINE_DIR, DELETED_FILE):
+            if topic_dir.name in (LOCK_FILE, QUARANTINE_DIR, DELETED_FILE, RUNS_FILE):
                 continue
             topic = name_from_directory(topic_dir) if topic_dir.is_dir() else None
             if topic is None:
@@ -466,6 +472,32 @@ class Storage(Closing):
         self._cut_front(topic, partition, cut)
         return True
 
+    def runs(self, topic: str, partition: str) -> tuple[tuple[int, int], ...]:
+        """The producer runs kept of a partition (``dafka.node.RunLog``)."""
+        return self._runs.get((topic, partition), ())
+
+    def keep_runs(
+        self,
+        topic: str,
+        partition: str,
+        runs: Sequence[tuple[int, int]],
+        supersede_from: int | None = None,
+    ) -> list[Path]:
+        """Keep the partition's producer runs (in ``runs.json``, written and fsynced before
+        this returns). With ``supersede_from``, first end the log before that offset: a
+        newer producer run resumed there, and what the log holds from there on is an older
+        run's, never acknowledged there. Those records go to the quarantine, never deleted
+        (:meth:`PartitionLog.supersede`); returns the quarantine files."""
+        self._check_open()
+        key = (topic, partition)
+        moved: list[Path] = []
+        log = self._logs.get(key)
+        if supersede_from is not None and log is not None:
+            moved = log.supersede(supersede_from)
+        self._runs[key] = tuple((int(e), int(start)) for e, start in runs)
+        _write_runs(self.root / RUNS_FILE, self._runs)
+        return moved
+
     def deleted(self) -> dict[Key, int]:
         """Every partition's delete cut (what :meth:`delete_through` applied)."""
         return dict(self._deleted)
@@ -643,10 +675,38 @@ def _read_deleted(path: Path) -> dict[Key, int]:
 
 
 def _write_deleted(path: Path, deleted: dict[Key, int]) -> None:
-    """Replace ``deleted.json`` atomically and durably (written, fsynced, renamed, the
-    directory fsynced)."""
+    """Replace ``deleted.json`` atomically and durably."""
+    _replace_file(path, json.dumps([[t, p, c] for (t, p), c in sorted(deleted.items())]))
+
+
+def _read_runs(path: Path) -> dict[Key, tuple[tuple[int, int], ...]]:
+    """``runs.json`` (missing: no producer named its runs yet). Unreadable is an error:
+    forgetting the runs would let an older run's records in again."""
+    try:
+        raw = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return {}
+    try:
+        return {
+            (str(t), str(p)): tuple((int(e), int(start)) for e, start in runs)
+            for t, p, runs in json.loads(raw)
+        }
+    except (ValueError, TypeError) as exc:
+        raise StorageIOError(f"{path} is damaged ({exc}); it lists the producer runs") from exc
+
+
+def _write_runs(path: Path, runs: dict[Key, tuple[tuple[int, int], ...]]) -> None:
+    """Replace ``runs.json`` atomically and durably."""
+    _replace_file(
+        path, json.dumps([[t, p, [list(r) for r in rs]] for (t, p), rs in sorted(runs.items())])
+    )
+
+
+def _replace_file(path: Path, text: str) -> None:
+    """Replace ``path`` atomically and durably (written, fsynced, renamed, the directory
+    fsynced)."""
     temporary = path.with_suffix(".tmp")
-    data = json.dumps([[t, p, c] for (t, p), c in sorted(deleted.items())]).encode()
+    data = text.encode("utf-8", "surrogateescape")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         try:

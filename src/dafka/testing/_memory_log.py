@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dafka.errors import DafkaError
-from dafka.node.actions import DurableNotices, HoleNotices, NodeMachine, Persist
+from dafka.node.actions import DurableNotices, HoleNotices, KeepRuns, NodeMachine, Persist
 
 
 class LogContractError(DafkaError):
@@ -33,12 +33,16 @@ class MemoryLog:
     partition exactly (a partition may start at any sequence) and fills must start at a
     hole, so that a machine that asks to persist out of order fails the test loudly.
     :meth:`punch` makes a hole, as damage found by a read does in the engine, and
-    :meth:`execute` runs a store machine's :class:`Persist` as its driver would.
+    :meth:`execute` runs a store machine's :class:`Persist` or :class:`KeepRuns` as its
+    driver would; the records a ``KeepRuns`` sets aside are kept in :attr:`superseded`.
     """
 
     def __init__(self) -> None:
         self._parts: dict[tuple[str, str], _Partition] = {}
+        self._runs: dict[tuple[str, str], tuple[tuple[int, int], ...]] = {}
         self.appends = 0
+        self.superseded: list[tuple[str, str, int, bytes]] = []
+        """(topic, partition, sequence, content) of every record set aside, in order."""
 
     def append(
         self,
@@ -99,10 +103,31 @@ class MemoryLog:
             expected = sequence + 1
         return out
 
-    def execute(self, action: Persist, machine: NodeMachine, now: float) -> int:
+    def runs(self, topic: str, partition: str, /) -> tuple[tuple[int, int], ...]:
+        """The runs kept of a partition (``dafka.node.RunLog``)."""
+        return self._runs.get((topic, partition), ())
+
+    def keep_runs(self, action: KeepRuns) -> None:
+        """Set the records from ``action.supersede_from`` on aside (into
+        :attr:`superseded`), then keep the partition's runs."""
+        key = (action.topic, action.producer)
+        first = action.supersede_from
+        part = self._parts.get(key)
+        if first is not None and part is not None and first < part.next:
+            for sequence in sorted(s for s in part.records if s >= first):
+                self.superseded.append((*key, sequence, part.records.pop(sequence)))
+            part.next = max(first, part.base) if part.records else first
+        self._runs[key] = action.runs
+
+    def execute(self, action: Persist | KeepRuns, machine: NodeMachine, now: float) -> int:
         """Run a store machine's ``action`` as its driver does (``StorePersistence``): write
         it where its ``placement`` says, report what became durable, and the partition's
-        holes when they may have changed. Returns the last sequence written."""
+        holes when they may have changed. Returns the last sequence written (-1 for
+        :class:`KeepRuns`)."""
+        if type(action) is KeepRuns:
+            self.keep_runs(action)
+            return -1
+        assert type(action) is Persist
         topic, producer = action.topic, action.producer
         if action.placement == "fill":
             last = self.fill(topic, producer, action.first_sequence, action.contents)
@@ -186,6 +211,7 @@ class MemoryLog:
     def clear(self) -> None:
         """Lose everything (a store whose data directory was wiped)."""
         self._parts.clear()
+        self._runs.clear()
 
 
 __all__ = ["LogContractError", "MemoryLog"]

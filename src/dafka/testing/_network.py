@@ -33,6 +33,7 @@ from dafka.node.actions import (
     STORE_WRITER_SENDS,
     AttributedMessages,
     Deliver,
+    KeepRuns,
     NodeMachine,
     Persist,
     Send,
@@ -232,7 +233,7 @@ class MemoryNetwork:
                         self._route(node, message)
                 elif type(action) is Deliver:
                     node.delivered.extend(flatten(action))
-                elif type(action) is Persist:
+                elif type(action) is Persist or type(action) is KeepRuns:
                     self._persist(node, action, now)
                 elif type(action) is Subscribe:
                     self._subscription(node, action.prefix, True, now)
@@ -282,7 +283,7 @@ class MemoryNetwork:
                 continue
             self._queue.append((node, message, sender_id, sender.name))
 
-    def _persist(self, node: _Node, persist: Persist, now: float) -> None:
+    def _persist(self, node: _Node, persist: Persist | KeepRuns, now: float) -> None:
         if node.log is None:
             raise ValueError(f"{node.name} persists but was added without a log")
         node.log.execute(persist, node.machine, now)

@@ -15,6 +15,7 @@ from dafka.node.actions import (
     Action,
     AttributedMessages,
     Deliver,
+    KeepRuns,
     NodeMachine,
     Persist,
     Send,
@@ -50,6 +51,8 @@ class ScriptedPeer:
         self.subscriptions: set[bytes] = set()
         self.delivered: list[Delivered] = []
         self.persisted: list[Persist] = []
+        self.kept_runs: list[KeepRuns] = []
+        """The machine's :class:`KeepRuns` (executed on ``log`` when there is one)."""
         self.other_actions: list[Action] = []
         self._sent: deque[DataMessage] = deque()
         self.drain()
@@ -121,6 +124,10 @@ class ScriptedPeer:
             self.delivered.extend(flatten(action))
         elif isinstance(action, Persist):
             self.persisted.append(action)
+            if self.log is not None:
+                self.log.execute(action, self.machine, self.clock.now)
+        elif isinstance(action, KeepRuns):
+            self.kept_runs.append(action)
             if self.log is not None:
                 self.log.execute(action, self.machine, self.clock.now)
         elif isinstance(action, Subscribe):

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import struct
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import chain, cycle, repeat
 
 import zmq
@@ -30,6 +30,7 @@ from dafka.node.actions import (
     Connect,
     Deliver,
     Disconnect,
+    KeepRuns,
     NodeMachine,
     Persist,
     Send,
@@ -166,6 +167,10 @@ class Executor:
                 if self._persistence is None:
                     raise DafkaError(f"{self._name}: a Persist action but no storage")
                 self._persistence.persist(action)
+            elif isinstance(action, KeepRuns):
+                if self._persistence is None:
+                    raise DafkaError(f"{self._name}: a KeepRuns action but no storage")
+                self._persistence.keep_runs(action)
             elif isinstance(action, Subscribe | Unsubscribe):
                 if peers is not None:
                     peers.subscribe(action.prefix, isinstance(action, Subscribe))
@@ -204,18 +209,27 @@ class Executor:
         if not count:
             return 0
         first = run.first_sequence
+        epoch, start = run.epoch, run.run_start
         probe: Record | DirectRecord
         if isinstance(run, SendRecords):
-            probe = Record(run.topic, run.producer, first, contents[0])
-            last: Record | DirectRecord = Record(run.topic, run.producer, first + count - 1, b"")
+            probe = Record(run.topic, run.producer, first, contents[0], epoch, start)
+            last: Record | DirectRecord = Record(
+                run.topic, run.producer, first + count - 1, b"", epoch, start
+            )
         else:
             recipient = run.recipient
-            probe = DirectRecord(recipient, run.topic, run.producer, first, contents[0])
-            last = DirectRecord(recipient, run.topic, run.producer, first + count - 1, b"")
+            probe = DirectRecord(
+                recipient, run.topic, run.producer, first, contents[0], epoch, start
+            )
+            last = DirectRecord(
+                recipient, run.topic, run.producer, first + count - 1, b"", epoch, start
+            )
         try:
             if not _only_bytes(map(type, contents)):
                 raise EncodeError("a content that is not bytes")
-            header = encode(probe)[0][:-8]
+            frame0 = encode(probe)[0]
+            tail = frame0[-16:] if epoch else b""  # the run trailer, the same for every record
+            header = frame0[: len(frame0) - 8 - len(tail)]
             if count > 1:
                 encode(last)
         except EncodeError:
@@ -223,7 +237,11 @@ class Executor:
             return 0  # counted by that call
         route_send = self._route_send
         pub = self._pubs[route_send(probe)] if route_send else self._pubs[0]
-        heads = map(header.__add__, map(_pack_sequence, range(first, first + count)))
+        heads: Iterator[bytes]
+        if tail:
+            heads = (header + _pack_sequence(s) + tail for s in range(first, first + count))
+        else:
+            heads = map(header.__add__, map(_pack_sequence, range(first, first + count)))
         if max(map(len, contents)) < _COPY_BELOW:
             frames = chain.from_iterable(zip(heads, contents, strict=True))
             deque(map(_send, repeat(pub), frames, cycle(_RUN_FLAGS)), 0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from dafka.node.actions import Persist
+from dafka.node.actions import KeepRuns, Persist
 
 
 class Persistence(Protocol):
@@ -20,6 +20,10 @@ class Persistence(Protocol):
 
     def persist(self, action: Persist) -> None:
         """Write ``action``'s records (a failure is the implementation's to count and log)."""
+
+    def keep_runs(self, action: KeepRuns) -> None:
+        """Record a partition's runs, setting an older run's records aside first when
+        ``action.supersede_from`` says (kept and logged, never deleted)."""
 
     def report_durable(self, now: float) -> bool:
         """Tell the machine what became durable (syncing what is due at ``now``).

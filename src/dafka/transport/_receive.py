@@ -40,6 +40,8 @@ _END = 1 << 64
 
 OnRecords = Callable[[str, str, int, list[bytes], float], None]
 """``on_records(topic, producer, first_sequence, contents, now)``."""
+OnRunRecords = Callable[[str, str, int, list[bytes], int, int, float], None]
+"""``on_run_records(topic, producer, first_sequence, contents, epoch, run_start, now)``."""
 OnDirectRecords = Callable[[str, str, str, int, list[bytes], float], None]
 """``on_direct_records(recipient, topic, producer, first_sequence, contents, now)``."""
 OnNotice = Callable[[bytes, bool, float], None]
@@ -64,6 +66,7 @@ class Receiver:
         *,
         on_records: OnRecords | None,
         on_direct_records: OnDirectRecords | None,
+        on_run_records: OnRunRecords | None = None,
         attributed: AttributedMessages | None,
         drop_inbound: DropInbound | None,
         on_welcome: Callable[[], None],
@@ -80,6 +83,7 @@ class Receiver:
         self._drops = drops
         self._receive_batch = receive_batch
         self._on_records = on_records
+        self._on_run_records = on_run_records
         self._on_direct_records = on_direct_records
         self._attributed = attributed
         self._drop_inbound = drop_inbound
@@ -215,6 +219,11 @@ class Receiver:
         for DIRECT-RECORDs (a FETCH reply) with a machine that has ``on_direct_records``
         (the consumer): the header then also fixes the recipient.
 
+        A RECORD that names its producer's run (``epoch`` > 0: frame 0 ends with the
+        16-byte run trailer) starts a run whose next records must carry the same trailer;
+        it goes to ``on_run_records`` when the machine has it (the store), else to
+        ``on_records`` with the epoch left out (a consumer).
+
         ``sender`` names the peer of a per-peer socket: what is read there goes to the
         machine's ``on_message_from`` (an :class:`AttributedMessages`), and each message it
         refuses (``rejected`` grew) is a counted, logged drop. On a node with an ACL every
@@ -239,6 +248,9 @@ class Receiver:
         run_topic = run_producer = ""
         run_first = run_next = 0
         run_expect = b""
+        run_tail = b""
+        run_epoch = run_start = 0
+        on_run = self._on_run_records
         try:
             for _ in range(self._receive_batch):
                 frame = recv(zmq.NOBLOCK, False)
@@ -252,7 +264,9 @@ class Receiver:
                             run.append(recv(0))
                             run_next += 1
                             run_expect = (
-                                run_header + _pack_sequence(run_next) if run_next < _END else b""
+                                run_header + _pack_sequence(run_next) + run_tail
+                                if run_next < _END
+                                else b""
                             )
                             continue
                     else:
@@ -272,13 +286,17 @@ class Receiver:
                         run.append(frames[1])
                         run_next += 1
                         run_expect = (
-                            run_header + _pack_sequence(run_next) if run_next < _END else b""
+                            run_header + _pack_sequence(run_next) + run_tail
+                            if run_next < _END
+                            else b""
                         )
                         continue
-                    if run_recipient is None:
-                        on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
-                    else:
+                    if run_recipient is not None:
                         on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                    elif run_epoch and on_run is not None:
+                        on_run(run_topic, run_producer, run_first, run, run_epoch, run_start, now)
+                    else:
+                        on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
                     run_header = None
                 try:
                     message = decode_data(frames)
@@ -289,23 +307,40 @@ class Receiver:
                 if guard is not None and not guard.admit(message, key, now):
                     continue
                 if on_records is not None and message.__class__ is Record:
-                    run_header = frames[0][:-8]
+                    run_epoch = message.epoch
+                    if run_epoch:
+                        run_start = message.run_start
+                        run_tail = frames[0][-16:]
+                        run_header = frames[0][:-24]
+                    else:
+                        run_tail = b""
+                        run_header = frames[0][:-8]
                     run_recipient = None
                     run_topic = message.topic
                     run_producer = message.producer
                     run_first = message.sequence
                     run_next = run_first + 1
-                    run_expect = run_header + _pack_sequence(run_next) if run_next < _END else b""
+                    run_expect = (
+                        run_header + _pack_sequence(run_next) + run_tail if run_next < _END else b""
+                    )
                     run = [frames[1]]
                     continue
                 if on_direct is not None and message.__class__ is DirectRecord:
-                    run_header = frames[0][:-8]
+                    run_epoch = 0  # a consumer's: the epoch is left out
+                    if message.epoch:
+                        run_tail = frames[0][-16:]
+                        run_header = frames[0][:-24]
+                    else:
+                        run_tail = b""
+                        run_header = frames[0][:-8]
                     run_recipient = message.recipient
                     run_topic = message.topic
                     run_producer = message.producer
                     run_first = message.sequence
                     run_next = run_first + 1
-                    run_expect = run_header + _pack_sequence(run_next) if run_next < _END else b""
+                    run_expect = (
+                        run_header + _pack_sequence(run_next) + run_tail if run_next < _END else b""
+                    )
                     run = [frames[1]]
                     continue
                 if attributed is not None:
@@ -320,10 +355,12 @@ class Receiver:
         finally:
             stats.received += received
         if run_header is not None:
-            if run_recipient is None:
-                on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
-            else:
+            if run_recipient is not None:
                 on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+            elif run_epoch and on_run is not None:
+                on_run(run_topic, run_producer, run_first, run, run_epoch, run_start, now)
+            else:
+                on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
 
 
-__all__ = ["DropInbound", "OnDirectRecords", "OnNotice", "OnRecords", "Receiver"]
+__all__ = ["DropInbound", "OnDirectRecords", "OnNotice", "OnRecords", "OnRunRecords", "Receiver"]

@@ -41,6 +41,7 @@ from dafka.node.actions import (
     NodeMachine,
     PeerNotices,
     RecordRuns,
+    RunRecords,
     SubscriptionNotices,
 )
 from dafka.protocol import DataMessage
@@ -280,6 +281,9 @@ class NodeRunner:
                 self._drops,
                 self._config.receive_batch,
                 on_records=machine.on_records if isinstance(machine, RecordRuns) else None,
+                on_run_records=(
+                    machine.on_run_records if isinstance(machine, RunRecords) else None
+                ),
                 on_direct_records=(
                     machine.on_direct_records if isinstance(machine, DirectRecordRuns) else None
                 ),

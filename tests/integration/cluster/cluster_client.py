@@ -174,6 +174,7 @@ def produce_named(args: argparse.Namespace) -> int:
         bind_host="127.0.0.1",
         resume_timeout=args.resume_timeout,
         head_interval=0.2,
+        min_stores=args.min_stores,
     ) as producer:
         start = producer.start_offsets[producer.partitions[0]]
         emit("resumed", start=start, partition=producer.partitions[0])
@@ -263,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         "--wait-line", action="store_true", help="produce-named: start on a stdin line"
     )
     parser.add_argument("--resume-timeout", type=float, default=30.0, help="produce-named")
+    parser.add_argument(
+        "--min-stores", type=int, default=1, help="produce-named: stores that must ACK a record"
+    )
     parser.add_argument("--expect", type=int, default=0, help="consume: how many records")
     parser.add_argument("--max-queued", type=int, default=200_000, help="consume: Consumer bound")
     parser.add_argument("--batch", type=int, default=10_000, help="consume: records per poll")
