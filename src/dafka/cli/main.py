@@ -38,6 +38,7 @@ from dafka.cli._rights import warn_unless_granted
 from dafka.cli.daemon import Exposed, MetricsServerHost, serve
 from dafka.config import CONFIG_ENV, KeyFiles, Layers, load
 from dafka.errors import ConfigError
+from dafka.transport.memory import use_compact_allocator
 from dafka.transport.security import Security
 
 
@@ -108,6 +109,7 @@ def tower(
     It listens on loopback unless told: --bind ADDRESS (or '*') for a cluster across
     machines, whose nodes then name it --tower ADDRESS:5556 (docs/deploy.md).
     """
+    use_compact_allocator()  # first: it re-executes this process (dafka.transport.memory)
     from dafka.transport.tower import Tower
 
     if bind_host:
@@ -171,6 +173,7 @@ def store(
     verbose: bool,
 ) -> None:
     """Run a store: persist every record of every topic and serve it to consumers."""
+    use_compact_allocator()  # first: it re-executes this process (dafka.transport.memory)
     from dafka.node import StoreConfig
     from dafka.server import StoreNode
 

@@ -14,6 +14,16 @@ never comes back down after a burst. Two bursts are known:
   (issue 19).
 
 Never on a hot path; a no-op where the C library is not glibc (musl, macOS).
+
+Trimming returns only whole free pages. With Python's own allocator (pymalloc: 1 MiB
+arenas, given back only when every object in them is freed) and one glibc arena per thread,
+the few objects that outlive a flood (a record in flight, a peer admitted meanwhile) pin
+arenas the flood grew: after a 30 s beacon flood a store stayed 17-36 % and a producer
+18-33 % above their RSS before it. So the daemons (``dafka tower``, ``store``) run with
+:data:`COMPACT_ALLOCATOR`: every Python object in glibc's heap and one arena for all
+threads, where a trim gives back each free page; the same flood then left them within
+11 % (docs/nodes.md, "Memory after a flood"). :func:`use_compact_allocator` re-executes the
+daemon once to get it (the interpreter reads ``PYTHONMALLOC`` only as it starts).
 """
 
 from __future__ import annotations
@@ -21,7 +31,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -51,4 +63,28 @@ def release_free_memory(why: str | None = None) -> bool:
     return released
 
 
-__all__ = ["release_free_memory"]
+COMPACT_ALLOCATOR: Mapping[str, str] = {"PYTHONMALLOC": "malloc", "MALLOC_ARENA_MAX": "1"}
+"""The environment of a process whose memory comes back after a burst (module docstring)."""
+
+
+def use_compact_allocator() -> None:
+    """Re-execute this process (same pid, argv and environment) with
+    :data:`COMPACT_ALLOCATOR`, on glibc only, and only if neither variable is set: one the
+    user set wins, and the re-executed process finds them set. Call it first thing, before
+    any thread or file is opened. If the exec fails the process goes on as it is, saying
+    so in one WARNING line."""
+    if _TRIM is None or any(name in os.environ for name in COMPACT_ALLOCATOR):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, sys.orig_argv, {**os.environ, **COMPACT_ALLOCATOR})
+    except OSError as exc:
+        log.warning(
+            "cannot re-execute with %s (%s): memory a flood grew may not all come back",
+            " ".join(f"{k}={v}" for k, v in COMPACT_ALLOCATOR.items()),
+            exc,
+        )
+
+
+__all__ = ["COMPACT_ALLOCATOR", "release_free_memory", "use_compact_allocator"]

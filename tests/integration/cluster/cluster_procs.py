@@ -13,12 +13,13 @@ running the tests; clients run ``cluster_client.py``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,7 +57,15 @@ def wait_until(condition: Callable[[], T | None], what: str, timeout: float = DE
 class Proc:
     """One child process with its output in files."""
 
-    def __init__(self, name: str, argv: list[str], log_dir: Path, *, stdin: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        log_dir: Path,
+        *,
+        stdin: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.argv = argv
         self.out_path = log_dir / f"{name}.out"
@@ -67,6 +76,7 @@ class Proc:
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
+                env=None if env is None else {**os.environ, **env},
             )
 
     @property
@@ -190,10 +200,17 @@ class Processes:
         self._all: list[Proc] = []
         self._names: dict[str, int] = {}
 
-    def spawn(self, name: str, argv: list[str], *, stdin: bool = False) -> Proc:
+    def spawn(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        stdin: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> Proc:
         count = self._names.get(name, 0)
         self._names[name] = count + 1
-        proc = Proc(f"{name}.{count}" if count else name, argv, self.log_dir, stdin=stdin)
+        proc = Proc(f"{name}.{count}" if count else name, argv, self.log_dir, stdin=stdin, env=env)
         self._all.append(proc)
         return proc
 
@@ -226,8 +243,17 @@ class Processes:
             proc, data_dir, found.group(1), found.group(2), int(found.group(3)), int(found.group(4))
         )
 
-    def client(self, name: str, mode: str, towers: list[TowerProc], topic: str, *args: str) -> Proc:
-        """A ``cluster_client.py`` process; wait for its ``ready`` event before relying on it."""
+    def client(
+        self,
+        name: str,
+        mode: str,
+        towers: list[TowerProc],
+        topic: str,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+    ) -> Proc:
+        """A ``cluster_client.py`` process (``env``: variables added to this one's); wait for
+        its ``ready`` event before relying on it."""
         argv = [
             sys.executable,
             str(CLIENT),
@@ -240,7 +266,7 @@ class Processes:
         for tower in towers:
             argv += ["--tower", tower.spec]
         stdin = "--pause-at" in args or "--wait-line" in args
-        return self.spawn(name, [*argv, *args], stdin=stdin)
+        return self.spawn(name, [*argv, *args], stdin=stdin, env=env)
 
     def describe(self) -> str:
         """The tails of every process's output, for failure messages."""

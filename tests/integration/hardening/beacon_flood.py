@@ -5,7 +5,9 @@ beacons fresh made-up ids through the tower; a second producer starts mid-flood.
 What it measures: every node stays up; the records the consumer got during the flood
 (the figure printed); whether the mid-flood producer got its records stored; each node's
 RSS before the flood and once it ended (waiting up to ``settle`` seconds for it to come
-back within 20 %).
+back within 20 %). The tower and the store are ``dafka`` daemons, which choose their
+allocator themselves (``dafka.transport.memory.COMPACT_ALLOCATOR``); the producer is a client
+process, run with those variables as docs/nodes.md advises for long-running clients.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from dafka.client import Consumer
 from dafka.node import ConsumerConfig
+from dafka.transport.memory import COMPACT_ALLOCATOR
 from tests.integration.cluster.cluster_client import transport
 from tests.integration.cluster.cluster_procs import DEADLINE, Proc, Processes
 
@@ -55,7 +58,15 @@ def run_flood(
     store = procs.store(data / "store", [tower])
     records = int(500 * (seconds + settle + 60))  # it runs until the end
     producer = procs.client(
-        "producer", "produce", [tower], TOPIC, "--records", str(records), "--rate", "500"
+        "producer",
+        "produce",
+        [tower],
+        TOPIC,
+        "--records",
+        str(records),
+        "--rate",
+        "500",
+        env=COMPACT_ALLOCATOR,
     )
     config = ConsumerConfig(offset_reset="earliest")
     with Consumer(
