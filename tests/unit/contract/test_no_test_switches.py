@@ -21,6 +21,8 @@ READS_ENVIRONMENT: dict[str, str] = {
     "dafka.cli.main": "the CLI's settings layers: DAFKA_* variables",
     "dafka.pipeline._job": "the Spark job sets Spark's own variables for its workers",
     "dafka.pipeline._children": "the pipeline's children inherit the environment",
+    "dafka.transport.memory": "a daemon re-executes itself with the allocator's variables "
+    "(PYTHONMALLOC, MALLOC_ARENA_MAX) unless they are set",
 }
 """The modules that may touch ``os.environ``, and why."""
 
