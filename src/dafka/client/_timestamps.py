@@ -17,9 +17,13 @@ or ``batching=False``) or a batch without timestamps - no time, taken as *before
 (a partition of plain RECORDs answers None: nothing is known to be at or after ``t``); no
 answer at all after ``probe_attempts`` tries of ``probe_timeout`` each - a record no store
 holds (below the partition's start after retention, or lost): taken as before too, so the
-search moves past a start that retention moved. Times that go backwards inside a partition
-(a producer given explicit, unordered timestamps) still give *a* RECORD at or after ``t``
-whose predecessor is before it, not necessarily the first.
+search moves past a start that retention moved. Our stores say where their logs start
+(LOG-START): a probe below the start of every store that greeted the searcher is not waited
+for. The heads are in once every store said "that is all" (HEADS-END) for the searcher's
+ask, without a window of quiet (with a store that does not say it: 0.3 s of quiet). Times
+that go backwards inside a partition (a producer given explicit, unordered timestamps)
+still give *a* RECORD at or after ``t`` whose predecessor is before it, not necessarily
+the first.
 
 The searcher is its own node (it joins through the towers, like a head watcher): the
 consumer's node and machine are untouched, and ``dafka consume --from-timestamp`` uses the
@@ -34,6 +38,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from dafka.client._errors import NoStoreError
+from dafka.client._heads import STALLED_ROUND
 from dafka.lifecycle import Closing
 from dafka.node import ProbeMachine, check_name
 from dafka.protocol import new_node_id
@@ -132,6 +137,9 @@ class TimestampSearch(Closing):
         self._version = 0
         self._stores = 0
         self._heads: dict[Key, int] = {}
+        self._answered = 0
+        self._may_be_ours = True
+        self._starts: dict[Key, dict[str, int]] = {}
         self._probe_timeout = probe_timeout
         self._attempts = probe_attempts
         self.probes = 0
@@ -185,7 +193,8 @@ class TimestampSearch(Closing):
             return dict(self._heads)
 
     def _settle(self, timeout: float) -> dict[Key, int]:
-        """Wait for a store, then until the heads were quiet for a moment; the heads."""
+        """Wait for a store, then for every store's "that is all" to a fresh ask (or, with
+        a store that does not say it, until the heads were quiet for a moment); the heads."""
         deadline = time.monotonic() + timeout
         quiet = max(0.3, self._probe_timeout)
         with self._changed:
@@ -194,14 +203,29 @@ class TimestampSearch(Closing):
                 if remaining <= 0:
                     raise NoStoreError(f"no store answered within {timeout} s")
                 self._changed.wait(remaining)
-            version, since = self._version, time.monotonic()
+        asked = time.monotonic()
+        round_ = self._runner.call(self._machine.ask_now)
+        with self._changed:
+            version, since = self._version, asked
             while True:
                 now = time.monotonic()
-                if now >= deadline or now - since >= quiet:
+                if self._answered >= round_:
                     return dict(self._heads)
-                self._changed.wait(min(deadline, since + quiet) - now)
+                wait_answer = self._may_be_ours and now < asked + STALLED_ROUND
+                if now >= deadline or (not wait_answer and now - since >= quiet):
+                    return dict(self._heads)
+                wake = asked + STALLED_ROUND if wait_answer else since + quiet
+                self._changed.wait(max(min(deadline, wake) - now, 0.001))
                 if self._version != version:
                     version, since = self._version, time.monotonic()
+
+    def _below_start(self, key: tuple[str, str, int]) -> bool:
+        """Every store that greeted us said its log starts above this record (LOG-START):
+        no one will answer its probe."""
+        starts = self._starts.get((key[0], key[1]))
+        if not starts:
+            return False
+        return len(starts) >= self._stores and min(starts.values()) > key[2]
 
     def _search(self, searches: Mapping[Key, Bisection]) -> None:
         """Every search to its end, one probe per unfinished partition per round."""
@@ -220,7 +244,8 @@ class TimestampSearch(Closing):
         wanted = {(t, p, o) for (t, p), o in at.items()}
         got: dict[tuple[str, str, int], bytes] = {}
         for _ in range(self._attempts):
-            ask = sorted(wanted - got.keys())
+            with self._changed:
+                ask = sorted(k for k in wanted - got.keys() if not self._below_start(k))
             if not ask:
                 break
             self.probes += len(ask)
@@ -231,8 +256,9 @@ class TimestampSearch(Closing):
                     for key in ask:
                         if key in self._found:
                             got[key] = self._found.pop(key)
+                    gone = {k for k in wanted - got.keys() if self._below_start(k)}
                     remaining = deadline - time.monotonic()
-                    if wanted <= got.keys() or remaining <= 0:
+                    if wanted <= got.keys() | gone or remaining <= 0:
                         break
                     self._changed.wait(remaining)
         with self._changed:
@@ -258,6 +284,9 @@ class TimestampSearch(Closing):
             self._version = machine.version
             self._stores = machine.stores
             self._heads = machine.heads()
+            self._answered = machine.answered_round
+            self._may_be_ours = machine.may_be_ours
+            self._starts = machine.log_starts()
             self._found.update(found)
             self._changed.notify_all()
 

@@ -8,7 +8,8 @@ own id: the stores (and a live producer still holding it) answer with a DIRECT-R
 they answer any consumer, so it works with C stores too (nothing is added to the wire).
 Several answers to one probe are the same record; the first is kept. A record no one holds
 (below a partition's start after retention, or lost) gets no answer: the caller decides how
-long to wait.
+long to wait - unless a store says where its log starts (LOG-START, our stores): then
+:meth:`ProbeMachine.log_starts` knows that nothing below it will come from that store.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from dafka.node._errors import check_name, check_sequence
 from dafka.node._heads import HeadsMachine
 from dafka.node.actions import Send, Subscribe
-from dafka.protocol import DataMessage, DirectRecord, Fetch
+from dafka.protocol import DataMessage, DirectRecord, Fetch, LogStart
 
 ProbeKey = tuple[str, str, int]
 """(topic, partition, sequence)."""
@@ -27,8 +28,11 @@ class ProbeMachine(HeadsMachine):
 
     def __init__(self, node_id: str, refresh: float = 0.2) -> None:
         super().__init__(node_id, refresh)
-        self._out.append(Subscribe(b"D" + check_name("probe id", node_id)))
+        raw = check_name("probe id", node_id)
+        self._out += [Subscribe(b"D" + raw), Subscribe(b"S" + raw)]
         self._asked: set[ProbeKey] = set()
+        self._log_starts: dict[tuple[str, str], dict[str, int]] = {}
+        """(topic, partition) -> store reader id -> the first sequence it holds."""
         self._found: dict[ProbeKey, bytes] = {}
         self.probes_sent = 0
 
@@ -48,7 +52,21 @@ class ProbeMachine(HeadsMachine):
         self._found = {}
         return found
 
+    def log_starts(self) -> dict[tuple[str, str], dict[str, int]]:
+        """(topic, partition) -> each store's first sequence held, from its LOG-STARTs."""
+        return {key: dict(starts) for key, starts in self._log_starts.items()}
+
     def on_message(self, message: DataMessage, now: float) -> None:
+        if type(message) is LogStart:
+            partition = (message.topic, message.producer)
+            if message.recipient != self.node_id or partition not in self._heads:
+                self._foreign += 1
+                return
+            starts = self._log_starts.setdefault(partition, {})
+            if starts.get(message.store) != message.sequence:
+                starts[message.store] = message.sequence
+                self.version += 1
+            return
         if type(message) is DirectRecord:
             key = (message.topic, message.producer, message.sequence)
             if message.recipient == self.node_id and key in self._asked:

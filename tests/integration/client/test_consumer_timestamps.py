@@ -179,3 +179,19 @@ def test_no_store_is_an_error_that_says_so() -> None:
             Admin(**fields(empty)).offsets_for_times({("t", "p"): 1}, timeout=1.0)
         with pytest.raises(NoStoreError, match="no live store"):
             Admin(**fields(empty)).delete_topic("t")
+
+
+def test_a_search_ends_on_the_stores_that_is_all_not_a_quiet_window(
+    cluster: LocalCluster, partition: str
+) -> None:
+    """The heads were taken after ``max(0.3, probe_timeout)`` of quiet (no "that is all" on
+    the wire): with a 5 s probe timeout, each lookup waited 5 s first. The stores' HEADS-END
+    ends that wait: three lookups of one partition well within one window."""
+    key = ("times", partition)
+    window = 5.0
+    with TimestampSearch(cluster.transport, ready_timeout=DEADLINE, probe_timeout=window) as s:
+        started = time.monotonic()
+        for offset in (7, 1500, RECORDS - 1):
+            assert s.offsets_for_times({key: T0 + 30 * offset}, timeout=DEADLINE) == {key: offset}
+        took = time.monotonic() - started
+    assert took < window, f"three lookups took {took:.2f}s: the quiet window was waited"
