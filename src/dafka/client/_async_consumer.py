@@ -3,7 +3,7 @@
 Bridging: the runner thread, when records land in an empty queue (or the node fails, or the
 consumer closes), schedules ``event.set()`` on the application's loop with
 ``call_soon_threadsafe`` - one hand-over per burst, not per record. ``poll`` takes what is
-queued without blocking (the same ``_take`` that builds Records in bulk) and otherwise
+queued without blocking (the same ``_built`` that builds Records in bulk) and otherwise
 awaits the event. Calls that need the node thread (``seek``, ``positions``, ``heads``,
 ``at_end``...) and starting/closing (which wait for a tower's welcome / the thread's exit)
 run in the loop's default executor so the loop never blocks on them.

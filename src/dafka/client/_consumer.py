@@ -534,8 +534,10 @@ class Consumer(Closing):
             with self._lock:
                 if not self._wait(_left(deadline)):
                     return []
-                if not self._rebalance_due() or _left(deadline) == 0.0:
-                    return self._take(max_records)
+                if self._rebalance_due() and _left(deadline) != 0.0:
+                    continue
+                parts = self._take_parts(max_records)
+            return _built(parts)
 
     def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
         """What :meth:`poll` would return - the same messages, in the same order, with the
@@ -648,7 +650,8 @@ class Consumer(Closing):
             self._maybe_auto_commit()
         with self._lock:
             self._runner.failure.check()
-            return self._take(max_records)
+            parts = self._take_parts(max_records)
+        return _built(parts)
 
     def _poll_columns_now(self, max_records: int) -> RecordColumns:
         """What :meth:`poll_columns` returns without waiting (for the asyncio flavour)."""
@@ -659,28 +662,6 @@ class Consumer(Closing):
             self._runner.failure.check()
             parts = self._take_parts(max_records)
         return RecordColumns(parts)
-
-    def _take(self, max_records: int) -> list[Record]:
-        """Up to ``max_records`` Records from the queue (the lock is held).
-
-        Built with the cyclic garbage collector paused: every Record is a new tuple, and a
-        generation-0 collection every 700 of them (each visiting the young Records, which
-        hold no cycles) costs a large share of building them. Re-measured with the columnar
-        API in place (``bench/poll.py``, docs/client.md § Performance): 1.1-1.2 us of CPU per
-        message with the collector, 0.8-1.0 us paused, so ``poll`` keeps the pause. It
-        is a process-wide switch: it is skipped when the application paused the collector
-        itself, and it lasts only while this poll's Records are built (the next allocation
-        after it collects what is due). :meth:`poll_columns` builds no tuple per message
-        and never touches the collector: the choice for applications that manage ``gc``
-        from other threads, and the faster one."""
-        parts = self._take_parts(max_records)
-        if not gc.isenabled():
-            return _records(parts)
-        gc.disable()
-        try:
-            return _records(parts)
-        finally:
-            gc.enable()
 
     def _take_parts(self, max_records: int) -> list[Part]:
         """Take up to ``max_records`` messages from the queue (the lock is held), as parts:
@@ -1255,6 +1236,29 @@ def _log_failed_commit(future: Future[None]) -> None:
     error = future.exception()
     if error is not None:
         log.warning("consumer: an auto-commit failed (the next one retries): %s", error)
+
+
+def _built(parts: list[Part]) -> list[Record]:
+    """The Records of ``parts`` (taken from the queue under the lock; built outside it, so
+    that the runner thread can queue deliveries meanwhile).
+
+    Built with the cyclic garbage collector paused: every Record is a new tuple, and a
+    generation-0 collection every 700 of them (each visiting the young Records, which
+    hold no cycles) costs a large share of building them. Re-measured with the columnar
+    API in place (``bench/poll.py``, docs/client.md § Performance): 1.1-1.2 us of CPU per
+    message with the collector, 0.8-1.0 us paused, so ``poll`` keeps the pause. It
+    is a process-wide switch: it is skipped when the application paused the collector
+    itself, and it lasts only while this poll's Records are built (the next allocation
+    after it collects what is due). :meth:`Consumer.poll_columns` builds no tuple per
+    message and never touches the collector: the choice for applications that manage ``gc``
+    from other threads, and the faster one."""
+    if not gc.isenabled():
+        return _records(parts)
+    gc.disable()
+    try:
+        return _records(parts)
+    finally:
+        gc.enable()
 
 
 def _records(parts: list[Part]) -> list[Record]:

@@ -129,7 +129,7 @@ class ReadCommittedConsumer(Consumer):
 
 
 def _records(columns: RecordColumns) -> list[Record]:
-    """``columns.records()`` with the cyclic collector paused (see ``Consumer._take``)."""
+    """``columns.records()`` with the cyclic collector paused (see ``_consumer._built``)."""
     if not gc.isenabled():
         return columns.records()
     gc.disable()
