@@ -41,8 +41,10 @@ after it:
 ``c_latency SUB PUB TOPIC RATE COUNT SIZE WARMUP_MS`` (``--latency-seconds``) runs a C
 consumer and a C producer in one process (each an actor with its own sockets), publishes
 COUNT stamped records at RATE records/s and prints ``latency N P50_US P99_US``, publish to
-the consumer's receive; ours is ``bench/cluster.py``'s latency (producer and consumer each in
-its own process, one RECORD per publish) and the raw floor ``zmq_floor.run_pubsub``'s.
+the consumer's receive; ours is ``bench/cluster.py``'s latency (one RECORD per publish, to
+``poll`` returning it), with the producer and the consumer in one process as there
+(``--latency-processes 2``: each in its own, as ``bench/cluster.py`` runs it), and the raw
+floor ``zmq_floor.run_pubsub``'s (a PUB in this process, a SUB in another).
 Each round runs the three ``--latency-repeats`` times (default 3), alternated, and reports
 each one's median p50 and p99 and the ratios of those; the last line gives the median over
 the rounds of ours / C's p99 (one run's p99 is the tail of a few thousand samples: on a
@@ -54,7 +56,7 @@ records) and advertise 127.0.0.1 in their beacons (4 frames ``B | id | host | po
 ``../shared/PROTOCOL.md`` section 3), so that a C producer can join our tower in ``--mixed``.
 
 Run: ``.venv/bin/python bench/c_reference.py [--c-bin DIR] [--records 100000] [--rounds 3]
-[--mixed] [--latency-repeats 3]``.
+[--mixed] [--latency-repeats 3] [--latency-processes 1]``.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import ProcessCluster, cpu_seconds, free_port_pair
-from cluster import Results, consume_count, latency, throughput
+from cluster import Results, consume_count, latency, latency_one_process, throughput
 from zmq_floor import run_catchup, run_produce, run_pubsub
 
 
@@ -245,12 +247,14 @@ def c_latency(bin_dir: Path, args: argparse.Namespace, topic: str) -> tuple[floa
 
 
 def our_latency(ctx: Any, args: argparse.Namespace) -> tuple[float, float]:
-    """``bench/cluster.py``'s latency (one RECORD per publish, producer and consumer in
-    their own processes) on our cluster: (p50, p99) in microseconds."""
+    """``bench/cluster.py``'s latency (one RECORD per publish) on our cluster, the producer
+    and the consumer in one process as ``c_latency``'s (``latency_one_process``) or, with
+    ``--latency-processes 2``, each in its own: (p50, p99) in microseconds."""
+    measure = latency if args.latency_processes == 2 else latency_one_process
     with ProcessCluster(
         stores=args.stores, fsync=args.fsync, beacon_interval=args.beacon_interval
     ) as cluster:
-        result = latency(ctx, cluster, args.latency_rate, args.latency_seconds, args.size)
+        result = measure(ctx, cluster, args.latency_rate, args.latency_seconds, args.size)
     return float(result[2]), float(result[3])
 
 
@@ -315,7 +319,8 @@ def latency_round(ctx: Any, args: argparse.Namespace, round_: int, p99_vs_c: lis
         if found
     }
     n = f"median of {args.latency_repeats} runs of {args.latency_seconds:g} s"
-    for name, label in (("raw", "raw pyzmq PUB->SUB"), ("C", "C reference"), ("ours", "ours")):
+    ours = "ours" if args.latency_processes == 1 else "ours (2 processes)"
+    for name, label in (("raw", "raw pyzmq PUB->SUB"), ("C", "C reference"), ("ours", ours)):
         if name in medians:
             p50, p99 = medians[name]
             print(f"  {label} latency {at}: p50 {p50:.0f} us, p99 {p99:.0f} us ({n})")
@@ -373,6 +378,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--latency-seconds", type=float, default=5.0, help="seconds of each latency run; 0: none"
+    )
+    parser.add_argument(
+        "--latency-processes",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="ours: producer and consumer in one process (as c_latency) or in two",
     )
     parser.add_argument(
         "--latency-repeats",

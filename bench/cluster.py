@@ -52,6 +52,7 @@ import os
 import statistics
 import struct
 import sys
+import threading
 import time
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
@@ -429,6 +430,63 @@ def consume_latency(
     )
 
 
+def latency_in_one_process(
+    port: int, beacon: float, topic: str, rate: float, seconds: float, size: int, out: Results
+) -> None:
+    """``produce_steady`` in a thread and ``consume_latency`` in the main thread of one
+    process (the C reference's ``c_latency`` topology: its producer and consumer are actors
+    of one process); puts what ``consume_latency`` puts."""
+    samples = int(rate * seconds)
+    warmup = int(rate * 0.5)
+    latencies: list[float] = []
+    seen = 0
+    stop = threading.Event()
+    padding = b"p" * max(0, size - _STAMP.size)
+    config = ConsumerConfig(offset_reset="latest")
+    with Consumer(topic, transport=transport(port, beacon), config=config) as consumer:
+
+        def publish() -> None:
+            with PartitionProducer(topic, transport(port, beacon)) as producer:
+                interval = 1.0 / rate
+                next_at = time.monotonic()
+                while not stop.is_set():
+                    producer.publish(_STAMP.pack(time.time_ns()) + padding)
+                    next_at += interval
+                    delay = next_at - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    elif delay < -1.0:
+                        next_at = time.monotonic()  # fell far behind: do not burst
+
+        producer = threading.Thread(target=publish, name="steady-producer")
+        producer.start()
+        try:
+            deadline = time.monotonic() + 120
+            while len(latencies) < samples and time.monotonic() < deadline:
+                for record in consumer.poll(timeout=1.0):
+                    now = time.time_ns()
+                    seen += 1
+                    if seen > warmup:
+                        latencies.append((now - _STAMP.unpack_from(record.value)[0]) / 1000)
+        finally:
+            stop.set()
+            producer.join()
+        stats = consumer.statistics()
+    latencies.sort()
+    out.put(
+        (
+            "latency",
+            len(latencies),
+            percentile(latencies, 0.5),
+            percentile(latencies, 0.99),
+            percentile(latencies, 0.999),
+            latencies[-1] if latencies else float("nan"),
+            stats.fetches_sent,
+            stats.arrived_ahead,
+        )
+    )
+
+
 def consume_first(port: int, beacon: float, topic: str, trials: int, out: Results) -> None:
     """``trials`` new consumers, one after the other: constructor call -> first record."""
     times: list[float] = []
@@ -556,6 +614,23 @@ def latency(
     _expect(out, "steady-sent")
     producer.join()
     consumer.join()
+    return result
+
+
+def latency_one_process(
+    ctx: Any, cluster: ProcessCluster, rate: float, seconds: float, size: int
+) -> tuple[Any, ...]:
+    """:func:`latency` with the producer and the consumer in one process (as the C
+    reference's ``c_latency``): each hop of the other is a wake-up of another process,
+    which a busy machine's scheduler delays far more often (p99 2-50x at load 35)."""
+    out: Results = ctx.Queue()
+    proc = ctx.Process(
+        target=latency_in_one_process,
+        args=(cluster.port, cluster.beacon_interval, "latency", rate, seconds, size, out),
+    )
+    proc.start()
+    result = _expect(out, "latency", 300)
+    proc.join()
     return result
 
 
