@@ -104,6 +104,14 @@ class Acl:
         """Whether a key with these names (its Z85 key, its certificates' names) is a store."""
         return not self.stores.isdisjoint(names)
 
+    def names_any(self, names: Iterable[str]) -> bool:
+        """Whether a key with these names is named anywhere: a store, or in some grant (a
+        tower forwards only such keys' beacons)."""
+        named = frozenset(names)
+        return not self.stores.isdisjoint(named) or any(
+            not grant.keys.isdisjoint(named) for grant in self.grants
+        )
+
     def may_produce(self, names: Iterable[str], topic: str) -> bool:
         return self._may(names, topic, produce=True)
 

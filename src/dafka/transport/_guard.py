@@ -13,7 +13,9 @@ each message it reads names its sender's key. :meth:`Guard.admit` applies the AC
   it may consume or produce T (a producer resumes from the heads);
 * ACK, STORE-HELLO, HEADS-END and LOG-START: only from a store key (the producer counts ACKs
   of stores only; a forged "that is all" would end a resume before the stores answered);
-* a store key may send anything (stores replicate and serve every topic).
+* a store key may send anything (stores replicate and serve every topic);
+* a tower given the ACL (:meth:`admit_beacon`) forwards only the beacons of keys it names (a
+  store, or in a grant): an authorized key with no rights is not found by any node.
 
 Each refusal is counted (``RunnerStats.acl_refused`` outside a key's rights,
 ``not_owner`` for someone else's partition) and logged once per key and reason.
@@ -148,6 +150,15 @@ class Guard:
         if isinstance(message, _DATA) and not self._is_store(key):
             return self._owned(key, topic, message.producer)
         return True
+
+    def admit_beacon(self, key: bytes, now: float) -> bool:
+        """Whether a tower forwards a beacon that authenticated with Z85 ``key``: the ACL
+        names the key (a store, or in a grant). Counted and logged when not."""
+        if now >= self._next_check:
+            self._check_changes(now)
+        if self._acl.names_any(self._names_of(key)):
+            return True
+        return self._refuse(key, "acl", "its beacons (the ACL names the key nowhere)", "")
 
     def admit_subscription(self, prefix: bytes, user_id: str, topic: str, now: float) -> bool:
         """Whether a data XPUB serves ``prefix`` to the subscriber of Z85 ``user_id``;

@@ -24,6 +24,9 @@ A secured tower (``security=``) binds both sockets as CURVE servers that admit o
 of its authorized-keys directory (:mod:`dafka.transport.security`), and forwards each beacon
 with a 4th frame: the Z85 public key its connection authenticated with, the key peers then
 expect from that endpoint. A beacon without an authenticated key is dropped and counted.
+Given an ACL too (``security.acl``), it forwards only the beacons of keys the ACL names (a
+store, or in a grant): an authorized key named nowhere, which no node would let do anything,
+is not found by any node either (dropped, counted in ``acl_refused``, logged once per key).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ import zmq
 from dafka.errors import DafkaError
 from dafka.node import host_problem, port_problem
 from dafka.protocol import BEACON_ID, WELCOME_ID
+from dafka.transport._guard import Guard
+from dafka.transport._stats import RunnerStats
 from dafka.transport.failure import FailureLatch
 from dafka.transport.memory import release_free_memory
 from dafka.transport.security import Gate, Security, peer_key, warn_if_exposed
@@ -70,6 +75,8 @@ class TowerStats:
     """Secured tower: connections refused by ZAP (a key not in the directory)."""
     failed_handshakes: int = 0
     """Secured tower: connections whose CURVE handshake failed (a peer without a key...)."""
+    acl_refused: int = 0
+    """Tower with an ACL: beacons of authorized keys the ACL names nowhere (not forwarded)."""
 
 
 def rewrite_beacon(frames: list[bytes], peer_address: str | None) -> list[bytes] | None:
@@ -109,6 +116,13 @@ class Tower:
         self._sub_address = sub_address
         self._pub_address = pub_address
         self._stats = TowerStats()
+        self._guard_stats = RunnerStats()
+        self._guard = (
+            Guard(security, "tower", self._guard_stats)
+            if security is not None and security.acl is not None
+            else None
+        )
+        """Given an ACL: forwards only the beacons of keys it names (``Guard.admit_beacon``)."""
         self._thread: threading.Thread | None = None
         self._stop_endpoint = f"inproc://dafka-tower-stop-{id(self)}"
         self._stopper: zmq.Socket[bytes] | None = None
@@ -245,6 +259,10 @@ class Tower:
                 key = peer_key(parts[0])
                 if not key:
                     self._stats.dropped_unauthenticated += 1
+                    continue
+                guard = self._guard
+                if guard is not None and not guard.admit_beacon(key.encode(), time.monotonic()):
+                    self._stats.acl_refused = self._guard_stats.acl_refused
                     continue
                 out.append(key.encode())
             xpub.send_multipart(out)
