@@ -49,6 +49,10 @@ dead from a beat of a member whose view held it before and no longer does: it st
 everything at once, and takes part again from the next beats. docs/groups.md has the
 argument in full and what happens under a network partition.
 
+Joining. A new member takes nothing until it heard a member that reads something and every
+member named in the views it heard (one round trip: the members beat when its subscription
+reaches them), or its join window ended (one that heard nobody is the first member).
+
 Pure: beats, subscription notices and partitions seen in, Send/Subscribe actions and
 :class:`GroupEvent`\\ s out, with ``now`` from the driver.
 """
@@ -78,7 +82,9 @@ class GroupConfig:
     heartbeat_interval: float = 0.5
     session_timeout: float = 2.0
     join_window: float = 0.5
-    """How long a new member listens to the group before it takes any partition."""
+    """How long a new member listens to the group before it takes any partition, at most:
+    it ends as soon as it heard a member that reads something and every member named in the
+    views it heard."""
 
     def __post_init__(self) -> None:
         check_name("group_id", self.group_id)
@@ -440,6 +446,17 @@ class GroupMember(SubscriptionNotices):
             h.update(_raw(topic) + b"\0" + _raw(partition) + b"\2")
         return h.hexdigest()
 
+    def _heard_group(self) -> bool:
+        """A newcomer heard the group before its join window ended: a member that reads
+        something, and every member named in the views it heard (the window is for hearing
+        them all; a member it has not heard keeps it waiting until the window ends)."""
+        peers = self._peers.values()
+        if not any(p.claims for p in peers):
+            return False
+        known = {p.key for p in peers}
+        known.add(self.key)
+        return all(p.view <= known for p in peers)
+
     def _update(self, now: float) -> None:
         """Expire silent peers, recompute the view, release what we no longer win, take
         what we win once the handover allows it."""
@@ -460,7 +477,7 @@ class GroupMember(SubscriptionNotices):
             self.generation += 1
             self._owners = None
             self._beat_now = True
-        if not self._joined and now >= self._join_end:
+        if not self._joined and (now >= self._join_end or self._heard_group()):
             self._joined = True
         state = self._state
         me = self.key

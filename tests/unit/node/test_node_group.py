@@ -239,22 +239,38 @@ def test_three_members_share_six_partitions_disjointly_and_completely() -> None:
     assert [len(s) for s in owned.values()] == [2, 2, 2]
 
 
-def test_a_member_joining_an_existing_group_reads_within_its_join_window() -> None:
+def test_a_member_joining_an_existing_group_reads_once_it_heard_the_group() -> None:
     group = Group()
     for p in PARTS:
         group.add_partition(p)
     group.join("a")
+    group.join("b")
     group.run_until(group.converged)
     group.run(3.0)
     joined_at = group.clock.now
-    b = group.join("b")
-    group.run_until(lambda: bool(b.member.assignment()))
+    c = group.join("c")
+    group.run_until(lambda: bool(c.member.assignment()))
     took = group.clock.now - joined_at
-    # the join window (0.5 s), then a's commit (0.05 s) and one beat
-    assert took <= 0.5 + 0.05 + 0.01, took
+    # not the join window (0.5 s): a's and b's beats name every member, so c joins at
+    # once; then their handover commits (0.05 s) and a beat
+    assert took <= 0.05 + 0.01, took
     group.run_until(group.converged)
     a_events = [e.kind for e in group.members["a"].events]
     assert a_events == ["assigned", "revoked"]
+
+
+def test_a_newcomer_that_hears_nobody_waits_its_whole_join_window() -> None:
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    a = group.join("a")
+    group.run_until(lambda: bool(a.member.assignment()))
+    assert group.clock.now == pytest.approx(0.5)  # alone: the window, then everything
+    group.run(3.0)
+    b = group.join("b", instance="x")  # hears a; a's beats name only a, then a and b
+    group.run_until(lambda: bool(b.member.assignment()))
+    assert group.clock.now - 3.5 < 0.5
+    group.run_until(group.converged)
 
 
 def test_a_crashed_members_partitions_are_taken_over_after_session_timeout() -> None:
