@@ -64,9 +64,9 @@ from itertools import repeat
 from typing import Any
 
 from dafka.client._errors import FencedMemberError
-from dafka.client._membership import Callback, Membership, listener_of
+from dafka.client._membership import Callback, Handed, Membership, listener_of
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
-from dafka.client._offsets import CommitError, GroupOffsets, Position
+from dafka.client._offsets import CommitError, GroupOffsets, Position, as_committed
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.client._timestamps import TimestampSearch, checked_times, checked_timestamp
 from dafka.errors import ConfigError, DataLossError, NodeFailedError
@@ -957,11 +957,14 @@ class Consumer(Closing):
                     out[key] = self._next[key]
             return out
 
-    def _commit_handover(self, positions: dict[Key, Position]) -> None:
+    def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]:
         """Commit a revoked partition's position (auto-commit), then forget it: the next
-        owner starts there. A commit that fails is logged: the next owner then starts at
-        the group's previous commit (the records since are read twice)."""
+        owner starts there. Returns what was committed, (offset, index, version), for the
+        member's beats (the next owner starts there without reading the commits). A commit
+        that fails is logged: the next owner then starts at the group's previous commit
+        (the records since are read twice)."""
         group = self._group
+        committed: dict[Key, Handed] = {}
         if group is not None and self.settings.enable_auto_commit and positions:
             try:
                 group.commit(positions, None, "")
@@ -969,16 +972,33 @@ class Consumer(Closing):
                 log.warning(
                     "consumer: the handover commit of %s failed: %s", sorted(positions), exc
                 )
+            else:
+                versions = group.versions()
+                for key, position in positions.items():
+                    done = as_committed(key, position)
+                    version = versions.get(key)
+                    if version is not None:
+                        committed[key] = (done.offset, done.index, version)
         with self._lock:
             for key in positions:
                 self._next.pop(key, None)
                 self._skip.pop(key, None)
+        return committed
 
-    def _start_assigned(self, keys: list[Key]) -> None:
-        """Start newly assigned partitions at the group's committed offsets (read now, after
-        the previous owner's handover commit); ``offset_reset`` where nothing was committed."""
+    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:
+        """Start newly assigned partitions where their previous owner handed them over
+        (``starts``, from its beats: its handover commit), the others at the group's
+        committed offsets (read now, after any handover commit); ``offset_reset`` where
+        nothing was committed."""
         group = self._group
-        found = group.committed(keys) if group is not None else {}
+        unknown = [key for key in keys if key not in starts]
+        found: dict[Key, CommittedOffset] = {}
+        if group is not None:
+            if unknown:
+                found.update(group.committed(unknown))
+            group.seen({key: version for key, (_, _, version) in starts.items()})
+        for key, (offset, index, version) in starts.items():
+            found[key] = CommittedOffset(offset, index, version)
         membership = self._membership
         assert membership is not None
         member = membership.machine.member

@@ -6,11 +6,12 @@ runner's end-of-turn hook): a partition revoked or lost stops being read at once
 consumer machine disowns it, what was queued of it is dropped); an assigned one is noted.
 Everything the application must see happens in its own thread, at its next ``poll`` (or
 ``close``), as in Kafka: :meth:`Membership.rebalance` calls ``on_revoke`` then commits the
-positions handed out (auto-commit) and only then tells the member the handover is done, so
-the next owner starts at that commit; for an assigned partition it reads the group's
-committed offset, starts the partition there (``offset_reset`` where nothing was committed)
-and calls ``on_assign``; a lost one (another member may read it already) is dropped without
-a commit and told to ``on_lost``.
+positions handed out (auto-commit) and only then tells the member the handover is done (with
+that commit, which its beats carry), so the next owner starts at that commit; for an
+assigned partition it takes where the previous owner's beats said it was handed over, else
+it reads the group's committed offset, starts the partition there (``offset_reset`` where
+nothing was committed) and calls ``on_assign``; a lost one (another member may read it
+already) is dropped without a commit and told to ``on_lost``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 Callback = Callable[[set[Key]], object]
+Handed = tuple[int, int, int]
+"""A handover commit: (offset, index, version)."""
 
 
 @runtime_checkable
@@ -118,9 +121,9 @@ class GroupClient(Protocol):
 
     def _handed_out(self, keys: Iterable[Key]) -> dict[Key, Position]: ...
 
-    def _commit_handover(self, positions: dict[Key, Position]) -> None: ...
+    def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]: ...
 
-    def _start_assigned(self, keys: list[Key]) -> None: ...
+    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None: ...
 
 
 class Membership:
@@ -182,8 +185,8 @@ class Membership:
                 try:
                     self.listener.on_partitions_revoked(keys)
                 finally:
-                    self._client._commit_handover(positions)
-                    run(functools.partial(_handed_over, member, list(event.partitions)))
+                    committed = self._client._commit_handover(positions)
+                    run(functools.partial(_handed_over, member, list(event.partitions), committed))
                 log.info("group %s: revoked %d partitions", member.config.group_id, len(keys))
             elif event.kind == "lost":
                 self._assignment -= keys
@@ -196,7 +199,7 @@ class Membership:
                 self.listener.on_partitions_lost(keys)
             elif event.kind == "assigned":
                 try:
-                    self._client._start_assigned(sorted(keys))
+                    self._client._start_assigned(sorted(keys), dict(event.starts))
                 except CommitError as exc:  # no store answered: the next poll asks again
                     log.warning(
                         "group %s: cannot read the committed offsets of %d assigned "
@@ -221,8 +224,10 @@ class Membership:
             )
 
 
-def _handed_over(member: GroupMember, keys: list[Key], now: float) -> None:
-    member.revoked(keys, now)
+def _handed_over(
+    member: GroupMember, keys: list[Key], committed: dict[Key, Handed], now: float
+) -> None:
+    member.revoked(keys, now, committed)
 
 
 __all__ = ["ConsumerRebalanceListener", "Membership", "RebalanceListener", "listener_of"]

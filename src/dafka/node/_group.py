@@ -43,8 +43,9 @@ crash, or beats lost for ``session_timeout``) or never heard it (a newcomer that
 nobody in its join window takes everything). Two conflict rules end such an overlap the
 moment both count each other alive: a member that hears a beat claiming a partition it
 reads stops reading it, and one that hears again a member it counted dead stops reading
-what it took since (that beat may predate a take of its sender); both drop without a
-commit (``lost``, Kafka's ``on_partitions_lost``). A member also learns that it was counted
+what it took since (that beat may predate a take of its sender); both hand the partition
+over (``revoked``: what was handed out is committed, losing nothing; the conflict may be
+only apparent). A member also learns that it was counted
 dead from a beat of a member whose view held it before and no longer does: it stops reading
 everything at once, and takes part again from the next beats. docs/groups.md has the
 argument in full and what happens under a network partition.
@@ -60,7 +61,7 @@ Pure: beats, subscription notices and partitions seen in, Send/Subscribe actions
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -70,6 +71,8 @@ from dafka.protocol import MEMBER_ID, DataMessage, MemberBeat
 
 Key = tuple[str, str]
 """(topic, partition)."""
+Handover = tuple[int, int, int]
+"""A handover commit: (offset, index, version) of the position committed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,10 @@ class GroupEvent:
     kind: Literal["assigned", "revoked", "lost", "fenced"]
     partitions: tuple[Key, ...]
     generation: int
+    starts: tuple[tuple[Key, Handover], ...] = ()
+    """``assigned``: where to start the partitions the previous owner handed over with a
+    commit, (offset, index, version) - that commit, as its beats said; the others start at
+    the group's committed offsets, read from the stores."""
 
 
 @dataclass(slots=True)
@@ -124,6 +131,7 @@ class _Peer:
     digest: str = ""
     acks: dict[str, int] = field(default_factory=dict)
     included_me: bool = False
+    handed: dict[Key, Handover] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +147,9 @@ class GroupStatistics:
     stale_beats: int
     expired: int
     lost: int
+    conflicts: int
+    """Partitions released because another member claimed them or was heard again after
+    it was counted dead (docs/groups.md, "Conflicts")."""
     agreed: bool
 
 
@@ -193,6 +204,10 @@ class GroupMember(SubscriptionNotices):
         self._peers: dict[str, _Peer] = {}
         self._gone: dict[str, int] = {}
         """Members that left (their last sequence): a late beat does not bring them back."""
+        self._handed: dict[Key, tuple[Handover, float]] = {}
+        """Partitions handed over with a commit, and until when the beats say so."""
+        self._left_handed: dict[Key, tuple[Handover, float]] = {}
+        """The handovers of members that said goodbye (until a session timeout)."""
         self._expired: dict[str, float] = {}
         """Members counted dead (silent for ``session_timeout``) and when: one heard again
         may have read, meanwhile, what this member took since."""
@@ -221,6 +236,7 @@ class GroupMember(SubscriptionNotices):
         self._stale = 0
         self._expired_count = 0
         self._lost = 0
+        self._conflicts = 0
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -263,6 +279,7 @@ class GroupMember(SubscriptionNotices):
             stale_beats=self._stale,
             expired=self._expired_count,
             lost=self._lost,
+            conflicts=self._conflicts,
             agreed=self.agreed(),
         )
 
@@ -295,11 +312,21 @@ class GroupMember(SubscriptionNotices):
         if added:
             self._update(now)
 
-    def revoked(self, keys: Iterable[Key], now: float) -> None:
-        """The driver finished handing these partitions over (stopped, committed)."""
+    def revoked(
+        self, keys: Iterable[Key], now: float, committed: Mapping[Key, Handover] | None = None
+    ) -> None:
+        """The driver finished handing these partitions over (stopped, committed).
+        ``committed``: the positions it committed, (offset, index, version); the beats
+        carry them for a session timeout, so the next owner starts there at once."""
         self._now = now
         revoking = self._state.revoking
         done = [k for k in keys if k in revoking]
+        if committed:
+            until = now + self.config.session_timeout
+            for key in done:
+                position = committed.get(key)
+                if position is not None:
+                    self._handed[key] = (position, until)
         if done:
             revoking.difference_update(done)
             self._beat_now = True
@@ -337,6 +364,9 @@ class GroupMember(SubscriptionNotices):
             self._stale += 1
             return
         if message.leaving:
+            until = now + self.config.session_timeout
+            for t, p, o, i, v in message.handed:  # a goodbye: its handovers outlive it
+                self._left_handed[(t, p)] = ((o, i, v), until)
             self._gone[member] = message.sequence
             if peer is not None:
                 del self._peers[member]
@@ -387,6 +417,9 @@ class GroupMember(SubscriptionNotices):
         peer.digest = message.digest
         peer.acks = dict(message.acks)
         peer.included_me = includes_me
+        peer.handed = {(t, p): (o, i, v) for t, p, o, i, v in message.handed}
+        for claim in message.claims:
+            self._handed.pop(claim, None)  # read by its new owner: nothing to hand on
         conflict = self._state.owned.intersection(message.claims)
         if conflict:  # it reads them too (it took them while it did not count us alive)
             self._drop(conflict)
@@ -489,6 +522,9 @@ class GroupMember(SubscriptionNotices):
             state.revoking.update(release)
             self._events.append(GroupEvent("revoked", tuple(release), self.generation))
             self._beat_now = True
+        for handed in (self._handed, self._left_handed):
+            for key in [k for k, (_, until) in handed.items() if until <= now]:
+                del handed[key]
         if self._leaving:
             if not state.revoking and not self.left:
                 self._beat(goodbye=True)
@@ -510,22 +546,42 @@ class GroupMember(SubscriptionNotices):
         if take:
             state.owned.update(take)
             state.taken_at.update(dict.fromkeys(take, now))
-            self._events.append(GroupEvent("assigned", tuple(take), self.generation))
+            starts = self._handovers(take)
+            self._events.append(GroupEvent("assigned", tuple(take), self.generation, starts))
             self._beat_now = True
 
+    def _handovers(self, keys: list[Key]) -> tuple[tuple[Key, Handover], ...]:
+        """Where the partitions just taken were handed over, when the beats say so with one
+        voice (two members that each handed one over lately and disagree: the stores
+        decide)."""
+        out = []
+        for key in keys:
+            self._handed.pop(key, None)
+            said = {p.handed[key] for p in self._peers.values() if key in p.handed}
+            left = self._left_handed.pop(key, None)
+            if left is not None:
+                said.add(left[0])
+            if len(said) == 1:
+                out.append((key, said.pop()))
+        return tuple(out)
+
     def _drop(self, keys: Iterable[Key]) -> None:
-        """Stop reading these owned partitions without a handover (``lost``): another member
-        this one counts alive may read them."""
+        """Stop reading these owned partitions at once: another member this one counts alive
+        may read them. A handover (``revoked``: the position handed out is committed) rather
+        than ``lost``: the conflict may be only apparent - a dead member's last beat read
+        after its expiry looks like a member heard again - and what was handed out was
+        processed, so committing it loses nothing; the partition stays claimed until then."""
         state = self._state
-        lost = sorted(keys)
-        if not lost:
+        release = sorted(keys)
+        if not release:
             return
-        state.owned.difference_update(lost)
-        for k in lost:
+        state.owned.difference_update(release)
+        for k in release:
             del state.taken_at[k]
+        state.revoking.update(release)
         self._beat_now = True
-        self._lost += 1
-        self._events.append(GroupEvent("lost", tuple(lost), self.generation))
+        self._conflicts += 1
+        self._events.append(GroupEvent("revoked", tuple(release), self.generation))
 
     def _lose(self) -> None:
         state = self._state
@@ -563,6 +619,9 @@ class GroupMember(SubscriptionNotices):
                     self.generation,
                     self._digest,
                     tuple(sorted((m, p.generation) for m, p in self._peers.items())),
+                    tuple(
+                        sorted((t, p, *position) for (t, p), (position, _) in self._handed.items())
+                    ),
                 )
             )
         )
@@ -612,4 +671,11 @@ def _raw(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-__all__ = ["GroupConfig", "GroupEvent", "GroupMember", "GroupStatistics", "assign", "rendezvous"]
+__all__ = [
+    "GroupConfig",
+    "GroupEvent",
+    "GroupMember",
+    "GroupStatistics",
+    "assign",
+    "rendezvous",
+]

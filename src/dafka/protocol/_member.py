@@ -31,6 +31,8 @@ _KEYS = (
     "topics",
     "view",
 )
+_HANDED = "handed"
+"""Present only when a member lists handovers: a beat without any has the original form."""
 _MAX_DIGEST = 64
 MAX_STATE_BYTES = 16 * 1024 * 1024
 """The largest frame 1 decoded (about 200,000 claimed partitions)."""
@@ -79,6 +81,20 @@ def _state(m: MemberBeat) -> bytes:
         acks[ack[0]] = ack[1]
     if list(acks) != sorted(acks):
         raise EncodeError("acks must be sorted by member (as the JSON object's keys are)")
+    if not isinstance(m.handed, tuple | list):
+        raise EncodeError(f"handed must be a tuple of 5-tuples, got {m.handed!r}")
+    handed = []
+    for entry in m.handed:
+        if not (isinstance(entry, tuple | list) and len(entry) == 5):
+            raise EncodeError(
+                f"a handover must be (topic, partition, offset, index, version), got {entry!r}"
+            )
+        name(entry[0], "a handover's topic")
+        name(entry[1], "a handover's partition")
+        for number in entry[2:]:
+            if not (type(number) is int and 0 <= number < 1 << 63):
+                raise EncodeError(f"bad handover {entry!r} (numbers in [0, 2**63))")
+        handed.append(list(entry))
     state = {
         "acks": acks,
         "claims": pairs,
@@ -90,6 +106,8 @@ def _state(m: MemberBeat) -> bytes:
         "topics": _names(m.topics, "topics"),
         "view": _names(m.view, "view"),
     }
+    if handed:
+        state[_HANDED] = handed
     return _dump(state)
 
 
@@ -167,8 +185,10 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         state = json.loads(body)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(f"state is not JSON: {exc}", layout.name) from None
-    if not isinstance(state, dict) or tuple(sorted(state)) != _KEYS:
-        raise DecodeError(f"state must be an object with exactly {list(_KEYS)}", layout.name)
+    if not isinstance(state, dict) or tuple(sorted(k for k in state if k != _HANDED)) != _KEYS:
+        raise DecodeError(
+            f"state must be an object with exactly {list(_KEYS)} (and {_HANDED!r})", layout.name
+        )
     claims_raw = state["claims"]
     if not isinstance(claims_raw, list):
         raise DecodeError("state: claims is not a list", layout.name)
@@ -201,6 +221,18 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         if type(ack) is not int or not 0 <= ack < 1 << 63:
             raise DecodeError("state: an ack is not an int in [0, 2**63)", layout.name)
         acks.append((member_id, ack))
+    handed_raw = state.get(_HANDED, [])
+    if not isinstance(handed_raw, list):
+        raise DecodeError("state: handed is not a list", layout.name)
+    handed: list[tuple[str, str, int, int, int]] = []
+    for entry in handed_raw:
+        if not (isinstance(entry, list) and len(entry) == 5):
+            raise DecodeError("state: a handover is not a 5-element list", layout.name)
+        topic, partition = _text_list(entry[:2], "a handover")
+        numbers = entry[2:]
+        if not all(type(n) is int and 0 <= n < 1 << 63 for n in numbers):
+            raise DecodeError("state: a handover's numbers are not ints in [0, 2**63)", layout.name)
+        handed.append((topic, partition, numbers[0], numbers[1], numbers[2]))
     beat = MemberBeat(
         text(group),
         text(member),
@@ -214,6 +246,7 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         generation,
         digest,
         tuple(acks),
+        tuple(handed),
     )
     try:
         canonical = _state(beat)

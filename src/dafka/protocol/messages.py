@@ -209,6 +209,10 @@ class MemberBeat:
     generation: int = 0
     digest: str = ""
     acks: tuple[tuple[str, int], ...] = ()
+    handed: tuple[tuple[str, str, int, int, int], ...] = ()
+    """Recent handovers: (topic, partition, offset, index, version) of each partition this
+    member gave up with a commit - where the next owner starts, without reading the
+    commits (docs/groups.md, "Handover")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,9 +119,9 @@ def test_a_killed_members_partitions_are_taken_over_and_nothing_is_lost(
     wait_until(lambda: len(_values(members[2])) > 500, "the victim reads")
     victim, survivors = members[2], members[:2]
     orphans = _owned(victim)
-    read_by_victim = set(_values(victim))
     victim.kill()
     killed_at = time.time()
+    read_by_victim = set(_values(victim))  # after the kill: it reads until then
     wait_until(lambda: orphans <= _owned(survivors[0]) | _owned(survivors[1]), "a takeover")
     taken = min(
         e["t"]

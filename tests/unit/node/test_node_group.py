@@ -61,6 +61,8 @@ class Driven(SubscriptionNotices):
         self.events: list[GroupEvent] = []
         self.clock = clock
         self.on_assigned: Callable[[Driven, tuple[Key, ...]], None] | None = None
+        self.handover: tuple[int, int, int] | None = None
+        """The (offset, index, version) its handover commits report (None: none)."""
 
     def on_message(self, message: DataMessage, now: float) -> None:
         self.member.on_message(message, now)
@@ -73,7 +75,9 @@ class Driven(SubscriptionNotices):
         due = [p for p in self.pending if p[0] <= now]
         self.pending = [p for p in self.pending if p[0] > now]
         for _, keys in due:
-            self.member.revoked(keys, now)
+            handover = self.handover
+            committed = None if handover is None else dict.fromkeys(keys, handover)
+            self.member.revoked(keys, now, committed)
         self.member.on_timer(now)
         self._events(now)
 
@@ -257,6 +261,37 @@ def test_a_member_joining_an_existing_group_reads_once_it_heard_the_group() -> N
     group.run_until(group.converged)
     a_events = [e.kind for e in group.members["a"].events]
     assert a_events == ["assigned", "revoked"]
+
+
+def test_a_handed_over_partition_starts_where_its_beats_said_it_was_committed() -> None:
+    # the old owners' beats carry their handover commits: the newcomer starts there
+    # without reading the commits; a partition nobody handed over (a new one) has no start
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    for name in ("a", "b"):
+        group.join(name).handover = (41, 2, 7)
+    group.run_until(group.converged)
+    group.run(1.0)
+    c = group.join("c")
+    group.run_until(group.converged)
+    assigned = [e for e in c.events if e.kind == "assigned"]
+    starts = dict(s for e in assigned for s in e.starts)
+    assert set(starts) == c.member.assignment()
+    assert set(starts.values()) == {(41, 2, 7)}
+    group.add_partition((TOPIC, "new"))
+    group.run_until(group.converged)
+    for driven in group.members.values():
+        news = [e for e in driven.events if (TOPIC, "new") in e.partitions]
+        assert all(not e.starts for e in news)
+    # a session timeout later the beats no longer carry them: a later take reads the commits
+    group.run(2.5)
+    for old_owner in ("a", "b"):
+        member = group.members[old_owner].member
+        member.on_timer(group.clock.now + 0.5)
+        beats = [x.message for x in member.take_actions() if isinstance(x, Send)]
+        assert beats
+        assert all(isinstance(b, MemberBeat) and not b.handed for b in beats)
 
 
 def test_a_newcomer_that_hears_nobody_waits_its_whole_join_window() -> None:
@@ -626,7 +661,8 @@ def test_a_member_counted_dead_and_heard_again_gets_back_what_was_taken_meanwhil
     # b's beats to a are lost for a session timeout: a counts b dead and takes b's
     # partitions, while b, alive, still reads them. When a hears b again it stops reading
     # what it took since - whatever that beat claims: b may have taken more after sending
-    # it, so a beat that claims nothing does not prove b reads nothing
+    # it, so a beat that claims nothing does not prove b reads nothing. A handover (commit):
+    # b may as well be dead, its last beat read late
     config = GroupConfig("g", "", 0.5, 2.0, 0.0)
     a = GroupMember("a", [TOPIC], config, 0.0)
     b = GroupMember("b", [TOPIC], config, 0.0)
@@ -648,5 +684,7 @@ def test_a_member_counted_dead_and_heard_again_gets_back_what_was_taken_meanwhil
     sequence = b.statistics().beats_sent
     a.on_message(MemberBeat("g", "b", sequence, "", (TOPIC,), ("a", "b"), ()), 2.1)
     assert a.assignment() == mine
-    lost = [e for e in a.take_events() if e.kind == "lost"]
-    assert [set(e.partitions) for e in lost] == [theirs]
+    released = [e for e in a.take_events() if e.kind == "revoked"]
+    assert [set(e.partitions) for e in released] == [theirs]
+    assert a.claims() == set(PARTS[:4])  # claimed until handed over (committed)
+    assert a.statistics().conflicts == 1

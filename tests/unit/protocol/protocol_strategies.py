@@ -99,6 +99,10 @@ member_beats = st.builds(
     st.dictionaries(names, st.integers(min_value=0, max_value=(1 << 63) - 1), max_size=3).map(
         lambda acks: tuple(sorted(acks.items()))
     ),
+    st.lists(
+        st.tuples(names, names, *[st.integers(min_value=0, max_value=(1 << 63) - 1)] * 3),
+        max_size=3,
+    ).map(tuple),
 )
 heads_ends = st.builds(HeadsEnd, names, names, names, names, u32, u32)
 log_starts = st.builds(LogStart, names, names, names, names, u64)

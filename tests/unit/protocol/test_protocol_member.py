@@ -22,6 +22,14 @@ def test_frames_are_the_documented_ones() -> None:
     assert decode_data(frames) == BEAT
 
 
+def test_handovers_are_a_key_of_their_own_absent_when_there_are_none() -> None:
+    beat = MemberBeat("g", "m1", 3, handed=(("t", "p", 42, 2, 1_700_000_000_000_000),))
+    frames = encode(beat)
+    assert b'"handed":[["t","p",42,2,1700000000000000]]' in frames[1]
+    assert decode_data(frames) == beat
+    assert b"handed" not in encode(BEAT)[1]  # the original form: older members read it
+
+
 def _state(**changes: str) -> bytes:
     fields = {
         "acks": "{}",
@@ -35,7 +43,7 @@ def _state(**changes: str) -> bytes:
         "view": "[]",
     }
     fields.update(changes)
-    return ("{" + ",".join(f'"{k}":{v}' for k, v in fields.items() if v) + "}").encode()
+    return ("{" + ",".join(f'"{k}":{v}' for k, v in sorted(fields.items()) if v) + "}").encode()
 
 
 @pytest.mark.parametrize(
@@ -58,10 +66,19 @@ def _state(**changes: str) -> bytes:
         _state(topics="[1]"),
         _state(topics='["\\ud800"]'),
         _state(claims="[] "),
+        _state(handed="[]"),
+        _state(handed='[["t","p",1,0]]'),
+        _state(handed='[["t","p",1,0,-1]]'),
+        _state(handed='[["t","p",1,0,1.5]]'),
+        _state(handed='{"t":1}'),
         b"[" * 100_000,
     ],
 )
 def test_a_malformed_state_is_a_decode_error(state: bytes) -> None:
+    # the helper's form is canonical: what is refused below is the value
+    good = decode_data([encode(BEAT)[0], _state(handed='[["t","p",1,0,2]]')])
+    assert isinstance(good, MemberBeat)
+    assert good.handed == (("t", "p", 1, 0, 2),)
     with pytest.raises(DecodeError):
         decode_data([encode(BEAT)[0], state])
 
