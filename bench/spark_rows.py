@@ -7,7 +7,9 @@
 3. source: ``spark.read.format("dafka")`` of the same topic into the ``noop`` sink;
 4. sink: ``df.write.format("dafka")`` of N rows of SIZE bytes (exactly-once transactions);
 5. source with ``isolation=read_committed`` of the sink's output (transactions), next to
-   the raw read-committed ``Consumer`` of the same topic.
+   the raw read-committed ``Consumer`` of the same topic and to the source with
+   ``isolation=read_uncommitted`` of that topic (alternated, ``ROUNDS`` times each, medians:
+   issue 25's ratio, read_committed / read_uncommitted).
 
 The load average (``os.getloadavg()``) is printed before and after: the machine is shared.
 
@@ -125,7 +127,13 @@ def main() -> None:
                 sourced.append(spark_source(spark, towers, "bench-in", args.messages))
             sink = spark_sink(spark, towers, "bench-out", args.messages, args.size)
             committed_raw = raw_consumer(towers, "bench-out", args.messages, "read_committed")
-            committed = spark_source(spark, towers, "bench-out", args.messages, "read_committed")
+            uncommitted_out: list[float] = []
+            committed_out: list[float] = []
+            for _ in range(ROUNDS):
+                uncommitted_out.append(spark_source(spark, towers, "bench-out", args.messages))
+                committed_out.append(
+                    spark_source(spark, towers, "bench-out", args.messages, "read_committed")
+                )
         finally:
             spark.stop()
     consumer, source = statistics.median(consumed), statistics.median(sourced)
@@ -137,9 +145,16 @@ def main() -> None:
     print(f"{source / consumer:.0%} of the consumer")
     print(f"sink (exactly-once)   {sink:>12,.0f} rows/s  ({sink / produced:.0%} of producer)")
     print(f"raw read_committed    {committed_raw:>12,.0f} msg/s  (the sink's output)")
+    committed = statistics.median(committed_out)
+    uncommitted = statistics.median(uncommitted_out)
     print(
-        f"source read_committed {committed:>12,.0f} rows/s  "
-        f"({committed / committed_raw:.0%} of the read-committed consumer)"
+        f"source read_uncommitted {uncommitted:>10,.0f} rows/s  (the sink's output, median of "
+        f"{_rates(uncommitted_out)})"
+    )
+    print(
+        f"source read_committed {committed:>12,.0f} rows/s  (median of {_rates(committed_out)}): "
+        f"{committed / uncommitted:.2f}x read_uncommitted, "
+        f"{committed / committed_raw:.0%} of the read-committed consumer"
     )
 
 

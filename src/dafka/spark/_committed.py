@@ -39,7 +39,8 @@ message of the range is decided by messages of the range, and the task emits exa
 committed ones: the union over the batches is the committed log, each message once.
 
 Costs: the driver reads every RECORD once more (the decision needs the UUIDs), in a thread
-of its own; ``maxRecordsPerTrigger`` is honoured at cuts (a transaction larger than the cap
+of its own, as columns (``poll_columns``, ``feed_columns``: a batched RECORD's run of
+CONTINUEs is one entry of the filter's ring and no Record is built per message); ``maxRecordsPerTrigger`` is honoured at cuts (a transaction larger than the cap
 makes a batch larger than the cap rather than splitting it); ``minPartitions`` does not
 split a partition's range (a piece would start at no cut).
 """
@@ -52,11 +53,21 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dafka.client import Consumer, ConsumerSettings, replay_from_stores
 from dafka.errors import ConfigError, DafkaError
-from dafka.records import CommittedFilter, Record
+from dafka.records import (
+    NO_UUID,
+    UUID_SIZE,
+    BatchSlice,
+    CommittedFilter,
+    Part,
+    PlainRun,
+    Record,
+    RecordColumns,
+    RecordRun,
+)
 from dafka.spark._options import PLAINTEXT, ClientSecurity, Offsets
 
 log = logging.getLogger(__name__)
@@ -176,24 +187,26 @@ class _CutReader:
         """Poll once; the clean cuts found in every partition polled, and how far each got
         (RECORD offsets: the next one to read). ``every``: look for cuts about every so many
         RECORDs (``maxRecordsPerTrigger`` needs them); None: only at the end of the poll."""
-        records = self.consumer.poll(timeout, max_records=1 << 30)
-        if not records:
+        columns = self.consumer.poll_columns(timeout, max_records=1 << 30)
+        if not columns:
             return {}, {}
-        by_key: dict[Key, list[Record]] = collections.defaultdict(list)
-        for record in records:
-            by_key[(record[0], record[1])].append(record)
+        by_key: dict[Key, list[tuple[Part, _Piece]]] = collections.defaultdict(list)
+        for part in columns.parts:
+            for key, piece in _pieces(part, every):
+                by_key[key].append(piece)
         cuts: dict[Key, list[Cut]] = {}
         reached: dict[Key, int] = {}
-        feed = self.filter.feed
-        for key, recs in by_key.items():
-            reached[key] = recs[-1][2] + 1
+        feed = self.filter.feed_columns  # a batched RECORD's run: one ring entry, no Record
+        for key, found in by_key.items():
+            pieces = [piece for _, piece in found]
+            reached[key] = pieces[-1].last + 1
             at = 0
-            for stop in [*_closing_ends(recs, every), len(recs)]:
+            for stop in [*_cut_points(pieces, every), len(pieces)]:
                 if stop <= at:
                     continue
-                feed(recs[at:stop])
+                feed(RecordColumns([part for part, _ in found[at:stop]]))
                 at = stop
-                position = recs[stop - 1][2] + 1
+                position = pieces[stop - 1].last + 1
                 if self.filter.last_stable_position(*key) == position:
                     cuts.setdefault(key, []).append(Cut(position, self._states(key)))
         return cuts, reached
@@ -211,44 +224,89 @@ class _CutReader:
         self.consumer.close()
 
 
-def _closes(record: Record) -> bool:
-    """Whether a message may close spans: an ACK, an OUTSIDE message or one without UUID."""
-    raw = record[8]
-    if raw is None:
+def _closes_uuid(raw: bytes | None) -> bool:
+    """Whether a message with this UUID may close spans: an ACK, an OUTSIDE message or one
+    without UUID (None, or the batch format's 16 zero bytes)."""
+    if raw is None or raw == NO_UUID:
         return True
     flags = (raw[8] << 8 | raw[9]) & 0x3FF  # the UUID's 10 flag bits (bytes 8-9)
     return flags != 0x001  # not CONTINUE_TXN
 
 
-def _closing_ends(recs: Sequence[Record], every: int | None) -> list[int]:
-    """Candidate cut points of one partition's records (in order): indexes just after a
-    RECORD whose last message may close spans, about ``every`` RECORDs apart (None: only
-    the last one)."""
+def _closes(record: Record) -> bool:
+    """Whether a message may close spans (:func:`_closes_uuid` of its UUID)."""
+    return _closes_uuid(record[8])
+
+
+class _Piece(NamedTuple):
+    """Consecutive messages of one partition the driver feeds together: the RECORD offsets
+    of its first and last message, and whether its last message may close spans."""
+
+    first: int
+    last: int
+    closes: bool
+
+
+def _pieces(part: Part, every: int | None) -> list[tuple[Key, tuple[Part, _Piece]]]:
+    """A poll's part as the driver's pieces: a batched RECORD's slice is one (its last
+    message's UUID read from the RECORD's bytes: nothing decoded), a run of plain RECORDs
+    one (each may close spans: with ``every``, one per RECORD, a cut may fall after any),
+    Records one each."""
+    if isinstance(part, BatchSlice):
+        batch = part.batch
+        raw: bytes | None = None
+        if batch.layout.uuids_at >= 0:
+            at = batch.layout.uuids_at + UUID_SIZE * (part.stop - 1)
+            raw = batch.content[at : at + UUID_SIZE]
+        piece = _Piece(batch.offset, batch.offset, _closes_uuid(raw))
+        return [((batch.topic, batch.partition), (part, piece))]
+    if isinstance(part, PlainRun):
+        step = part.size if every is None else 1
+        out: list[tuple[Key, tuple[Part, _Piece]]] = []
+        for a in range(0, part.size, step):
+            chunk = PlainRun(
+                part.topic, part.partition, part.first + a, part.contents[a : a + step]
+            )
+            last = chunk.first + chunk.size - 1
+            out.append(((part.topic, part.partition), (chunk, _Piece(chunk.first, last, True))))
+        return out
+    return [
+        ((r[0], r[1]), (RecordRun([r]), _Piece(r[2], r[2], _closes(r)))) for r in part.records()
+    ]
+
+
+def _cut_points(pieces: Sequence[_Piece], every: int | None) -> list[int]:
+    """Candidate cut points of one partition's pieces (in order): indexes just after a
+    piece that ends a RECORD (the next piece starts another, or the poll ends) with a
+    message that may close spans, about ``every`` RECORDs apart (None: only the last one)."""
+    n = len(pieces)
+    ends = [
+        i + 1
+        for i in range(n)
+        if pieces[i].closes and (i + 1 == n or pieces[i + 1].first != pieces[i].last)
+    ]
     if every is None:
-        last = _last_closing_record_end(recs)
-        return [last] if last else []
+        return ends[-1:]
     out: list[int] = []
-    n = len(recs)
     kept = -every
-    for i in range(n):
-        offset = recs[i][2]
-        if (i + 1 == n or recs[i + 1][2] != offset) and _closes(recs[i]) and offset - kept >= every:
-            out.append(i + 1)
+    for end in ends:
+        offset = pieces[end - 1].last
+        if offset - kept >= every:
+            out.append(end)
             kept = offset
     return out
+
+
+def _closing_ends(recs: Sequence[Record], every: int | None) -> list[int]:
+    """:func:`_cut_points` of Records (one partition, in order), one piece each."""
+    return _cut_points([_Piece(r[2], r[2], _closes(r)) for r in recs], every)
 
 
 def _last_closing_record_end(recs: Sequence[Record]) -> int:
     """Index after the last RECORD of ``recs`` (one partition, in order) whose last message
     may close spans; 0 if none."""
-    i = len(recs) - 1
-    while i >= 0:
-        if _closes(recs[i]):
-            return i + 1
-        offset = recs[i][2]
-        while i >= 0 and recs[i][2] == offset:  # skip the rest of this RECORD
-            i -= 1
-    return 0
+    found = _closing_ends(recs, None)
+    return found[0] if found else 0
 
 
 class CutTracker:

@@ -6,12 +6,23 @@ import pytest
 
 from dafka.errors import ConfigError
 from dafka.message import Flags, build_uuid
-from dafka.records import Record
+from dafka.records import (
+    NO_UUID,
+    BatchSlice,
+    CheckedBatch,
+    PlainRun,
+    Record,
+    RecordColumns,
+    check_batch,
+    encode_batch,
+)
 from dafka.spark._committed import (
     CommittedOffsets,
     Cut,
     _closing_ends,
+    _cut_points,
     _last_closing_record_end,
+    _pieces,
     plan_end,
 )
 from dafka.spark._plan import share
@@ -94,3 +105,37 @@ def test_candidate_cut_is_after_the_last_record_ending_with_a_closing_message() 
     assert _closing_ends(recs, 1) == [1, 2, 4, 5]
     assert _closing_ends(recs, 2) == [1, 4]
     assert _closing_ends(recs, None) == [5]
+
+
+def test_the_driver_cuts_columns_where_it_cuts_their_records() -> None:
+    # The driver reads polls as columns (a piece per batched RECORD's slice, per run of
+    # plain RECORDs): the candidate cuts are those of the same messages as Records.
+    cont, ack, out = Flags.CONTINUE_TXN, Flags.ACK_TXN, Flags.OUTSIDE_TXN
+    shapes: list[list[Flags | None] | int] = [
+        [cont, ack],  # RECORD 0: ends with an ACK
+        [ack, cont],  # 1: ends inside a span
+        3,  # 2-4: plain RECORDs
+        [cont],  # 5
+        [None, out],  # 6: a message without UUID, then an OUTSIDE one
+        [None],  # 7
+    ]
+    parts = []
+    offset = 0
+    for shape in shapes:
+        if isinstance(shape, int):
+            parts.append(PlainRun("t", "a", offset, [b"p"] * shape))
+            offset += shape
+            continue
+        uuids = [NO_UUID if f is None else build_uuid(b"\x01abcde", 5, f).bytes for f in shape]
+        content = encode_batch([b"v"] * len(shape), uuids=uuids)
+        layout, _ = check_batch(content)
+        batch = CheckedBatch("t", "a", offset, content, layout, None)
+        parts.append(BatchSlice(batch, 0, len(shape)))
+        offset += 1
+    records = RecordColumns(parts).records()
+    for every in (None, 1, 2, 3):
+        pieces = [piece for part in parts for _, (_, piece) in _pieces(part, every)]
+        by_pieces = [pieces[i - 1].last + 1 for i in _cut_points(pieces, every)]
+        by_records = [records[i - 1].offset + 1 for i in _closing_ends(records, every)]
+        assert by_pieces == by_records, every
+    assert [records[i - 1].offset + 1 for i in _closing_ends(records, 1)] == [1, 3, 4, 5, 7, 8]
