@@ -40,9 +40,10 @@ committed ones: the union over the batches is the committed log, each message on
 
 Costs: the driver reads every RECORD once more (the decision needs the UUIDs), in a thread
 of its own, as columns (``poll_columns``, ``feed_columns``: a batched RECORD's run of
-CONTINUEs is one entry of the filter's ring and no Record is built per message); ``maxRecordsPerTrigger`` is honoured at cuts (a transaction larger than the cap
-makes a batch larger than the cap rather than splitting it); ``minPartitions`` does not
-split a partition's range (a piece would start at no cut).
+CONTINUEs is one entry of the filter's ring and no Record is built per message);
+``maxRecordsPerTrigger`` is honoured at cuts (a transaction larger than the cap makes a
+batch larger than the cap rather than splitting it); ``minPartitions`` does not split a
+partition's range (a piece would start at no cut).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from dafka.records import (
     NO_UUID,
     BatchSlice,
     CheckedBatch,
+    Part,
     PlainRun,
     Record,
     RecordColumns,
@@ -119,7 +120,7 @@ def test_the_driver_cuts_columns_where_it_cuts_their_records() -> None:
         [None, out],  # 6: a message without UUID, then an OUTSIDE one
         [None],  # 7
     ]
-    parts = []
+    parts: list[Part] = []
     offset = 0
     for shape in shapes:
         if isinstance(shape, int):
