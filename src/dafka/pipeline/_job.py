@@ -1,10 +1,12 @@
 """The Spark job process: ``python -m dafka.pipeline job CONFIG_JSON``.
 
-Three streaming queries over the input topic (``format("dafka")``), sharing one session:
+Two streaming queries over the input topic (``format("dafka")``), sharing one session:
 
-* ``dead-letters``: messages that do not parse, unchanged, to the dead-letter topic;
-* ``to-topic``: the enriched window aggregates, as JSON keyed by device, to the output topic
-  (the dafka sink: exactly-once);
+* ``to-topics``: the enriched window aggregates, as JSON keyed by device, to the output topic,
+  and the messages that do not parse, unchanged, to the dead-letter topic - one query, one
+  dafka sink (exactly-once; a ``topic`` column routes each row), so that each micro-batch
+  pays the planning and the sink's commit once for both (they were two queries, each
+  reading the input and committing on its own);
 * ``to-parquet``: the same aggregates to Parquet files (Spark's file sink: exactly-once by
   its ``_spark_metadata`` log).
 
@@ -59,7 +61,7 @@ class JobConfig:
         return cls(**data)
 
 
-QUERIES = ("dead-letters", "to-topic", "to-parquet")
+QUERIES = ("to-topics", "to-parquet")
 
 
 class _DriverSink:
@@ -67,25 +69,29 @@ class _DriverSink:
     driver, one producer per query and job process. At-least-once only: a batch replayed
     after a crash is written again (the checks then report the repeated rows)."""
 
-    def __init__(self, towers: str, topic: str, name: str, security: KeyFiles) -> None:
+    def __init__(self, towers: str, name: str, security: KeyFiles) -> None:
         self.towers = towers
         self.security = security
-        self.topic = topic
         self.name = name
-        self.producer: Any = None
+        self.producers: dict[str, Any] = {}  # per topic (the rows' ``topic`` column)
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         from dafka import Producer
 
-        if self.producer is None:
-            self.producer = Producer(
-                self.topic, towers=self.towers, **self.security.fields(), name=self.name
-            )
-        for row in frame.select("key", "value").toLocalIterator():
+        for row in frame.select("topic", "key", "value").toLocalIterator():
+            producer = self.producers.get(row.topic)
+            if producer is None:
+                producer = self.producers[row.topic] = Producer(
+                    row.topic,
+                    towers=self.towers,
+                    **self.security.fields(),
+                    name=f"{row.topic}-{self.name}",
+                )
             key = None if row.key is None else bytes(row.key)
-            self.producer.send(bytes(row.value), key=key)
-        if self.producer.flush(timeout=60):
-            raise RuntimeError(f"{self.topic}: batch {batch_id} not stored within 60 s")
+            producer.send(bytes(row.value), key=key)
+        for topic, producer in self.producers.items():
+            if producer.flush(timeout=60):
+                raise RuntimeError(f"{topic}: batch {batch_id} not stored within 60 s")
 
 
 def _emit(**fields: object) -> None:
@@ -122,7 +128,8 @@ def run(config: JobConfig) -> int:
     # Spark's Python workers must import dafka: by default they run this interpreter (its
     # venv), not the first python3 on PATH. A remote cluster sets PYSPARK_PYTHON itself.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F  # noqa: N812  (the PySpark idiom)
     from pyspark.sql.streaming.query import StreamingQuery
 
     from dafka.pipeline._transform import TransformSettings, to_message, transform
@@ -161,21 +168,28 @@ def run(config: JobConfig) -> int:
     trigger = f"{config.trigger_ms} milliseconds"
     run_tag = f"{os.getpid()}"
 
-    def to_dafka(frame: DataFrame, name: str, topic: str) -> StreamingQuery:
+    def to_topics() -> StreamingQuery:
+        # Dead letters (stateless) and aggregates (after the watermark) in one query: the
+        # union is written by one sink per micro-batch, each row to its ``topic``.
+        dead = outputs.dead_letters.select(
+            F.lit(config.dead_letter_topic).alias("topic"), "key", "value"
+        )
+        aggregates = to_message(outputs.aggregates).select(
+            F.lit(config.output_topic).alias("topic"), "key", "value"
+        )
         writer = (
-            frame.writeStream.queryName(name)
+            dead.unionByName(aggregates)
+            .writeStream.queryName("to-topics")
             .outputMode("append")
-            .option("checkpointLocation", str(checkpoints / name))
+            .option("checkpointLocation", str(checkpoints / "to-topics"))
             .trigger(processingTime=trigger)
         )
         if config.sink == "driver":
-            sink = _DriverSink(config.towers, topic, f"{topic}-{run_tag}", config.security)
-            return writer.foreachBatch(sink).start()
+            return writer.foreachBatch(_DriverSink(config.towers, run_tag, config.security)).start()
         return (
             writer.format("dafka")
             .option("towers", config.towers)
             .options(**config.security.spark_options())
-            .option("topic", topic)
             .start()
         )
 
@@ -191,12 +205,7 @@ def run(config: JobConfig) -> int:
         )
 
     starts: dict[str, Callable[[], StreamingQuery]] = {
-        "dead-letters": lambda: to_dafka(
-            outputs.dead_letters.select("key", "value"), "dead-letters", config.dead_letter_topic
-        ),
-        "to-topic": lambda: to_dafka(
-            to_message(outputs.aggregates), "to-topic", config.output_topic
-        ),
+        "to-topics": to_topics,
         "to-parquet": to_parquet,
     }
     queries: dict[str, StreamingQuery] = {}

@@ -310,8 +310,8 @@ class Runner:
         self.phase = "closing windows"
         self._wait(
             lambda: (
-                self.state.has_read("dead-letters", {hb_partition: 1})
-                and self.state.watermark_passed("to-topic", last_end)
+                self.state.has_read("to-topics", {hb_partition: 1})
+                and self.state.watermark_passed("to-topics", last_end)
                 and self.state.watermark_passed("to-parquet", last_end)
             ),
             drain,
@@ -465,7 +465,7 @@ class Runner:
             and self.job is not None
             and self.phase in ("producing", "draining")
         ):
-            query = self.state.job.queries.get("to-topic")
+            query = self.state.job.queries.get("to-topics")
             if query is not None and query.batches >= chaos.kill_job_after_batches:
                 self.job_killed = True
                 self.job.signal(signal.SIGKILL)
