@@ -368,6 +368,49 @@ def test_max_records_per_trigger(spark: SparkSession, cluster: Cluster) -> None:
     assert len([s for s in sizes if s]) == 4
 
 
+def test_max_offsets_per_trigger_counts_messages(spark: SparkSession, cluster: Cluster) -> None:
+    """Kafka's ``maxOffsetsPerTrigger`` caps a micro-batch in messages (the driver counts
+    them per RECORD); before, it was refused (``maxRecordsPerTrigger`` counts RECORDs: 10 of
+    these would be up to 50 messages). A RECORD is never split: one larger than the cap
+    makes one batch of its own size."""
+    x = [encode_batch([b"x%d-%d" % (r, i) for i in range(5)]) for r in range(8)]
+    y = [encode_batch([b"y%d-%d" % (r, i) for i in range(4)]) for r in range(3)]
+    big = [encode_batch([b"z%d" % i for i in range(15)])]
+    publish(cluster, "m2", "m2.0", x)
+    publish(cluster, "m2", "m2.1", y)
+    publish(cluster, "m2", "m2.2", big)
+    sizes: list[int] = []
+    seen: list[bytes] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        rows = df.collect()
+        sizes.append(len(rows))
+        seen.extend(r.value for r in rows)
+
+    query = (
+        spark.readStream.format("dafka")
+        .option("towers", cluster.towers)
+        .option("subscribe", "m2")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "10")
+        .load()
+        .writeStream.foreachBatch(collect)
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    expected = (
+        [b"x%d-%d" % (r, i) for r in range(8) for i in range(5)]
+        + [b"y%d-%d" % (r, i) for r in range(3) for i in range(4)]
+        + [b"z%d" % i for i in range(15)]
+    )
+    assert sorted(seen) == sorted(expected)
+    over = [s for s in sizes if s > 10]
+    assert len(over) <= 1, sizes  # the batch with the 15-message RECORD
+    assert all(s <= 15 + 10 for s in over), sizes  # it, and at most the cap besides
+    assert len([s for s in sizes if s]) >= 5, sizes  # 67 messages: (67 - 15) / 10 + 1
+
+
 # -- isolation=read_committed ----------------------------------------------------------------
 
 _PID = b"\x01rc-tx"

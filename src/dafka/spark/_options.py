@@ -40,6 +40,7 @@ _SOURCE_OPTIONS = {
     "endingtimestamp",
     "endingoffsetsbytimestamp",
     "maxrecordspertrigger",
+    "maxoffsetspertrigger",
     "minoffsetspertrigger",
     "maxtriggerdelay",
     "failondataloss",
@@ -80,8 +81,6 @@ _KAFKA_NAMES = {
     "kafkaconsumer.polltimeoutms": "'fetchTimeout' (seconds)",
     "fetchoffset.numretries": "'fetchTimeout' (seconds)",
     "fetchoffset.retryintervalms": "'fetchTimeout' (seconds)",
-    "maxoffsetspertrigger": "'maxRecordsPerTrigger' (it counts RECORDs: a batched RECORD "
-    "carries many messages)",
     "startingoffsetsbytimestampstrategy": "nothing: a partition with no RECORD at or after "
     "its time starts at its end",
     "kafka.isolation.level": "'isolation' (read_uncommitted or read_committed)",
@@ -108,6 +107,9 @@ class SourceOptions:
     starting: Literal["earliest", "latest"] | Offsets
     ending: Literal["latest"] | Offsets
     max_records_per_trigger: int | None
+    max_offsets_per_trigger: int | None
+    """Kafka's ``maxOffsetsPerTrigger``: at most this many messages per micro-batch (the
+    driver counts them: ``dafka.spark._counts``); ``maxRecordsPerTrigger`` counts RECORDs."""
     min_offsets_per_trigger: int | None
     """Kafka's ``minOffsetsPerTrigger``: a micro-batch waits for at least this many offsets
     (RECORDs), or for ``max_trigger_delay`` seconds since the last one."""
@@ -220,6 +222,18 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         raise ConfigError(
             f"option 'isolation' must be 'read_uncommitted' or 'read_committed', got {isolation!r}"
         )
+    max_records = _int_option(opts, "maxRecordsPerTrigger", None, 1)
+    max_offsets = _int_option(opts, "maxOffsetsPerTrigger", None, 1)
+    if max_records is not None and max_offsets is not None:
+        raise ConfigError(
+            "give at most one of 'maxOffsetsPerTrigger' (messages) and "
+            "'maxRecordsPerTrigger' (RECORDs)"
+        )
+    if max_offsets is not None and isolation == "read_committed":
+        raise ConfigError(
+            "option 'maxOffsetsPerTrigger' is not supported with isolation=read_committed "
+            "(its batches end at clean cuts, counted in RECORDs): use 'maxRecordsPerTrigger'"
+        )
     return SourceOptions(
         towers=towers,
         topics=topics,
@@ -229,7 +243,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         ending=ending,  # type: ignore[arg-type]
         starting_times=starting_times,
         ending_times=ending_times,
-        max_records_per_trigger=_int_option(opts, "maxRecordsPerTrigger", None, 1),
+        max_records_per_trigger=max_records,
+        max_offsets_per_trigger=max_offsets,
         min_offsets_per_trigger=_int_option(opts, "minOffsetsPerTrigger", None, 1),
         max_trigger_delay=_duration_option(opts, "maxTriggerDelay", 15 * 60.0),
         fail_on_data_loss=_bool_option(opts, "failOnDataLoss", True),

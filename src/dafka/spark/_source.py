@@ -27,6 +27,7 @@ from dafka.client import HeadWatcher, TimestampSearch
 from dafka.errors import ConfigError
 from dafka.spark import _plan
 from dafka.spark._committed import CommittedOffsets, CutTracker, plan_end
+from dafka.spark._counts import MessageCounter
 from dafka.spark._options import Offsets, SourceOptions, Times
 from dafka.spark._read import RangePartition, read_partition
 
@@ -161,6 +162,34 @@ def _new_tracker(options: SourceOptions, start: CommittedOffsets) -> CutTracker:
     )
 
 
+_counters: dict[tuple[object, ...], MessageCounter] = {}
+
+
+def _counter(options: SourceOptions, start: dict[tuple[str, str], int]) -> MessageCounter:
+    """The driver process's message counter (``maxOffsetsPerTrigger``), made once, from the
+    first start."""
+    key = (options.towers, options.security, options.topics, options.pattern)
+    with _watchers_lock:
+        counter = _counters.get(key)
+        if counter is None:
+            topic_source = None
+            if options.pattern is not None:
+                watcher = _watcher(options)
+
+                def topic_source() -> set[str]:
+                    return {topic for topic, _ in watcher.heads()}
+
+            counter = _counters[key] = MessageCounter(
+                options.towers,
+                start,
+                options.topics,
+                topic_source=topic_source,
+                fail_on_data_loss=options.fail_on_data_loss,
+                security=options.security,
+            )
+        return counter
+
+
 def _committed_partitions(
     options: SourceOptions, start: CommittedOffsets, end: CommittedOffsets
 ) -> list[RangePartition]:
@@ -229,7 +258,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return CommittedOffsets.plain(offsets).to_json() if self.committed else offsets
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.options.max_records_per_trigger
+        n = self.options.max_records_per_trigger or self.options.max_offsets_per_trigger
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
@@ -250,7 +279,15 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         heads = _assigned(self.options, _watcher(self.options).heads())
         if target is not None:  # availableNow: nothing past the heads known when it started
             heads = {k: min(h, target[k]) for k, h in heads.items() if k in target}
-        planned = _plan.latest(start, heads, cap)
+        if cap is not None and self.options.max_offsets_per_trigger is not None:
+            at = _plan.flatten(start)
+            counter = _counter(self.options, at)
+            if target is not None:  # availableNow: count up to its heads first
+                ends = {k: h + 1 for k, h in heads.items()}
+                counter.wait_counted(ends, self.options.fetch_timeout)
+            planned = _plan.nest(counter.plan(at, heads, cap, _plan.share))
+        else:
+            planned = _plan.latest(start, heads, cap)
         if not self._due(_plan.flatten(start), _plan.flatten(planned)):
             return start
         return planned

@@ -15,7 +15,6 @@ from dafka.spark._sink import sink_name
     ("option", "hint"),
     [
         ("kafka.bootstrap.servers", "'towers'"),
-        ("maxOffsetsPerTrigger", "'maxRecordsPerTrigger'"),
         ("kafka.group.id", "no consumer group"),
         ("kafka.max.poll.records", "'kafka.\\*' options configure a Kafka client"),
     ],
@@ -89,3 +88,23 @@ def test_a_one_shot_write_gets_its_own_name() -> None:
     assert sink_name(named, {}, once=True) == "load-1"
     with pytest.raises(ConfigError, match="checkpointLocation"):
         sink_name(options, {})  # a streaming writer is made per micro-batch: it needs one
+
+
+def test_max_offsets_per_trigger_counts_messages() -> None:
+    """Kafka's name is dafka's too (it was refused with a hint to maxRecordsPerTrigger)."""
+    options = parse_source_options(
+        {"subscribe": "t", "maxOffsetsPerTrigger": "500"}, streaming=True
+    )
+    assert (options.max_offsets_per_trigger, options.max_records_per_trigger) == (500, None)
+    with pytest.raises(ConfigError, match="at most one of 'maxOffsetsPerTrigger'"):
+        parse_source_options(
+            {"subscribe": "t", "maxOffsetsPerTrigger": "5", "maxRecordsPerTrigger": "5"},
+            streaming=True,
+        )
+    with pytest.raises(ConfigError, match="'maxOffsetsPerTrigger' is not supported with"):
+        parse_source_options(
+            {"subscribe": "t", "maxOffsetsPerTrigger": "5", "isolation": "read_committed"},
+            streaming=True,
+        )
+    with pytest.raises(ConfigError, match="maxOffsetsPerTrigger"):
+        parse_source_options({"subscribe": "t", "maxOffsetsPerTrigger": "0"}, streaming=True)
