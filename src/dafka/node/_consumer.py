@@ -55,11 +55,14 @@ from dafka.node._catchup import NO_LIMIT, TARGET_MARK, Cursor, FetchScheduler
 from dafka.node._config import ConsumerConfig
 from dafka.node._errors import NodeArgumentError, check_name, check_sequence
 from dafka.node._reader import PartitionReader, ReaderRuns
+from dafka.node._runs import Runs
 from dafka.node._stores import StoreRouter
 from dafka.node.actions import (
     Action,
     Deliver,
     DirectRecordRuns,
+    RunDirectRecords,
+    RunRecords,
     Send,
     Subscribe,
     Unsubscribe,
@@ -121,13 +124,19 @@ class ConsumerStatistics:
     """Gaps skipped at once because every store said where its log starts."""
     heads_answered: tuple[str, ...] = ()
     """Topics every store said "that is all" of (HEADS-END): their heads are all known."""
+    records_fenced: int = 0
+    """Records of a producer run dropped at or after a newer run's start (an older run's,
+    never acknowledged there: docs/guarantees.md, "A reused sequence: run epochs")."""
+    records_replaced: int = 0
+    """Records delivered that a newer producer run replaced: the partition was read again
+    from that run's start, and the newer run's records delivered at those offsets."""
 
 
 def _wire(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-class ConsumerMachine(ReaderRuns, DirectRecordRuns):
+class ConsumerMachine(ReaderRuns, DirectRecordRuns, RunRecords, RunDirectRecords):
     """Pure state machine of a consumer; see the module docstring and docs/nodes.md."""
 
     def __init__(
@@ -189,6 +198,10 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
         """Topic -> the stores whose HEADS-END ("that is all") for it came."""
         self._log_starts = 0
         self._skipped_on_start = 0
+        self._runs: dict[Cursor, Runs] = {}
+        """The producer runs heard of per partition (``_runs.py``)."""
+        self._fenced = 0
+        self._replaced = 0
         cid = check_name("consumer id", consumer_id)
         self._out += [
             Subscribe(b"D" + cid),
@@ -464,6 +477,9 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             producer = message.producer
             sequence = message.sequence
             cursor = self._cursors.get((topic, producer))
+            if message.epoch:
+                self._on_run_record(cursor, message, now)
+                return
             if (
                 cursor is not None and sequence == cursor.last + 1 and sequence <= cursor.limit
             ):  # the hot path
@@ -476,12 +492,19 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
                 self._foreign += 1  # a C store answers an addressed FETCH to id@store
                 return
             cursor = self._cursors.get((message.topic, message.producer))
+            if message.epoch:
+                self._on_run_record(cursor, message, now)
+                return
             self._on_record(cursor, message, now)
         elif type(message) is Head:
+            if message.epoch and not self._run_head(message, now):
+                return
             self._on_head(message.topic, message.producer, message.sequence, now)
         elif type(message) is DirectHead:
             if message.recipient != self.consumer_id:
                 self._foreign += 1
+                return
+            if message.epoch and not self._run_head(message, now):
                 return
             self._on_head(message.topic, message.producer, message.sequence, now)
         elif type(message) is StoreHello:
@@ -575,6 +598,116 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
                 DirectRecord(recipient, topic, producer, first_sequence + offset, content), now
             )
 
+    def on_run_records(
+        self,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        """A run of RECORDs of producer run ``epoch``: the newest run known goes the way of
+        :meth:`on_records`; anything else record by record (its run checked)."""
+        cursor = self._cursors.get((topic, producer))
+        runs = self._runs.get(cursor) if cursor is not None else None
+        if runs is not None and runs.newest() == (epoch, run_start):
+            self.on_records(topic, producer, first_sequence, contents, now)
+            return
+        for offset, content in enumerate(contents):
+            self.on_message(
+                Record(topic, producer, first_sequence + offset, content, epoch, run_start), now
+            )
+
+    def on_run_direct_records(
+        self,
+        recipient: str,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        """As :meth:`on_run_records`, for a FETCH reply (:meth:`on_direct_records`)."""
+        cursor = self._cursors.get((topic, producer))
+        runs = self._runs.get(cursor) if cursor is not None else None
+        if runs is not None and runs.newest() == (epoch, run_start):
+            self.on_direct_records(recipient, topic, producer, first_sequence, contents, now)
+            return
+        for offset, content in enumerate(contents):
+            self.on_message(
+                DirectRecord(
+                    recipient, topic, producer, first_sequence + offset, content, epoch, run_start
+                ),
+                now,
+            )
+
+    def _on_run_record(
+        self, cursor: Cursor | None, record: Record | DirectRecord, now: float
+    ) -> None:
+        """A record that names its producer run: checked against the partition's runs
+        (:meth:`_in_run`), then taken as any record."""
+        if cursor is not None and not self._in_run(
+            cursor, record.epoch, record.run_start, record.sequence, now
+        ):
+            return
+        self._on_record(cursor, record, now)
+        if cursor is None:  # a partition seen for the first time: its first run
+            cursor = self._cursors.get((record.topic, record.producer))
+            if cursor is not None and cursor not in self._runs:
+                self._runs[cursor] = Runs([(record.epoch, record.run_start)])
+
+    def _run_head(self, head: Head | DirectHead, now: float) -> bool:
+        """Whether a head that names its producer run is taken (:meth:`_in_run`)."""
+        cursor = self._cursors.get((head.topic, head.producer))
+        if cursor is None:
+            return True
+        return self._in_run(
+            cursor, head.epoch, head.run_start, max(head.sequence, head.run_start), now
+        )
+
+    def _in_run(
+        self, cursor: Cursor, epoch: int, run_start: int, sequence: int, now: float
+    ) -> bool:
+        """The store's rule (``_runs.py``) for a reader: an older run's record at or after
+        a newer run's start is dropped (``records_fenced``); a run newer than the one this
+        consumer read, starting at or below what it delivered, means those records were an
+        older run's, never acknowledged there: the partition is read again from the newer
+        run's start (``records_replaced``), so that its acknowledged records are delivered
+        at those offsets, never lost."""
+        runs = self._runs.get(cursor)
+        if runs is None:
+            self._runs[cursor] = Runs([(epoch, run_start)])
+            return True
+        newest, start = runs.newest()
+        if epoch == newest:
+            if run_start == start:
+                return True
+            self._fenced += 1  # a known run with another start: malformed
+            return False
+        if epoch < newest:
+            if runs.fences(epoch, sequence):
+                self._fenced += 1
+                return False
+            return True
+        if run_start <= cursor.last:
+            pending = cursor.pending
+            if pending and cursor.pending_first + len(pending) > run_start:
+                del pending[max(0, run_start - cursor.pending_first) :]
+            self._replaced += cursor.last - run_start + 1
+            self._fetcher.forget(cursor)
+            cursor.last = run_start - 1
+            cursor.known_head = run_start - 1
+        elif cursor.ahead:
+            for sequence_ahead in [s for s in cursor.ahead if s >= run_start]:
+                del cursor.ahead[sequence_ahead]  # an older run's, or unsaid: fetched again
+        runs.begin(epoch, run_start)
+        del now
+        return True
+
     def on_timer(self, now: float) -> None:
         for cursor, first in self._fetcher.on_timer(now, self._out):
             self._flush(cursor, self._out)  # pending runs must not straddle the jump
@@ -620,6 +753,8 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns):
             dropped_not_owned=self._not_owned,
             log_starts=self._log_starts,
             skipped_on_log_start=self._skipped_on_start,
+            records_fenced=self._fenced,
+            records_replaced=self._replaced,
             heads_answered=tuple(t for t in self._heads_ended if self.heads_answered(t)),
         )
 

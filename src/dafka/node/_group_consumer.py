@@ -14,11 +14,20 @@ from collections.abc import Sequence
 
 from dafka.node._consumer import ConsumerMachine
 from dafka.node._group import GroupEvent, GroupMember
-from dafka.node.actions import Action, DirectRecordRuns, RecordRuns, SubscriptionNotices
+from dafka.node.actions import (
+    Action,
+    DirectRecordRuns,
+    RecordRuns,
+    RunDirectRecords,
+    RunRecords,
+    SubscriptionNotices,
+)
 from dafka.protocol import DataMessage, MemberBeat
 
 
-class GroupConsumerMachine(RecordRuns, DirectRecordRuns, SubscriptionNotices):
+class GroupConsumerMachine(
+    RecordRuns, DirectRecordRuns, RunRecords, RunDirectRecords, SubscriptionNotices
+):
     """``consumer`` (its topics subscribed with ``subscribe_group``) and ``member``."""
 
     def __init__(self, consumer: ConsumerMachine, member: GroupMember) -> None:
@@ -48,6 +57,37 @@ class GroupConsumerMachine(RecordRuns, DirectRecordRuns, SubscriptionNotices):
         now: float,
     ) -> None:
         self.consumer.on_direct_records(recipient, topic, producer, first_sequence, contents, now)
+        self._sync(now)
+
+    def on_run_records(
+        self,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        self.consumer.on_run_records(
+            topic, producer, first_sequence, contents, epoch, run_start, now
+        )
+        self._sync(now)
+
+    def on_run_direct_records(
+        self,
+        recipient: str,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        self.consumer.on_run_direct_records(
+            recipient, topic, producer, first_sequence, contents, epoch, run_start, now
+        )
         self._sync(now)
 
     def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:

@@ -1052,7 +1052,7 @@ class StoreMachine(
                 continue  # done
             if reply.next <= reply.cursor.durable:
                 ready = True  # more to send next turn
-            elif now - reply.since >= wait:
+            elif now >= reply.since + wait:  # as ``due`` below: no float gap to spin in
                 continue  # waited too long for durability: the reply ends here
             else:
                 due = reply.since + wait

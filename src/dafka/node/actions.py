@@ -42,7 +42,8 @@ Besides :class:`NodeMachine`, a machine may offer driver events of its own. Each
 *capability*, a typed protocol below that the machine declares by subclassing it and that a
 driver tests with ``isinstance`` (never ``getattr``): :class:`RecordRuns` (runs of RECORDs,
 store and consumer), :class:`DirectRecordRuns` (runs of DIRECT-RECORDs, consumer),
-:class:`RunRecords` (runs of RECORDs that name their producer's run, store),
+:class:`RunRecords` and :class:`RunDirectRecords` (runs that name their producer's run,
+store and consumer),
 :class:`SubscriptionNotices` (XPUB notices, store), :class:`DurableNotices` (what the driver
 made durable, store), :class:`HoleNotices` (the holes of a partition's log, store),
 :class:`PeerNotices` (a new peer is connected) and :class:`AttributedMessages` (each message
@@ -275,6 +276,26 @@ class RunRecords(Protocol):
 
 
 @runtime_checkable
+class RunDirectRecords(Protocol):
+    """Takes a run of DIRECT-RECORDs that name their producer's run (the consumer). A
+    machine without it gets such runs through :class:`DirectRecordRuns`, the epoch left
+    out."""
+
+    def on_run_direct_records(
+        self,
+        recipient: str,
+        topic: str,
+        producer: str,
+        first_sequence: int,
+        contents: Sequence[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        """As :meth:`RunRecords.on_run_records`, for a FETCH reply to ``recipient``."""
+
+
+@runtime_checkable
 class DirectRecordRuns(Protocol):
     """Takes consecutive DIRECT-RECORDs of one partition to one recipient in one call."""
 
@@ -360,6 +381,7 @@ __all__ = [
     "Persist",
     "Placement",
     "RecordRuns",
+    "RunDirectRecords",
     "RunRecords",
     "Send",
     "SendBeacon",

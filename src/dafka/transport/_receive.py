@@ -42,6 +42,8 @@ OnRecords = Callable[[str, str, int, list[bytes], float], None]
 """``on_records(topic, producer, first_sequence, contents, now)``."""
 OnRunRecords = Callable[[str, str, int, list[bytes], int, int, float], None]
 """``on_run_records(topic, producer, first_sequence, contents, epoch, run_start, now)``."""
+OnRunDirectRecords = Callable[[str, str, str, int, list[bytes], int, int, float], None]
+"""``on_run_direct_records(recipient, topic, producer, first, contents, epoch, run_start, now)``."""
 OnDirectRecords = Callable[[str, str, str, int, list[bytes], float], None]
 """``on_direct_records(recipient, topic, producer, first_sequence, contents, now)``."""
 OnNotice = Callable[[bytes, bool, float], None]
@@ -67,6 +69,7 @@ class Receiver:
         on_records: OnRecords | None,
         on_direct_records: OnDirectRecords | None,
         on_run_records: OnRunRecords | None = None,
+        on_run_direct_records: OnRunDirectRecords | None = None,
         attributed: AttributedMessages | None,
         drop_inbound: DropInbound | None,
         on_welcome: Callable[[], None],
@@ -84,6 +87,7 @@ class Receiver:
         self._receive_batch = receive_batch
         self._on_records = on_records
         self._on_run_records = on_run_records
+        self._on_run_direct_records = on_run_direct_records
         self._on_direct_records = on_direct_records
         self._attributed = attributed
         self._drop_inbound = drop_inbound
@@ -221,8 +225,9 @@ class Receiver:
 
         A RECORD that names its producer's run (``epoch`` > 0: frame 0 ends with the
         16-byte run trailer) starts a run whose next records must carry the same trailer;
-        it goes to ``on_run_records`` when the machine has it (the store), else to
-        ``on_records`` with the epoch left out (a consumer).
+        it goes to ``on_run_records`` when the machine has it (store, consumer), else to
+        ``on_records`` with the epoch left out; DIRECT-RECORD runs likewise go to
+        ``on_run_direct_records`` (consumer).
 
         ``sender`` names the peer of a per-peer socket: what is read there goes to the
         machine's ``on_message_from`` (an :class:`AttributedMessages`), and each message it
@@ -251,6 +256,7 @@ class Receiver:
         run_tail = b""
         run_epoch = run_start = 0
         on_run = self._on_run_records
+        on_run_direct = self._on_run_direct_records
         try:
             for _ in range(self._receive_batch):
                 frame = recv(zmq.NOBLOCK, False)
@@ -292,7 +298,19 @@ class Receiver:
                         )
                         continue
                     if run_recipient is not None:
-                        on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                        if run_epoch and on_run_direct is not None:
+                            on_run_direct(
+                                run_recipient,
+                                run_topic,
+                                run_producer,
+                                run_first,
+                                run,
+                                run_epoch,
+                                run_start,
+                                now,
+                            )
+                        else:
+                            on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
                     elif run_epoch and on_run is not None:
                         on_run(run_topic, run_producer, run_first, run, run_epoch, run_start, now)
                     else:
@@ -326,8 +344,9 @@ class Receiver:
                     run = [frames[1]]
                     continue
                 if on_direct is not None and message.__class__ is DirectRecord:
-                    run_epoch = 0  # a consumer's: the epoch is left out
-                    if message.epoch:
+                    run_epoch = message.epoch  # left out for a machine without on_run_direct
+                    if run_epoch:
+                        run_start = message.run_start
                         run_tail = frames[0][-16:]
                         run_header = frames[0][:-24]
                     else:
@@ -356,11 +375,31 @@ class Receiver:
             stats.received += received
         if run_header is not None:
             if run_recipient is not None:
-                on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                if run_epoch and on_run_direct is not None:
+                    on_run_direct(
+                        run_recipient,
+                        run_topic,
+                        run_producer,
+                        run_first,
+                        run,
+                        run_epoch,
+                        run_start,
+                        now,
+                    )
+                else:
+                    on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
             elif run_epoch and on_run is not None:
                 on_run(run_topic, run_producer, run_first, run, run_epoch, run_start, now)
             else:
                 on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
 
 
-__all__ = ["DropInbound", "OnDirectRecords", "OnNotice", "OnRecords", "OnRunRecords", "Receiver"]
+__all__ = [
+    "DropInbound",
+    "OnDirectRecords",
+    "OnNotice",
+    "OnRecords",
+    "OnRunDirectRecords",
+    "OnRunRecords",
+    "Receiver",
+]

@@ -41,6 +41,7 @@ from dafka.node.actions import (
     NodeMachine,
     PeerNotices,
     RecordRuns,
+    RunDirectRecords,
     RunRecords,
     SubscriptionNotices,
 )
@@ -283,6 +284,9 @@ class NodeRunner:
                 on_records=machine.on_records if isinstance(machine, RecordRuns) else None,
                 on_run_records=(
                     machine.on_run_records if isinstance(machine, RunRecords) else None
+                ),
+                on_run_direct_records=(
+                    machine.on_run_direct_records if isinstance(machine, RunDirectRecords) else None
                 ),
                 on_direct_records=(
                     machine.on_direct_records if isinstance(machine, DirectRecordRuns) else None
