@@ -131,19 +131,24 @@ class Control:
 
 
 _CONTROL_QUIET = 0.3
-"""Seconds without news, once a store greeted the control-state reader, after which its
-heads are taken as complete. Were a slower store to hold a later control record, the commit
-finds out from its control producer's resume and re-reads; it refuses the batch if the
-tasks' rollbacks depended on the difference (:func:`_check_rollbacks`)."""
+"""The control-state reader's heads are complete once every store that greeted it said
+"that is all" (HEADS-END: ``HeadWatcher.refresh``, a round trip); with a store that never
+says so (a C store), once nothing new came for this many seconds after the ask. Were a
+slower store to hold a later control record, the commit finds out from its control
+producer's resume and re-reads; it refuses the batch if the tasks' rollbacks depended on
+the difference (:func:`_check_rollbacks`)."""
+_FIRST_STORE_TIMEOUT = 10.0
+"""Seconds the control-state reader waits for a store's greeting before it fails."""
 
 
 def read_control(options: SinkOptions, sink: str) -> Control:
     """The sink's last control record (an empty state for a new sink)."""
     _, partition = control_partition(sink)
     with HeadWatcher([CONTROL_TOPIC], options.transport) as watcher:
-        heads = watcher.wait_quiet(_CONTROL_QUIET, 10.0, min_stores=1)
+        watcher.wait_for(lambda _heads: watcher.stores >= 1, _FIRST_STORE_TIMEOUT)
         if watcher.stores < 1:
             raise SinkError("no dafka store answered: cannot read the sink's control state")
+        heads = watcher.refresh(_CONTROL_QUIET, _FIRST_STORE_TIMEOUT)
     return read_control_at(options, sink, heads.get((CONTROL_TOPIC, partition), -1))
 
 
