@@ -305,7 +305,9 @@ class Consumer(Closing):
             machine = composite
         self._runner = NodeRunner(
             machine,
-            [Identity(self.consumer_id)],
+            # the machine hears stores subscribe to its CONSUMER-HELLOs (a group
+            # consumer's composite machine gives its notices to the member only)
+            [Identity(self.consumer_id, xpub=self._membership is None)],
             transport or self.settings.transport(),
             context=context,
             on_deliver=self._on_deliver,

@@ -65,6 +65,7 @@ from dafka.node.actions import (
     RunRecords,
     Send,
     Subscribe,
+    SubscriptionNotices,
     Unsubscribe,
 )
 from dafka.protocol import (
@@ -136,7 +137,9 @@ def _wire(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-class ConsumerMachine(ReaderRuns, DirectRecordRuns, RunRecords, RunDirectRecords):
+class ConsumerMachine(
+    ReaderRuns, DirectRecordRuns, RunRecords, RunDirectRecords, SubscriptionNotices
+):
     """Pure state machine of a consumer; see the module docstring and docs/nodes.md."""
 
     def __init__(
@@ -707,6 +710,19 @@ class ConsumerMachine(ReaderRuns, DirectRecordRuns, RunRecords, RunDirectRecords
         runs.begin(epoch, run_start)
         del now
         return True
+
+    def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
+        """A subscription to this consumer's PUB. ``W`` + a store reader's id: that store
+        now hears this consumer's CONSUMER-HELLOs. If it greeted already, the hello that
+        answered its STORE-HELLO may have gone out before its SUB was connected here, and
+        was lost (a secured store's CURVE handshake makes that likely: a secured consumer
+        then waited ``heads_refresh``, 10 s, for its first record), so it is said again."""
+        if not subscribed or prefix[:1] != b"W" or len(prefix) < 2:
+            return
+        store = prefix[1:].decode("utf-8", "surrogateescape")
+        topics = self._asked_topics()
+        if topics and store in self._router.stores:
+            self._out.append(Send(ConsumerHello(store, self.consumer_id, topics)))
 
     def on_timer(self, now: float) -> None:
         for cursor, first in self._fetcher.on_timer(now, self._out):

@@ -71,7 +71,7 @@ def test_drivers_see_the_capabilities_of_instances() -> None:
     assert isinstance(consumer, RecordRuns)
     assert isinstance(consumer, DirectRecordRuns)
     assert not isinstance(consumer, DurableNotices)
-    assert not isinstance(consumer, SubscriptionNotices)
+    assert isinstance(consumer, SubscriptionNotices)  # a store subscribing to its hellos
     assert not isinstance(Discovery(["D" * 32]), RecordRuns)
     assert isinstance(ProducerMachine("t", "P" * 32), AttributedMessages)
     assert not isinstance(store, AttributedMessages)

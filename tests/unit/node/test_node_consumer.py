@@ -222,6 +222,26 @@ def test_store_hello_is_answered_with_our_topics() -> None:
     silent.expect_nothing()
 
 
+def test_a_store_subscribing_to_its_hellos_after_greeting_is_said_hello_again() -> None:
+    """The store greeted (STORE-HELLO came through the consumer's SUB) before its own SUB had
+    joined the consumer's PUB: the CONSUMER-HELLO answering it was lost, and the consumer
+    waited for its heads until ``heads_refresh`` (10 s; bench/security.py's first secured
+    consumer did). Its subscription to ``W`` + its id says it hears hellos now."""
+    consumer, peer = make()
+    consumer.on_subscription(b"WSTORE", True, 0.0)  # not greeted yet: its greeting will do
+    peer.drain()
+    peer.expect_nothing()
+    peer.send(StoreHello(CID, "STORE"))
+    assert peer.recv() == ConsumerHello("STORE", CID, ("hello",))  # lost on the wire
+    consumer.on_subscription(b"WSTORE", True, 0.0)
+    peer.drain()
+    assert peer.recv() == ConsumerHello("STORE", CID, ("hello",))
+    for prefix, subscribed in ((b"WSTORE", False), (b"W", True), (b"LSTORE", True)):
+        consumer.on_subscription(prefix, subscribed, 0.0)
+    peer.drain()
+    peer.expect_nothing()
+
+
 def test_messages_for_other_roles_are_counted_drops() -> None:
     consumer, peer = make()
     peer.send(Fetch("P", "X", "hello", 0, 1), GetHeads("hello", "X"))
