@@ -329,6 +329,8 @@ class StoreMachine(
         self._fenced = 0
         self._superseded = 0
         self._runs_refused = 0
+        self.last_fenced = ""
+        """What the last fenced record or head was (for the driver's log line)."""
         for topic in reader.topics():
             for producer, last in reader.heads(topic).items():
                 cursor = self._cursor(topic, producer)
@@ -697,8 +699,17 @@ class StoreMachine(
             return True
         if runs is not None and runs.fences(epoch, sequence):
             self._fenced += 1
+            self.last_fenced = (
+                f"{cursor.topic}/{cursor.producer} at {sequence}: run {epoch}, where run "
+                f"{newest} resumed at {start}"
+            )
             return False
         return True
+
+    @property
+    def records_fenced(self) -> int:
+        """Records and heads refused so far because a newer producer run owns their place."""
+        return self._fenced
 
     def _begin_run(
         self, cursor: Cursor, runs: Runs | None, epoch: int, run_start: int, now: float

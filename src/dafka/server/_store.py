@@ -39,6 +39,8 @@ RECORDs are bounded by its in-flight settings. Before, a store's inbound pipes t
 ``high_watermark`` (1,000,000) messages each: 394 MiB at the peak of 1M RECORDs of 100 B
 (20,000: 48 MiB; docs/storage.md)."""
 
+FENCE_LOG_INTERVAL = 5.0
+"""Seconds between two WARNING lines about records of an older producer run refused."""
 TRIM_INTERVAL = 5.0
 """Seconds between two heap trims of a store (a trim of a small heap costs microseconds;
 after a burst of small RECORDs it gives back hundreds of MiB: dafka.transport.memory)."""
@@ -139,6 +141,8 @@ class StoreNode(Running):
         )
         self._retention_due = 0.0
         self._trim_due = 0.0
+        self._fenced_logged = 0
+        self._fence_log_due = 0.0
         try:
             self.runner.start(ready_timeout)
         except BaseException:
@@ -166,9 +170,24 @@ class StoreNode(Running):
                 first = at + len(contents)
 
     def _after_turn(self, now: float) -> None:
-        """Retention, the scrub and the heap trim, after each turn of the runner (in its
-        thread)."""
+        """Retention, the scrub, the heap trim and the log line about fenced records (at
+        most every ``FENCE_LOG_INTERVAL``), after each turn of the runner (in its thread)."""
         self._retention_turn(now)
+        machine = self.machine
+        if (
+            machine is not None
+            and machine.records_fenced != self._fenced_logged
+            and now >= self._fence_log_due
+        ):
+            self._fence_log_due = now + FENCE_LOG_INTERVAL
+            log.warning(
+                "%s: %d record(s) or head(s) of an older producer run refused since the "
+                "last line (a newer run of the producer started at or before them); last: %s",
+                self._name,
+                machine.records_fenced - self._fenced_logged,
+                machine.last_fenced,
+            )
+            self._fenced_logged = machine.records_fenced
         if self.scrubber is not None:
             self.scrubber.turn(now)
         if now >= self._trim_due:

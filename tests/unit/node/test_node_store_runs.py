@@ -51,6 +51,8 @@ def test_an_older_runs_records_past_a_newer_runs_start_are_fenced() -> None:
     peer.send(*records("g1", 1, 0, 3, 8))  # a zombie of run 1, or late copies of it
     assert log.contents(T, P)[3:] == [b"g2:3", b"g2:4"]
     assert store.statistics().records_fenced == 5
+    assert store.records_fenced == 5
+    assert store.last_fenced == f"{T}/{P} at 7: run 1, where run 2 resumed at 3"
     peer.send(Head(T, P, 9, 1, 0))  # its head: ignored, nothing fetched
     assert not [m for m in peer.recv_all() if isinstance(m, Fetch)]
     assert store.statistics().records_fenced == 6
