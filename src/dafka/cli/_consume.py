@@ -67,6 +67,8 @@ def consume(
         **joining,
     ) as consumer:
         commits = _GroupCommits(consumer) if group_id is not None else None
+        if group_id is not None:
+            _check_commits(consumer, group_id, exit_at_end, settle)
         serve_metrics(metrics, "consumer", consumer.metrics)
         if from_timestamp is not None and kind is Consumer:
             # one implementation: the client's binary search by the records' timestamps
@@ -150,12 +152,29 @@ class _GroupCommits:
             self._consumer.commit_async(self._safe)
 
     def close(self) -> None:
-        if self._safe is None:
+        if not self._safe:  # nothing polled: nothing to commit (and no wait for a store)
             return
         try:
             self._consumer.commit(self._safe)
         except DafkaError as exc:
             click.echo(f"Warning: the group's last commit failed: {exc}", err=True)
+
+
+def _check_commits(consumer: Any, group: str, exit_at_end: bool, timeout: float) -> None:
+    """``-G``: the group's commits are where the member starts each partition it is given;
+    if no store answers, it cannot start any. With ``-e`` the run could never end: an error
+    saying why; without, a notice (it waits for a store, as for records)."""
+    from dafka.client import CommitError
+
+    try:
+        consumer.committed([], timeout=timeout)
+    except CommitError as exc:
+        if exit_at_end:
+            raise CommitError(
+                f"group {group}: cannot read its committed offsets ({exc}); -e cannot end "
+                "without them (is a store running?)"
+            ) from None
+        _notice(f"group {group}: cannot read its committed offsets yet ({exc}); waiting")
 
 
 class _Lookout:

@@ -894,14 +894,16 @@ class Consumer(Closing):
             return
 
     def _warm_up_commits(self) -> None:
-        """Read the group's commits once while the join window runs: the first read waits
-        for the stores' answers (at least 0.3 s), later ones only for news (0.1 s), so a
-        partition assigned at the window's end starts sooner."""
+        """Read the group's commits once while the member joins: the first read waits for
+        the stores' answers, later ones only for news, so a partition assigned later starts
+        sooner. Opportunistic: bounded by three beacon intervals (at least 2 s), not
+        ``commit_timeout`` - without a store the constructor would wait 30 s for nothing
+        (the read when a partition is assigned waits the full timeout)."""
         group = self._group
         if group is None:
             return
         try:
-            group.committed([])
+            group.committed([], max(2.0, 3 * float(self.settings.beacon_interval)))
         except CommitError as exc:
             log.info("consumer: group %s: no commits read yet (%s)", group.group, exc)
 

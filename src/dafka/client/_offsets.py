@@ -129,6 +129,7 @@ class CommitReader(Closing):
         """Transactions whose INTENT was found (True) or whose slot holds something else."""
         self.corrupt = 0
         """Commit records that did not decode (skipped, logged)."""
+        self._greeted = False
 
     def heads(self, timeout: float) -> dict[Key, int]:
         """Every partition of the offsets topic (and of the transaction log once asked) with
@@ -142,12 +143,17 @@ class CommitReader(Closing):
                 context=self._context,
                 ready_timeout=self._settings.ready_timeout,
             )
+        if not self._greeted:
+            # until a store greeted the watcher, its silence says nothing: a call after one
+            # that found no store asks again (it read "nothing committed" before, and a
+            # group member then started at offset_reset)
             watcher.wait_quiet(0.0, timeout, min_stores=1)
             if watcher.stores < 1:
                 raise CommitError(
                     f"no dafka store answered within {timeout}s: committed offsets are kept "
                     "by the stores (start them, or check the towers)"
                 )
+            self._greeted = True
             heads = watcher.refresh(max(0.3, self._settle), timeout)
             if not watcher.last_refresh_answered and not any(
                 topic == OFFSETS_TOPIC for topic, _ in heads

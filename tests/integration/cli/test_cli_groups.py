@@ -88,3 +88,18 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         live = wait_until(g2_members, "g2's member in dafka groups")
         assert len(live) == 1
         assert live[0]["partitions"] == [["cli-g", "w.0"]]
+
+
+def test_consume_as_a_group_to_the_end_without_a_store_says_why_and_ends(
+    procs: Processes,
+) -> None:
+    # a member starts each partition at the group's commits, which only stores keep: with
+    # -e and no store the run could never end. It says why and exits 1 - after the
+    # constructor's first read failed too (a second read then said "nothing committed")
+    tower = procs.tower()
+    join = ["--tower", tower.spec, "--beacon-interval", BEACON_INTERVAL]
+    done = dafka("consume", "cli-nostore", "-G", "g", "-e", *join, timeout=60)
+    assert done.code == 1, done.err
+    assert "Error: group g: cannot read its committed offsets" in done.err
+    assert "is a store running?" in done.err
+    assert "Traceback" not in done.err
