@@ -17,6 +17,9 @@ Properties:
   hold the same content at every sequence both hold (an older run's records that a newer
   run's replaced are set aside: run epochs, docs/guarantees.md).
 
+With run epochs it passed over hypothesis seeds 0..300 at 100 examples each (30,100 runs; the
+sweep found seed 217's stalled FETCH reply, now a test below); it runs 300 examples here.
+
 The stores stay connected throughout (a store that is away for a whole resume cannot be
 consulted: docs/client.md). Before the fix of path 1 the resume settled on the first store's
 answer, the lagging one's when it came first, and this fails within a few examples.
@@ -165,7 +168,7 @@ class Run:
                 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 1 << 16),
     order=st.permutations(["A", "B"]),
