@@ -15,7 +15,17 @@ import pytest
 
 from dafka import ConfigError
 from dafka.config import Acl
-from dafka.protocol import Ack, ConsumerHello, DirectRecord, Fetch, GetHeads, Head, Record
+from dafka.protocol import (
+    Ack,
+    ConsumerHello,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    HeadsEnd,
+    LogStart,
+    Record,
+)
 from dafka.transport._guard import Guard
 from dafka.transport.runner import RunnerStats
 from dafka.transport.security import Security, keygen
@@ -124,6 +134,25 @@ def test_the_guard_counts_what_a_key_may_not_send(tmp_path: Path) -> None:
     assert not guard.admit_subscription(b"Dali", bob.decode(), "", 0.0)  # a prefix of hers
     assert guard.admit_subscription(b"Dalice-id", alice.decode(), "", 0.0)
     assert stats.acl_refused == 12
+
+
+def test_only_stores_say_that_is_all_or_where_a_log_starts(tmp_path: Path) -> None:
+    """A forged HEADS-END would end a producer's resume before the stores answered (reused
+    sequences, lost records); a forged LOG-START would make a consumer skip records: both
+    are taken from store keys only, and nobody else may listen for another node's."""
+    security, key, _ = _keys(tmp_path, ACL)
+    stats = RunnerStats()
+    guard = Guard(security, "node", stats)
+    alice, bob, store = key["alice"], key["bob"], key["store"]
+    assert not guard.admit(HeadsEnd("a.0", "orders", "r", "w", 0, 1), alice, 0.0)
+    assert not guard.admit(LogStart("b", "orders", "a.0", "r", 9), alice, 0.0)
+    assert stats.acl_refused == 2
+    assert guard.admit(HeadsEnd("a.0", "orders", "r", "w", 0, 1), store, 0.0)
+    assert guard.admit(LogStart("b", "orders", "a.0", "r", 9), store, 0.0)
+    guard.note_node("alice-id", alice.decode())
+    assert not guard.admit_subscription(b"Aalice-id", bob.decode(), "", 0.0)
+    assert not guard.admit_subscription(b"Salice-id", bob.decode(), "", 0.0)
+    assert guard.admit_subscription(b"Aalice-id", alice.decode(), "", 0.0)
 
 
 def test_a_partition_belongs_to_its_first_writer_across_a_restart(tmp_path: Path) -> None:
