@@ -192,6 +192,9 @@ class StoreConfig:
       intervals; None: 2 s, two default beacon intervals, and ``dafka.server.StoreNode``
       makes it two of its own). Before, askers fall back to their settle window, as with a
       C store.
+    * ``stores_remembered`` - seconds a store that left (its ``W`` subscription ended) is
+      still counted in HEADS-END: askers then wait for its answer or their settle window
+      rather than trust the others' lower heads (a store paused for a moment, or cut off).
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -207,11 +210,13 @@ class StoreConfig:
     max_partitions: int = 100_000
     ask_topics: tuple[str, ...] = ()
     peers_settle: float | None = None
+    stores_remembered: float = 60.0
 
     def __post_init__(self) -> None:
         _message_limit("store", self.max_message_bytes)
         if self.peers_settle is not None and not self.peers_settle >= 0:
             raise ConfigError(f"store peers_settle must be >= 0, got {self.peers_settle!r}")
+        _positive("store stores_remembered", self.stores_remembered)
         _positive("store max_partitions", self.max_partitions)
         _positive("store append_retry_initial", self.append_retry_initial)
         if self.skip_unavailable_after is not None:

@@ -304,8 +304,10 @@ class StoreMachine(
         self._started = now
         self._vouched = False
         """``peers_settle`` has passed since the start: HEADS-END goes with heads answers."""
-        self._stores: dict[str, None] = {}
-        """Other stores' reader ids, from their ``W`` + id subscriptions on our XPUB."""
+        self._stores: dict[str, float | None] = {}
+        """Other stores' reader ids, from their ``W`` + id subscriptions on our XPUB: None
+        while subscribed, else when they left (still counted ``stores_remembered``)."""
+        self._latest = 0.0
         self._heads_ends = 0
         self._log_starts = 0
         self._starts = reader if isinstance(reader, LogStarts) else None
@@ -522,10 +524,11 @@ class StoreMachine(
 
         ``W`` + id of another store's reader: a live store, counted in our HEADS-END."""
         self._clock(now)
+        self._latest = now
         if len(prefix) < 2:
             return
         if prefix[0] == 0x57:  # W: a store reader asks for CONSUMER-HELLOs: a store
-            self._note_store(prefix[1:], subscribed)
+            self._note_store(prefix[1:], subscribed, now)
             return
         if prefix[0] not in b"LK":
             return
@@ -549,16 +552,21 @@ class StoreMachine(
             self._hellos += 1
             out.append(Send(StoreHello(peer, self.writer_id)))
 
-    def _note_store(self, raw: bytes, subscribed: bool) -> None:
+    def _note_store(self, raw: bytes, subscribed: bool, now: float) -> None:
+        """A store that left stays counted ``stores_remembered`` seconds: a store paused or
+        cut off for a moment (or one whose own pause made us drop it) may hold more than we
+        do, and an asker that trusted a count without it would settle on our lower heads."""
         if name_problem(raw) is not None:
             return
         store = raw.decode("utf-8", "surrogateescape")
         if store == self.reader_id:
             return
+        stores = self._stores
         if not subscribed:
-            self._stores.pop(store, None)
-        elif store not in self._stores and len(self._stores) < _MAX_LISTENING:
-            self._stores[store] = None
+            if store in stores:
+                stores[store] = now
+        elif store in stores or len(stores) < _MAX_LISTENING:
+            stores[store] = None
 
     def _clock(self, now: float) -> None:
         """Note the time: the start is the first input's when none was given, and
@@ -573,7 +581,12 @@ class StoreMachine(
 
     @property
     def stores_known(self) -> int:
-        """Live stores this one knows, itself included (the HEADS-END ``stores`` count)."""
+        """Live stores this one knows, itself included, and those that left less than
+        ``stores_remembered`` seconds ago (the HEADS-END ``stores`` count)."""
+        forget = self._latest - self.config.stores_remembered
+        gone = [s for s, left in self._stores.items() if left is not None and left <= forget]
+        for store in gone:
+            del self._stores[store]
         return 1 + len(self._stores)
 
     def durable_heads(self) -> dict[tuple[str, str], int]:
@@ -629,6 +642,7 @@ class StoreMachine(
         elif type(message) is Fetch:
             self._on_fetch(message, now)
         elif type(message) is GetHeads:
+            self._latest = now
             self._send_heads(message.requester, (message.topic,))
             if message.topic not in self._by_topic:
                 self._learn_topic(message.topic, now)
@@ -636,6 +650,7 @@ class StoreMachine(
             if message.store != self.reader_id:
                 self._foreign += 1
                 return
+            self._latest = now
             self._send_heads(message.consumer, message.topics)
         else:
             self._unexpected += 1
@@ -1096,7 +1111,7 @@ class StoreMachine(
             if vouched:
                 self._heads_ends += 1
                 end = HeadsEnd(
-                    recipient, topic, self.reader_id, self.writer_id, sent, 1 + len(self._stores)
+                    recipient, topic, self.reader_id, self.writer_id, sent, self.stores_known
                 )
                 out.append(Send(end))
 

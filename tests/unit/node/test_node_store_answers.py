@@ -82,7 +82,28 @@ def test_the_stores_count_follows_the_other_readers_subscriptions() -> None:
     assert store.stores_known == 3
     peer.send(GetHeads("t", "ASKER"))
     assert answers(peer) == [HeadsEnd("ASKER", "t", RID, WID, 0, 3)]
-    store.on_subscription(b"WTHIRD", False, 0.0)  # it left
+    store.on_subscription(b"WTHIRD", False, 0.0)  # it left: still counted for a while
+    peer.send(GetHeads("t", "ASKER"))
+    assert answers(peer) == [HeadsEnd("ASKER", "t", RID, WID, 0, 3)]
+    peer.advance(store.config.stores_remembered)
+    peer.send(GetHeads("t", "ASKER"))
+    assert answers(peer) == [HeadsEnd("ASKER", "t", RID, WID, 0, 2)]
+
+
+def test_a_store_that_left_a_moment_ago_is_still_counted() -> None:
+    """A store paused (or cut off) for a moment may hold more than this one: an asker that
+    trusted a count without it settled on our lower heads (test_cluster_named_restart)."""
+    peer = make(started=-SETTLE)
+    store = peer.machine
+    assert isinstance(store, StoreMachine)
+    store.on_subscription(b"WOTHER", True, 0.0)
+    peer.advance(30.0)
+    store.on_subscription(b"WOTHER", False, 30.0)  # its connection dropped
+    peer.advance(1.0)
+    peer.send(GetHeads("t", "ASKER"))
+    assert answers(peer) == [HeadsEnd("ASKER", "t", RID, WID, 0, 2)]
+    store.on_subscription(b"WOTHER", True, 31.5)  # back
+    peer.advance(store.config.stores_remembered + 1.0)
     peer.send(GetHeads("t", "ASKER"))
     assert answers(peer) == [HeadsEnd("ASKER", "t", RID, WID, 0, 2)]
 
