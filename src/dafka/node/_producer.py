@@ -105,6 +105,12 @@ class ProducerStatistics:
     """ACKs refused: their sender is not a store that greeted us (or is not known at all)."""
     acks_beyond_sent: int
     """ACKs refused: beyond the last sequence this producer sent."""
+    acks_other_run: int
+    """ACKs not counted: they name another run of this producer (docs/guarantees.md,
+    "A fenced producer")."""
+    fenced_by: tuple[int, int] | None
+    """The newer run ``(epoch, run_start)`` of this partition an ACK named: this run is
+    fenced and its held records are never reported delivered; None while not fenced."""
 
 
 class ProducerMachine(AttributedMessages):
@@ -160,6 +166,9 @@ class ProducerMachine(AttributedMessages):
         self._any_sender = self.config.acks_from == "any"
         self._acks_unknown = 0
         self._acks_beyond = 0
+        self._acks_other_run = 0
+        self.fenced_by: tuple[int, int] | None = None
+        """The newer run ``(epoch, run_start)`` that fenced this one (see ``on_ack``)."""
         self._regreet_at = float("-inf")
         self._early: dict[str, tuple[float, int]] = {}  # ungreeted sender: (first, highest)
         self.rejected = 0
@@ -330,6 +339,9 @@ class ProducerMachine(AttributedMessages):
                 self._regreet_at = now + self.config.head_interval
                 self._out += [Unsubscribe(self._hello_prefix), Subscribe(self._hello_prefix)]
             return
+        if ack.epoch != self.epoch and ack.epoch and self.epoch:
+            self._on_other_run(ack, store)
+            return
         if ack.sequence >= self._next:
             self._acks_beyond += 1
             self.rejected += 1
@@ -354,6 +366,27 @@ class ProducerMachine(AttributedMessages):
         else:
             through = sorted(acked_by.values(), reverse=True)[needed - 1]
         self._release_through(through)
+
+    def _on_other_run(self, ack: Ack, store: str | None) -> None:
+        """An ACK naming another run of this producer is never counted: the record the
+        store acknowledged at that sequence is that run's, not ours. An older run's is a
+        late one (below our start, or one the store refuses from our start on); a newer
+        run's means a newer run of this producer is alive and stores take its records over
+        ours: this run is fenced (Kafka's ProducerFencedException) - counted, and
+        ``fenced_by`` names the newer run so that the client fails instead of reporting
+        our held records delivered."""
+        self._acks_other_run += 1
+        if ack.epoch < self.epoch:
+            return
+        if self.fenced_by is None or ack.epoch > self.fenced_by[0]:
+            self.fenced_by = (ack.epoch, ack.run_start)
+        self.rejected += 1
+        self.last_rejection = (
+            f"ACK of {ack.topic}/{ack.producer} through {ack.sequence} from "
+            f"{'an unknown sender' if store is None else repr(store)} names run "
+            f"(epoch {ack.epoch}, start {ack.run_start}), newer than this producer's run "
+            f"(epoch {self.epoch}, start {self.run_start}): this run is fenced"
+        )
 
     def on_timer(self, now: float) -> None:
         due = self._head_due
@@ -393,6 +426,8 @@ class ProducerMachine(AttributedMessages):
             stores_known=len(self._stores),
             acks_from_unknown=self._acks_unknown,
             acks_beyond_sent=self._acks_beyond,
+            acks_other_run=self._acks_other_run,
+            fenced_by=self.fenced_by,
         )
 
     # -- internals -------------------------------------------------------------------------

@@ -809,9 +809,15 @@ class StoreMachine(
     def take_actions(self) -> list[Action]:
         out = self._out
         if self._ack_due:
+            all_runs = self._runs
             for cursor in self._ack_due:
                 self._acks += 1
-                out.append(Send(Ack(cursor.producer, cursor.topic, cursor.durable)))
+                # the ACK names the run of the record it acknowledges: a producer counts
+                # only its own run's (docs/guarantees.md, "A fenced producer")
+                runs = all_runs.get(cursor)
+                epoch, start = runs.at(cursor.durable) if runs is not None else (0, 0)
+                ack = Ack(cursor.producer, cursor.topic, cursor.durable, epoch, start)
+                out.append(Send(ack))
             self._ack_due = {}
         if self._in_order.dirty:
             blocked = self._blocked

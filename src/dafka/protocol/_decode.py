@@ -155,7 +155,7 @@ class _NotBytesError(TypeError):
 def _record_tail(
     frame: bytes, layout: lay.Layout, ordered: bool = True
 ) -> tuple[tuple[str, ...], int, int, int]:
-    """A RECORD's, DIRECT-RECORD's, HEAD's or DIRECT-HEAD's frame 0: strings, sequence,
+    """A RECORD's, DIRECT-RECORD's, ACK's, HEAD's or DIRECT-HEAD's frame 0: strings, sequence,
     epoch, run start.
 
     Frame 0 ends with the sequence, or with the sequence and the run trailer (epoch > 0;
@@ -216,8 +216,11 @@ def _ack(frames: Frames) -> Ack:
     if len(frames) != 1:
         raise _frame_count(frames, lay.ACK)
     frame = frames[0]
-    v = _headers.get(frame[:-8]) or _miss(frame, lay.ACK)
-    return _new_ack(v[0], v[1], _unpack_sequence(frame, len(frame) - 8)[0])
+    v = _headers.get(frame[:-8])
+    if v is not None:
+        return _new_ack(v[0], v[1], _unpack_sequence(frame, len(frame) - 8)[0], 0, 0)
+    v, sequence, epoch, run_start = _record_tail(frame, lay.ACK, ordered=False)
+    return _new_ack(v[0], v[1], sequence, epoch, run_start)
 
 
 def _head(frames: Frames) -> Head:

@@ -111,7 +111,7 @@ _direct_head_headers: dict[tuple[str, str, str], bytes] = {}
 _fetch_headers: dict[tuple[str, str, str], bytes] = {}
 
 
-def _run_tail(m: Record | DirectRecord | Head | DirectHead, ordered: bool = True) -> bytes:
+def _run_tail(m: Record | DirectRecord | Ack | Head | DirectHead, ordered: bool = True) -> bytes:
     """The integers after a record's or head's strings: the sequence, and the run trailer
     when it names its run (``epoch`` > 0; for a record, ``ordered``, ``run_start`` <=
     ``sequence``); checked."""
@@ -171,10 +171,12 @@ def _encode_direct_record(m: DirectRecord) -> list[bytes]:
 
 def _encode_ack(m: Ack) -> list[bytes]:
     try:
-        return [_ack_headers[m.producer, m.topic] + _pack_sequence(m.sequence)]
+        if not m.epoch and not m.run_start:
+            return [_ack_headers[m.producer, m.topic] + _pack_sequence(m.sequence)]
     except _FAST_FAILURES:
         pass
-    header, frames = _checked(lay.ACK, m)
+    header = _header(lay.ACK, m)
+    frames = [header + _run_tail(m, ordered=False)]
     _remember(_ack_headers, (m.producer, m.topic), header)
     return frames
 

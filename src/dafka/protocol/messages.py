@@ -93,6 +93,11 @@ class Ack:
     producer: str
     topic: str
     sequence: int
+    epoch: int = 0
+    """The run that wrote the record at ``sequence`` as the store holds it (0: not said): a
+    producer counts only its own run's ACKs, and one naming a newer run means it is fenced."""
+    run_start: int = 0
+    """The first sequence of that run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,6 @@ direct_records = st.builds(
     contents,
 )
 fetches = st.builds(Fetch, names, names, names, u64, u32)
-acks = st.builds(Ack, names, names, u64)
 
 
 @st.composite
@@ -76,6 +75,7 @@ def _head_runs(draw: st.DrawFn) -> tuple[int, int, int]:
     return draw(u64), draw(u64.filter(bool)), draw(u64)
 
 
+acks = st.builds(lambda p, t, run: Ack(p, t, *run), names, names, _head_runs())
 heads = st.builds(lambda t, p, run: Head(t, p, *run), names, names, _head_runs())
 direct_heads = st.builds(
     lambda r, t, p, run: DirectHead(r, t, p, *run), names, names, names, _head_runs()

@@ -1,4 +1,4 @@
-"""The run trailer of RECORD, DIRECT-RECORD, HEAD, DIRECT-HEAD: epoch and run start.
+"""The run trailer of RECORD, DIRECT-RECORD, ACK, HEAD, DIRECT-HEAD: epoch and run start.
 
 A named producer's records say which run wrote them (docs/guarantees.md, "A reused sequence:
 run epochs"). The two u64 sit at the end of frame 0, where a C node, which reads the fields
@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from dafka.protocol import (
+    Ack,
     DecodeError,
     DirectHead,
     DirectRecord,
@@ -49,10 +50,11 @@ def test_epoch_zero_is_the_c_record_byte_for_byte() -> None:
         DirectRecord("REQ", "hello", ADDRESS, 12, b"x", 1_700_000_000_000, 10),
         Head("hello", ADDRESS, 32, 1_700_000_000_000, 33),
         DirectHead("REQ", "hello", ADDRESS, 40, 9, 33),
+        Ack(ADDRESS, "hello", 40, 9, 33),
     ],
 )
 def test_both_forms_round_trip_and_share_the_header_cache(
-    message: Record | DirectRecord | Head | DirectHead,
+    message: Record | DirectRecord | Ack | Head | DirectHead,
 ) -> None:
     plain = replace(message, epoch=0, run_start=0)
     for first, second in ((plain, message), (message, plain), (message, message)):
@@ -103,3 +105,10 @@ def test_a_head_of_a_run_that_published_nothing_names_its_start() -> None:
     assert decode_data(frames) == head
     with pytest.raises(DecodeError, match="epoch 0"):
         decode_data([plain + bytes(8) + (33).to_bytes(8, "big")])
+
+
+def test_an_ack_with_its_run_is_the_c_ack_plus_two_u64() -> None:
+    """A C producer reads the ACK's fields up to the sequence and never sees the trailer."""
+    plain = encode(Ack(ADDRESS, "hello", 5))[0]
+    frames = encode(Ack(ADDRESS, "hello", 5, 2, 3))
+    assert frames == [plain + (2).to_bytes(8, "big") + (3).to_bytes(8, "big")]
