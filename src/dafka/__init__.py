@@ -24,6 +24,7 @@ from dafka.client import (
     Producer,
     ProducerSettings,
     ReadCommittedConsumer,
+    RunFencedError,
     TopicInfo,
     TransactionalProducer,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "Record",
     "RecordColumns",
     "RecordMetadata",
+    "RunFencedError",
     "TopicInfo",
     "TransactionError",
     "TransactionalProducer",

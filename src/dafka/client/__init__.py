@@ -10,7 +10,12 @@ from dafka.client._async_consumer import AsyncConsumer
 from dafka.client._async_producer import AsyncProducer
 from dafka.client._cluster import ClusterSnapshot, ClusterWatcher
 from dafka.client._consumer import Consumer, PollStatistics
-from dafka.client._errors import DeliveryError, FencedMemberError, NoStoreError
+from dafka.client._errors import (
+    DeliveryError,
+    FencedMemberError,
+    NoStoreError,
+    RunFencedError,
+)
 from dafka.client._heads import HeadWatcher
 from dafka.client._members import MemberWatcher
 from dafka.client._membership import ConsumerRebalanceListener, RebalanceListener
@@ -51,6 +56,7 @@ __all__ = [
     "ProducerSettings",
     "ReadCommittedConsumer",
     "RebalanceListener",
+    "RunFencedError",
     "TimestampSearch",
     "TopicInfo",
     "TransactionState",

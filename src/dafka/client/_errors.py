@@ -10,6 +10,14 @@ class DeliveryError(DafkaError):
     producer was closed before the stores acknowledged it."""
 
 
+class RunFencedError(DeliveryError):
+    """A newer run of this producer's name writes one of its partitions (a zombie, or a
+    second Spark task attempt): stores take the newer run's records and refuse this run's,
+    so its records in flight there fail and it sends nothing more (Kafka's
+    ``ProducerFencedException``; a transactional producer's is ``ProducerFencedError``);
+    close it. The message names the partition and both runs."""
+
+
 class NoStoreError(DafkaError):
     """No store answered within the wait, so there is nothing to look up in (is a store
     running, are the towers right?): ``offsets_for_times``, ``seek_to_timestamp`` and the
@@ -21,4 +29,4 @@ class FencedMemberError(DafkaError):
     reads nothing more of the group (Kafka's ``FencedInstanceIdException``); close it."""
 
 
-__all__ = ["DeliveryError", "FencedMemberError", "NoStoreError"]
+__all__ = ["DeliveryError", "FencedMemberError", "NoStoreError", "RunFencedError"]

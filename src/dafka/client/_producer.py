@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Protocol
 
-from dafka.client._errors import DeliveryError
+from dafka.client._errors import DeliveryError, RunFencedError
 from dafka.client._future import DeliveryFuture, Run, resolve_runs
 from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_metrics
 from dafka.client._settings import ProducerSettings, resolve_settings
@@ -166,6 +166,8 @@ class Producer(Closing):
         self._bridge: Bridge | None = None
         self._delivered = 0
         self._failed = 0
+        self._fenced: RunFencedError | None = None
+        """Set once a partition is fenced (see RunFencedError): send and flush raise it."""
         self._delivered_bytes = 0
         self._ack_latency = LatencyHistogram()
         resume = (s.resume and s.name is not None) or known is not None
@@ -281,6 +283,8 @@ class Producer(Closing):
         nothing is in flight), or with ``backpressure="error"`` raises
         :class:`BackpressureError` having queued nothing. Thread-safe.
         """
+        if self._fenced is not None:
+            raise self._fenced
         values, key_list = many_arguments(values, keys)
         count = len(values)
         if not count:
@@ -403,6 +407,8 @@ class Producer(Closing):
         block: bool,
     ) -> None:
         """Check and queue one message whose completion goes to ``future``."""
+        if self._fenced is not None:
+            raise self._fenced
         if value.__class__ is not bytes:
             value = _as_bytes("value", value)
         size = len(value)
@@ -499,6 +505,8 @@ class Producer(Closing):
                 if remaining is not None and remaining <= 0:
                     break
                 self._room.wait(remaining)
+            if self._fenced is not None:
+                raise self._fenced
             return self._in_flight
 
     def __len__(self) -> int:
@@ -652,6 +660,12 @@ class Producer(Closing):
             self._resolve(done)
             self._ack_latency.observe_since(now, machine.acked_sent)
             machine.acked_sent.clear()
+        for _, why, tokens in machine.take_fenced():
+            if self._fenced is None:
+                log.error("producer %s: %s", self.name, why)
+                self._fenced = RunFencedError(why)
+            if tokens:
+                self._fail(tokens, RunFencedError(why))
         for tokens, exc in machine.take_rejected():
             log.error(
                 "producer %s: a batch of %s could not be encoded: %r", self.name, self.topic, exc

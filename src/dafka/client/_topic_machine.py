@@ -194,6 +194,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         self._max_bytes = max_message_bytes
         self._linger = linger
         self._rejected: list[tuple[list[Token], BaseException]] = []
+        self._fenced_told: set[int] = set()
         self._settle = settle
         self._machines: list[ProducerMachine] = []
         self._by_id: dict[str, ProducerMachine] = {}
@@ -511,6 +512,30 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
             while sent and sent[0][1] < older_than:
                 sequence, _, tokens = sent.popleft()
                 out.append((index, sequence, tokens))
+        return out
+
+    def take_fenced(self) -> list[tuple[int, str, list[Token]]]:
+        """Partitions a newer run of this producer took over (``ProducerMachine.fenced_by``):
+        (index, why, tokens of the RECORDs sent and not stored there - never reported
+        stored, their futures fail). A fenced partition stays fenced: later records sent to
+        it come back here on the next turn."""
+        out: list[tuple[int, str, list[Token]]] = []
+        for index, machine in enumerate(self._machines):
+            fenced = machine.fenced_by
+            if fenced is None:
+                continue
+            sent = self._sent[index]
+            tokens = [t for record in sent for t in record[2]]
+            sent.clear()
+            if tokens or index not in self._fenced_told:
+                self._fenced_told.add(index)
+                why = (
+                    f"producer {self.partitions[index]!r} of {self.topic!r} was fenced: a newer "
+                    f"run (epoch {fenced[0]}, start {fenced[1]}) writes the partition over this "
+                    f"run (epoch {machine.epoch}, start {machine.run_start}); the stores refuse "
+                    "this run's records"
+                )
+                out.append((index, why, tokens))
         return out
 
     def take_unsent(self) -> list[Token]:
