@@ -220,6 +220,11 @@ class GroupMember(SubscriptionNotices):
         """The assignment of the current generation (computed when first needed)."""
         self._join_end = now + config.join_window
         self._joined = config.join_window == 0
+        self._listed = True
+        """The driver knows every partition of the topics (the stores said "that is all"):
+        a first take after the window then covers them all; while not, the join waits up
+        to one more window (a loaded machine's heads answers came in pieces, and a lone
+        member's on_assign named one partition at a time)."""
         self._sequence = 0
         self._next_beat = now
         self._beat_now = True
@@ -300,6 +305,19 @@ class GroupMember(SubscriptionNotices):
         self._join_end = now + self.config.join_window
         self._joined = self.config.join_window == 0
         self._beat_now = True
+
+    @property
+    def joined(self) -> bool:
+        """The join is over: this member takes what it wins."""
+        return self._joined
+
+    def partitions_listed(self, listed: bool, now: float) -> None:
+        """Whether every partition of this member's topics is known (see ``_listed``)."""
+        if listed == self._listed:
+            return
+        self._listed = listed
+        if listed and not self._joined:
+            self._update(now)
 
     def partitions_seen(self, keys: Iterable[Key], now: float) -> None:
         """Partitions known to exist (of any topic: those this member reads count)."""
@@ -445,7 +463,10 @@ class GroupMember(SubscriptionNotices):
         for peer in self._peers.values():
             due = min(due, peer.seen + timeout)
         if not self._joined:
-            due = min(due, self._join_end)
+            end = self._join_end
+            if not self._listed and self._now >= end:
+                end += self.config.join_window  # the window is over: the wait for the list
+            due = min(due, end)
         return due
 
     def take_actions(self) -> list[Action]:
@@ -510,7 +531,10 @@ class GroupMember(SubscriptionNotices):
             self.generation += 1
             self._owners = None
             self._beat_now = True
-        if not self._joined and (now >= self._join_end or self._heard_group()):
+        if not self._joined and (
+            (now >= self._join_end or self._heard_group())
+            and (self._listed or now >= self._join_end + self.config.join_window)
+        ):
             self._joined = True
         state = self._state
         me = self.key

@@ -116,6 +116,10 @@ class GroupConsumerMachine(
         found = self.consumer.take_discovered()
         if found:
             self.member.partitions_seen(found, now)
+        member = self.member
+        if not member.joined:  # the first take waits for the whole list (GroupMember)
+            consumer = self.consumer
+            member.partitions_listed(all(consumer.heads_answered(t) for t in member.topics), now)
 
 
 __all__ = ["GroupConsumerMachine"]

@@ -308,6 +308,28 @@ def test_a_newcomer_that_hears_nobody_waits_its_whole_join_window() -> None:
     group.run_until(group.converged)
 
 
+def test_a_lone_members_first_take_waits_for_the_whole_partition_list() -> None:
+    """On a loaded machine the stores' heads came in pieces after the window: a lone member
+    took p0 alone, then p1... (one on_assign each). It now waits, up to one more window,
+    until its driver knows every partition (the stores said "that is all")."""
+    group = Group()
+    a = group.join("a")
+    a.member.partitions_listed(False, group.clock.now)
+    group.add_partition(PARTS[0])
+    group.run(0.7)  # the window is over: not listed, nothing taken
+    assert not a.member.assignment()
+    for p in PARTS[1:]:
+        group.add_partition(p)
+    a.member.partitions_listed(True, group.clock.now)
+    assert a.member.assignment() == set(PARTS)
+    group.run(0.01)
+    assert [(e.kind, set(e.partitions)) for e in a.events] == [("assigned", set(PARTS))]
+    b = group.join("b")  # never listed (a C store says no "that is all"): one more window
+    b.member.partitions_listed(False, group.clock.now)
+    group.run_until(lambda: bool(b.member.assignment()))
+    group.run_until(group.converged)
+
+
 def test_a_crashed_members_partitions_are_taken_over_after_session_timeout() -> None:
     group = Group()
     for p in PARTS:
