@@ -1,7 +1,10 @@
 """Issue 19: a beacon flood of made-up node ids (15,000 a second, here for 5 s; the 30 s
 version is ``scripts/beacon_flood.py``) crashes nothing, stops neither live delivery nor a
-producer that starts mid-flood, and every node's memory comes back within 20 % once it
-ends: the tower's, the store's and the producer's.
+producer that starts mid-flood, and the daemons' memory comes back within 20 % once it
+ends: the tower's and the store's. The producer's figure is printed, not checked: it keeps
+producing (500 records/s) through the flood and the settle, and its RSS grows with that
+alone (+28 % after ~13,000 records in one full run), so it cannot isolate the flood's share;
+``scripts/beacon_flood.py`` measures all three over a 30 s flood.
 
 Before discovery's bounds every node tracked and connected to every made-up id (15,000
 connections and 60,000 tracked peers in 5 s, ``test_node_discovery_limits.py``).
@@ -26,7 +29,7 @@ def test_a_beacon_flood_crashes_nothing_and_stops_nothing(procs: Processes, tmp_
     assert result.sent > 50_000, result.describe()
     assert result.delivered_during > 0, result.describe()  # live delivery goes on
     assert result.late_producer_acked == 100, result.describe()  # a newcomer gets in
-    assert result.returned(within=0.2), result.describe()  # tower, store and producer
+    assert result.returned(within=0.2, nodes=("tower", "store")), result.describe()
 
 
 def test_the_daemons_run_with_the_compact_allocator(procs: Processes, tmp_path: Path) -> None:

@@ -134,7 +134,9 @@ def test_secured_cluster_round_trips_and_refuses_strangers(tmp_path: Path) -> No
         shutil.copy(keys / "stranger.key", auth)
         admitted = dafka("consume", "secret", *join, *as_("stranger"), "--earliest", "-c", "101")
         assert admitted.code == 0, admitted.err
-        assert admitted.out.splitlines() == [*LINES, b"late"]
+        got = admitted.out.splitlines()  # "late" is another partition: any order between them
+        assert [line for line in got if line != b"late"] == LINES
+        assert got.count(b"late") == 1, got
         # ... and removing it refuses it again
         (auth / "stranger.key").unlink()
         again = dafka("consume", "secret", *join, *as_("stranger"), "--earliest", "-c", "1")
