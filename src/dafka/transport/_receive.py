@@ -190,6 +190,31 @@ class Receiver:
             if handler is not None:
                 handler(prefix, kind == b"\x01", now)
 
+    def _deliver_run(
+        self,
+        recipient: str | None,
+        topic: str,
+        producer: str,
+        first: int,
+        contents: list[bytes],
+        epoch: int,
+        run_start: int,
+        now: float,
+    ) -> None:
+        """One run of equal RECORDs (or DIRECT-RECORDs to ``recipient``) to the machine, with
+        its producer run when it names one and the machine takes it (once per run)."""
+        if recipient is not None:
+            if epoch and self._on_run_direct_records is not None:
+                self._on_run_direct_records(
+                    recipient, topic, producer, first, contents, epoch, run_start, now
+                )
+            else:
+                self._on_direct_records(recipient, topic, producer, first, contents, now)  # type: ignore[misc]
+        elif epoch and self._on_run_records is not None:
+            self._on_run_records(topic, producer, first, contents, epoch, run_start, now)
+        else:
+            self._on_records(topic, producer, first, contents, now)  # type: ignore[misc]
+
     def data(
         self,
         sock: zmq.Socket[bytes],
@@ -255,8 +280,7 @@ class Receiver:
         run_expect = b""
         run_tail = b""
         run_epoch = run_start = 0
-        on_run = self._on_run_records
-        on_run_direct = self._on_run_direct_records
+        deliver_run = self._deliver_run
         try:
             for _ in range(self._receive_batch):
                 frame = recv(zmq.NOBLOCK, False)
@@ -297,24 +321,16 @@ class Receiver:
                             else b""
                         )
                         continue
-                    if run_recipient is not None:
-                        if run_epoch and on_run_direct is not None:
-                            on_run_direct(
-                                run_recipient,
-                                run_topic,
-                                run_producer,
-                                run_first,
-                                run,
-                                run_epoch,
-                                run_start,
-                                now,
-                            )
-                        else:
-                            on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
-                    elif run_epoch and on_run is not None:
-                        on_run(run_topic, run_producer, run_first, run, run_epoch, run_start, now)
-                    else:
-                        on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+                    deliver_run(
+                        run_recipient,
+                        run_topic,
+                        run_producer,
+                        run_first,
+                        run,
+                        run_epoch,
+                        run_start,
+                        now,
+                    )
                     run_header = None
                 try:
                     message = decode_data(frames)
@@ -374,24 +390,9 @@ class Receiver:
         finally:
             stats.received += received
         if run_header is not None:
-            if run_recipient is not None:
-                if run_epoch and on_run_direct is not None:
-                    on_run_direct(
-                        run_recipient,
-                        run_topic,
-                        run_producer,
-                        run_first,
-                        run,
-                        run_epoch,
-                        run_start,
-                        now,
-                    )
-                else:
-                    on_direct(run_recipient, run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
-            elif run_epoch and on_run is not None:
-                on_run(run_topic, run_producer, run_first, run, run_epoch, run_start, now)
-            else:
-                on_records(run_topic, run_producer, run_first, run, now)  # type: ignore[misc]
+            deliver_run(
+                run_recipient, run_topic, run_producer, run_first, run, run_epoch, run_start, now
+            )
 
 
 __all__ = [
