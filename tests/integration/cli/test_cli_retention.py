@@ -5,13 +5,20 @@ Before, no flag or key set a ``RetentionPolicy``, so daemons kept everything wha
 docs/storage.md said. Here ``dafka up`` (real processes: it passes the settings to its
 ``dafka store`` members) runs a store with 4 KiB segments, keeping 8 KiB per partition,
 checked every 0.2 s; 2,000 RECORDs of ~100 B produced by ``dafka produce --no-batching``
-must leave only the last ones on disk, the older segment files deleted.
+must leave only the last ones on disk, the older segment files deleted; what is left is
+still served, from a named offset and from ``-o earliest``.
+
+Before LOG-START (docs/protocol.md) the stores answered a FETCH below their first record
+with nothing, and ``dafka consume -o earliest -e`` retried ten times (~37 s) before it
+started at the first record still held. Now each store says where its log starts and the
+consumer goes on from there: the same output, well within a deadline far below the old wait.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 from dafka.server import free_port_pair
@@ -21,6 +28,8 @@ from tests.integration.cluster.cluster_procs import DAFKA, Processes, wait_until
 RECORDS = 2_000
 SEGMENT = 4096
 KEEP = 8192
+OLD_WAIT = 37.0
+"""The FETCH retries a consumer needed to give up on records retention removed."""
 _MOVED = re.compile(r"retention: numbers/(\S+) now starts at (\d+)")
 
 
@@ -29,7 +38,7 @@ def _segments(partition_dir: Path) -> dict[int, int]:
     return {int(p.stem): p.stat().st_size for p in partition_dir.glob("*.log")}
 
 
-def test_retention_set_from_the_command_line_removes_old_segments(
+def test_retention_set_from_the_command_line_removes_old_segments_and_serves_the_rest(
     procs: Processes, tmp_path: Path
 ) -> None:
     port = free_port_pair()
@@ -67,8 +76,7 @@ def test_retention_set_from_the_command_line_removes_old_segments(
 
     kept = wait_until(trimmed, "retention after the last record")
     assert len(kept) <= KEEP // SEGMENT + 2
-    # what is left is the end of the partition, still served (read from where it starts:
-    # from earliest a consumer first retries its FETCH of what is gone, docs/storage.md)
+    # what is left is the end of the partition, still served from where it starts
     start = min(_segments(partition_dir))
     read = dafka(
         "consume",
@@ -83,6 +91,26 @@ def test_retention_set_from_the_command_line_removes_old_segments(
     )
     assert read.code == 0, read.err
     assert [int(x) for x in read.out.split()] == list(range(start, RECORDS))
+
+    began = time.monotonic()
+    earliest = dafka(
+        "consume",
+        "numbers",
+        "--tower",
+        f"127.0.0.1:{port}",
+        "-o",
+        "earliest",
+        "-e",
+        "-f",
+        "%o\n",
+        timeout=OLD_WAIT,
+    )
+    took = time.monotonic() - began
+    assert earliest.code == 0, earliest.err
+    offsets = [int(x) for x in earliest.out.split()]
+    assert offsets == list(range(offsets[0], RECORDS))
+    assert offsets[0] >= start  # retention may have moved on since
+    assert took < OLD_WAIT / 2, f"{took:.1f}s: the FETCH retries decided"
 
 
 def test_retention_keys_are_shown_by_dafka_config_with_their_source(tmp_path: Path) -> None:
