@@ -510,19 +510,27 @@ def test_read_committed_across_micro_batches_and_a_restart(
     assert Counter(v for b in now for v in b) == Counter([*a, b"p0", *c])
 
 
-@pytest.mark.parametrize("delay", ["1h", "300ms"])
+@pytest.mark.parametrize(
+    ("option", "delay"),
+    [
+        ("minOffsetsPerTrigger", "1h"),
+        ("minOffsetsPerTrigger", "300ms"),
+        ("minRecordsPerTrigger", "1h"),
+    ],
+)
 def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(
-    cluster: Cluster, delay: str
+    cluster: Cluster, option: str, delay: str
 ) -> None:
     """Kafka's ``minOffsetsPerTrigger`` / ``maxTriggerDelay``, on the driver's planner (the
     reader Spark calls, against the real cluster): the first micro-batch runs at once; then
-    a batch waits until that many offsets are there, or until the delay since the last one."""
-    topic = f"min-{delay}"
+    a batch waits until that many offsets are there, or until the delay since the last one.
+    (Plain RECORDs: one message each, so messages and RECORDs agree here.)"""
+    topic = f"min-{option}-{delay}"
     options = {
         "towers": cluster.towers,
         "subscribe": topic,
         "startingOffsets": "earliest",
-        "minOffsetsPerTrigger": "5",
+        option: "5",
         "maxTriggerDelay": delay,
     }
     r = DafkaStreamReader(parse_source_options(options, streaming=True))
@@ -550,9 +558,49 @@ def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(
                 p.publish(b"%d" % i)
             assert p.flush(30)
             seen(7)
-            assert r.latestOffset(first, limit) == {topic: {"m.0": 8}}
+            # (messages: once the driver's counter has counted them)
+            wait_until(lambda: r.latestOffset(first, limit) == {topic: {"m.0": 8}}, 30, "5")
         else:  # 3 < 5 offsets, but 300 ms since the last batch let them through
             wait_until(lambda: r.latestOffset(first, limit) == {topic: {"m.0": 6}}, 30, "the delay")
+
+
+def test_min_offsets_per_trigger_counts_messages(cluster: Cluster) -> None:
+    """``minOffsetsPerTrigger`` counts messages, as Kafka's (and ``maxOffsetsPerTrigger``):
+    two batched RECORDs of three messages are six offsets, enough for 5 - it counted
+    RECORDs before (2 < 5: no batch until ``maxTriggerDelay``); ``minRecordsPerTrigger``
+    counts RECORDs."""
+    topic = "min-messages"
+
+    def reader(option: str) -> DafkaStreamReader:
+        options = {
+            "towers": cluster.towers,
+            "subscribe": topic,
+            "startingOffsets": "earliest",
+            option: "5",
+            "maxTriggerDelay": "1h",
+        }
+        return DafkaStreamReader(parse_source_options(options, streaming=True))
+
+    by_messages, by_records = reader("minOffsetsPerTrigger"), reader("minRecordsPerTrigger")
+    limit = by_messages.getDefaultReadLimit()
+    key = (topic, "n.0")
+    with Producer(topic, cluster.transport, producer_id="n.0") as p:
+        p.publish(b"first")
+        assert p.flush(30)
+        wait_until(lambda: _watcher(by_messages.options).heads().get(key) == 0, 30, "head 0")
+        first = {topic: {"n.0": 1}}
+        for r in (by_messages, by_records):  # the first batch: at once
+            assert r.latestOffset(r.initialOffset(), limit) == first
+        for n in range(2):
+            p.publish(encode_batch([b"%d-%d" % (n, i) for i in range(3)]))
+        assert p.flush(30)
+        wait_until(lambda: _watcher(by_messages.options).heads().get(key) == 2, 30, "head 2")
+        wait_until(
+            lambda: by_messages.latestOffset(first, limit) == {topic: {"n.0": 3}},
+            30,
+            "a batch of 2 RECORDs holding 6 messages",
+        )
+        assert by_records.latestOffset(first, limit) == first  # 2 RECORDs < 5
 
 
 def test_starting_and_ending_timestamps(spark: SparkSession, cluster: Cluster) -> None:

@@ -1,4 +1,5 @@
-"""``maxOffsetsPerTrigger`` for the source: micro-batches capped in messages, not RECORDs.
+"""``maxOffsetsPerTrigger`` / ``minOffsetsPerTrigger`` for the source: micro-batches sized in
+messages, not RECORDs.
 
 Spark's offsets for dafka are RECORD sequences, and a batched RECORD carries many messages,
 so the heads alone cannot say how many messages a range holds: ``maxRecordsPerTrigger``
@@ -8,7 +9,8 @@ only the data says, so the driver process runs a :class:`MessageCounter` in a th
 own (as ``read_committed``'s cut tracker): a ``Consumer`` of the subscribed topics from the
 query's start that records, per partition, the number of messages up to each RECORD end. The
 driver thus reads the data a second time; ``latestOffset`` only reads the counts (a copy
-under a lock).
+under a lock): :meth:`MessageCounter.plan` caps a batch (``maxOffsetsPerTrigger``),
+:meth:`MessageCounter.counted` says whether one holds enough to run (``minOffsetsPerTrigger``).
 
 Control records (a transaction's ACKs) count as offsets, as Kafka's do (they are never rows).
 A batch ends at RECORD boundaries and holds at most the cap, except that a RECORD holding more
@@ -126,6 +128,29 @@ def plan_messages(
     return end
 
 
+def count_messages(
+    begin: Mapping[Key, int],
+    end: Mapping[Key, int],
+    counts: Mapping[Key, tuple[list[int], list[int]]],
+) -> int:
+    """Messages counted in ``[begin, end)`` over the partitions of ``end``, up to the last
+    counted RECORD end at or below each end (RECORDs not counted yet count as nothing);
+    ``counts`` as :func:`plan_messages` takes them."""
+    total = 0
+    for key, stop in end.items():
+        found = counts.get(key)
+        if found is None:
+            continue
+        ends, cums = found
+        i = bisect.bisect_left(ends, begin.get(key, 0))
+        if i >= len(ends) or ends[i] != begin.get(key, 0):
+            continue  # counting has not reached this partition's start yet
+        j = bisect.bisect_right(ends, stop) - 1
+        if j > i:
+            total += cums[j] - cums[i]
+    return total
+
+
 class MessageCounter:
     """Messages per RECORD of the subscribed partitions, read in a thread from ``start``."""
 
@@ -169,13 +194,29 @@ class MessageCounter:
         ``begin`` (Spark's start: planned already); raises if the reader died."""
         with self._lock:
             if self._error is not None:
-                raise DafkaError(f"maxOffsetsPerTrigger's message counter failed: {self._error}")
+                raise DafkaError(f"the source's message counter failed: {self._error}")
             for key, position in begin.items():
                 found = self._counts.get(key)
                 if found is not None:
                     found.forget_before(position)
             counts = {k: (c.ends, c.cums) for k, c in self._counts.items()}
             return plan_messages(begin, heads, counts, cap, share)
+
+    def counted(self, begin: Mapping[Key, int], end: Mapping[Key, int]) -> int:
+        """Messages counted so far in ``[begin, end)`` over every partition of ``end``
+        (``minOffsetsPerTrigger``): up to the last counted RECORD end at or below each end,
+        so RECORDs the counter has not read yet count as nothing (the batch waits for them,
+        or for ``maxTriggerDelay``). Forgets what lies before ``begin`` (planned already);
+        raises if the reader died."""
+        with self._lock:
+            if self._error is not None:
+                raise DafkaError(f"the source's message counter failed: {self._error}")
+            for key, position in begin.items():
+                found = self._counts.get(key)
+                if found is not None:
+                    found.forget_before(position)
+            counts = {k: (c.ends, c.cums) for k, c in self._counts.items()}
+            return count_messages(begin, end, counts)
 
     def wait_counted(self, targets: Mapping[Key, int], timeout: float) -> bool:
         """Wait (at most ``timeout`` s) until every partition is counted up to its target
@@ -185,9 +226,7 @@ class MessageCounter:
         while True:
             with self._lock:
                 if self._error is not None:
-                    raise DafkaError(
-                        f"maxOffsetsPerTrigger's message counter failed: {self._error}"
-                    )
+                    raise DafkaError(f"the source's message counter failed: {self._error}")
                 counted = {k: c.ends[-1] for k, c in self._counts.items()}
             if all(counted.get(k, 0) >= o for k, o in targets.items() if o > 0):
                 return True
@@ -221,7 +260,7 @@ class MessageCounter:
                         found.add(offset, n)
         except BaseException as exc:  # surfaced by counts(): the query fails loudly
             if not self._closed.is_set():
-                log.exception("maxOffsetsPerTrigger's message counter failed")
+                log.exception("the source's message counter failed")
                 with self._lock:
                     self._error = exc
 
@@ -234,4 +273,4 @@ class MessageCounter:
                 self._consumer.subscribe(topic)
 
 
-__all__ = ["MessageCounter", "plan_messages"]
+__all__ = ["MessageCounter", "count_messages", "plan_messages"]

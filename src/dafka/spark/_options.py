@@ -42,6 +42,7 @@ _SOURCE_OPTIONS = {
     "maxrecordspertrigger",
     "maxoffsetspertrigger",
     "minoffsetspertrigger",
+    "minrecordspertrigger",
     "maxtriggerdelay",
     "failondataloss",
     "isolation",
@@ -111,8 +112,11 @@ class SourceOptions:
     """Kafka's ``maxOffsetsPerTrigger``: at most this many messages per micro-batch (the
     driver counts them: ``dafka.spark._counts``); ``maxRecordsPerTrigger`` counts RECORDs."""
     min_offsets_per_trigger: int | None
-    """Kafka's ``minOffsetsPerTrigger``: a micro-batch waits for at least this many offsets
-    (RECORDs), or for ``max_trigger_delay`` seconds since the last one."""
+    """Kafka's ``minOffsetsPerTrigger``: a micro-batch waits for at least this many messages
+    (counted by the driver, as for ``maxOffsetsPerTrigger``), or for ``max_trigger_delay``
+    seconds since the last one."""
+    min_records_per_trigger: int | None
+    """The same in RECORDs (``minRecordsPerTrigger``: from the heads alone, no counter)."""
     max_trigger_delay: float
     fail_on_data_loss: bool
     isolation: Isolation
@@ -229,6 +233,13 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
             "give at most one of 'maxOffsetsPerTrigger' (messages) and "
             "'maxRecordsPerTrigger' (RECORDs)"
         )
+    min_records = _int_option(opts, "minRecordsPerTrigger", None, 1)
+    min_offsets = _int_option(opts, "minOffsetsPerTrigger", None, 1)
+    if min_records is not None and min_offsets is not None:
+        raise ConfigError(
+            "give at most one of 'minOffsetsPerTrigger' (messages) and "
+            "'minRecordsPerTrigger' (RECORDs)"
+        )
     if max_offsets is not None and isolation == "read_committed":
         raise ConfigError(
             "option 'maxOffsetsPerTrigger' is not supported with isolation=read_committed "
@@ -245,7 +256,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         ending_times=ending_times,
         max_records_per_trigger=max_records,
         max_offsets_per_trigger=max_offsets,
-        min_offsets_per_trigger=_int_option(opts, "minOffsetsPerTrigger", None, 1),
+        min_offsets_per_trigger=min_offsets,
+        min_records_per_trigger=min_records,
         max_trigger_delay=_duration_option(opts, "maxTriggerDelay", 15 * 60.0),
         fail_on_data_loss=_bool_option(opts, "failOnDataLoss", True),
         isolation=isolation,  # type: ignore[arg-type]

@@ -166,8 +166,8 @@ _counters: dict[tuple[object, ...], MessageCounter] = {}
 
 
 def _counter(options: SourceOptions, start: dict[tuple[str, str], int]) -> MessageCounter:
-    """The driver process's message counter (``maxOffsetsPerTrigger``), made once, from the
-    first start."""
+    """The driver process's message counter (``maxOffsetsPerTrigger``,
+    ``minOffsetsPerTrigger``), made once, from the first start."""
     key = (options.towers, options.security, options.topics, options.pattern)
     with _watchers_lock:
         counter = _counters.get(key)
@@ -296,17 +296,24 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, start: Mapping[tuple[str, str], int], end: Mapping[tuple[str, str], int]
     ) -> bool:
         """Whether a micro-batch ``start`` -> ``end`` may run now: with
-        ``minOffsetsPerTrigger``, once it holds that many offsets or ``maxTriggerDelay``
-        passed since the last one (Kafka's rule; ``availableNow`` ignores it)."""
-        least = self.options.min_offsets_per_trigger
+        ``minOffsetsPerTrigger``, once it holds that many messages (as the driver's message
+        counter has counted them: a RECORD not counted yet counts as nothing) or
+        ``maxTriggerDelay`` passed since the last one (Kafka's rule; ``availableNow`` ignores
+        it); with ``minRecordsPerTrigger`` the same in RECORDs, from the offsets alone."""
+        by_messages = self.options.min_offsets_per_trigger
+        least = by_messages or self.options.min_records_per_trigger
         if least is None or self._target is not None:
             return True
         now = time.monotonic()
-        size = sum(max(o - start.get(k, 0), 0) for k, o in end.items())
-        if size == 0:
+        records = sum(max(o - start.get(k, 0), 0) for k, o in end.items())
+        if records == 0:
             return True  # nothing new: Spark runs no batch either way
-        if size < least and now - self._last_trigger < self.options.max_trigger_delay:
-            return False
+        if now - self._last_trigger < self.options.max_trigger_delay:
+            size = records
+            if by_messages is not None:
+                size = _counter(self.options, dict(start)).counted(start, end)
+            if size < least:
+                return False
         self._last_trigger = now
         return True
 

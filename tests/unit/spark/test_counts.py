@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dafka.spark._counts import plan_messages
+from dafka.spark._counts import count_messages, plan_messages
 from dafka.spark._plan import share
 
 Key = tuple[str, str]
@@ -92,3 +92,14 @@ def test_batches_hold_at_most_the_cap_and_always_move(
         assert all(n >= 0 for n in records.values())
         begin = end
     assert begin == {k: len(v) for k, v in sizes.items()}  # everything planned, in the end
+
+
+def test_min_offsets_counts_the_messages_counted_so_far() -> None:
+    """minOffsetsPerTrigger's size of a batch: messages, up to what the counter has read."""
+    counts = counts_of({A: [3, 3, 1], B: [2]}, start=4)
+    assert count_messages({A: 4, B: 4}, {A: 7, B: 5}, counts) == 9
+    assert count_messages({A: 5, B: 4}, {A: 6, B: 4}, counts) == 3  # B: nothing new
+    # past the last counted RECORD (A's end 7): only what is counted
+    assert count_messages({A: 4}, {A: 12}, counts) == 7
+    # a partition whose start the counter has not reached, or never seen: nothing
+    assert count_messages({A: 9, C: 0}, {A: 12, C: 3}, counts) == 0

@@ -108,3 +108,21 @@ def test_max_offsets_per_trigger_counts_messages() -> None:
         )
     with pytest.raises(ConfigError, match="maxOffsetsPerTrigger"):
         parse_source_options({"subscribe": "t", "maxOffsetsPerTrigger": "0"}, streaming=True)
+
+
+def test_min_offsets_counts_messages_min_records_records() -> None:
+    """``minOffsetsPerTrigger`` counts messages (the driver's counter), in either isolation;
+    ``minRecordsPerTrigger`` is its RECORD-counting twin; one of the two at most."""
+    for isolation in ("read_uncommitted", "read_committed"):
+        options = parse_source_options(
+            {"subscribe": "t", "minOffsetsPerTrigger": "50", "isolation": isolation},
+            streaming=True,
+        )
+        assert (options.min_offsets_per_trigger, options.min_records_per_trigger) == (50, None)
+    options = parse_source_options({"subscribe": "t", "minRecordsPerTrigger": "7"}, streaming=True)
+    assert (options.min_offsets_per_trigger, options.min_records_per_trigger) == (None, 7)
+    with pytest.raises(ConfigError, match="at most one of 'minOffsetsPerTrigger'"):
+        parse_source_options(
+            {"subscribe": "t", "minOffsetsPerTrigger": "5", "minRecordsPerTrigger": "5"},
+            streaming=True,
+        )
