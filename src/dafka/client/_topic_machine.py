@@ -592,7 +592,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
             if self._settle_at is not None and now >= self._settle_at:
                 self._start(now)
             elif self._ask_at is not None and now >= self._ask_at:
-                self._out.append(Send(GetHeads(self.topic, self.partitions[0])))
+                self._out.append(Send(self._get_heads()))
                 self._ask_at = now + RESUME_ASK_INTERVAL
             return
         for machine in self._machines:
@@ -603,6 +603,20 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
         for index, batch in enumerate(self._open):
             if batch is not None and batch.opened + linger <= now:
                 self.close_batch(index, now)
+
+    def _get_heads(self) -> GetHeads:
+        """The resume's GET-HEADS: fencing when this run has an epoch and its partitions are
+        a named producer's ``f"{name}.{i}"`` (docs/guarantees.md, "Fencing resume"): each
+        store answers only after it refuses our older runs' records past what it holds."""
+        first = self.partitions[0]
+        base = first[:-2]
+        if (
+            self._epoch
+            and first.endswith(".0")
+            and self.partitions == [f"{base}.{i}" for i in range(len(self.partitions))]
+        ):
+            return GetHeads(self.topic, first, self._epoch, len(self.partitions))
+        return GetHeads(self.topic, first)
 
     def next_deadline(self) -> float | None:
         if not self.resumed:

@@ -326,6 +326,9 @@ class StoreMachine(
         self._append_failures = 0
         self._truncations = 0
         self._unpersisted = 0
+        self._fence_due: dict[Cursor, None] = {}
+        """Partitions where a record of an older run came from its producer and was
+        refused since the last turn: each gets an ACK naming the newest run."""
         self._runs: dict[Cursor, Runs] = {}
         """The producer runs of each partition that named them (``_runs.py``)."""
         self._fenced = 0
@@ -606,7 +609,7 @@ class StoreMachine(
             if message.epoch:
                 cursor = self._run_cursor(cursor, topic, producer, now)
                 if cursor is None or not self._in_run(
-                    cursor, message.epoch, message.run_start, sequence, now
+                    cursor, message.epoch, message.run_start, sequence, now, live=True
                 ):
                     return
             if cursor is not None and sequence == cursor.last + 1:  # the hot path
@@ -643,6 +646,8 @@ class StoreMachine(
             self._on_fetch(message, now)
         elif type(message) is GetHeads:
             self._latest = now
+            if message.epoch:
+                self._fence(message, now)
             self._send_heads(message.requester, (message.topic,))
             if message.topic not in self._by_topic:
                 self._learn_topic(message.topic, now)
@@ -696,7 +701,13 @@ class StoreMachine(
         return cursor
 
     def _in_run(
-        self, cursor: Cursor, epoch: int, run_start: int, sequence: int, now: float
+        self,
+        cursor: Cursor,
+        epoch: int,
+        run_start: int,
+        sequence: int,
+        now: float,
+        live: bool = False,
     ) -> bool:
         """Whether a record (or head) at ``sequence`` of run ``epoch`` starting at
         ``run_start`` is taken (``_runs.py``): the newest run's are; a newer run's first
@@ -707,12 +718,20 @@ class StoreMachine(
         if epoch == newest:
             if run_start == start:
                 return True
+            if runs is not None and cursor.last < start:
+                # known only from its fencing resume (nothing of it is held): the run's
+                # own start is the one its records and heads name (see _fence)
+                runs.entries.pop()
+                self._begin_run(cursor, runs, epoch, run_start, now)
+                return True
             self._runs_refused += 1
             return False
         if epoch > newest:
             self._begin_run(cursor, runs, epoch, run_start, now)
             return True
         if runs is not None and runs.fences(epoch, sequence):
+            if live:  # from the producer itself: tell it which run owns the place
+                self._fence_due[cursor] = None
             self._fenced += 1
             self.last_fenced = (
                 f"{cursor.topic}/{cursor.producer} at {sequence}: run {epoch}, where run "
@@ -720,6 +739,29 @@ class StoreMachine(
             )
             return False
         return True
+
+    def _fence(self, request: GetHeads, now: float) -> None:
+        """A named producer's new run fences its older runs here before this store answers
+        its resume (docs/guarantees.md, "Fencing resume"; Kafka's epoch bump): for each of
+        its partitions ``f"{name}.{i}"`` whose runs are all older, the new run is known from
+        here on as starting right after what this store holds. Nothing held is set aside
+        (all of it is in this answer, so the run resumes at or after it), and no record of
+        an older run is taken past it: a live predecessor's later records are refused, and
+        its ACK names the new run (it is fenced). The run's own start, which its first
+        record or HEAD names, replaces this one (``_in_run``): at or after it when this
+        store answered, so older records other stores took before their own fence are
+        still taken here by catch-up."""
+        base = request.requester[:-2]
+        epoch = request.epoch
+        topic = request.topic
+        for i in range(min(request.partitions, self.config.max_partitions)):
+            producer = f"{base}.{i}"
+            cursor = self._run_cursor(self._cursors.get((topic, producer)), topic, producer, now)
+            if cursor is None:
+                return  # max_partitions tracked: refused and counted
+            runs = self._runs.get(cursor)
+            if runs is None or epoch > runs.newest()[0]:
+                self._begin_run(cursor, runs, epoch, cursor.last + 1, now)
 
     @property
     def records_fenced(self) -> int:
@@ -819,6 +861,18 @@ class StoreMachine(
                 ack = Ack(cursor.producer, cursor.topic, cursor.durable, epoch, start)
                 out.append(Send(ack))
             self._ack_due = {}
+        if self._fence_due:
+            for cursor in self._fence_due:
+                runs = self._runs.get(cursor)
+                if runs is not None and cursor.durable >= 0:
+                    # an older run's record refused: an ACK naming the newest run fences
+                    # its producer at once (ProducerMachine.fenced_by) instead of letting
+                    # it wait out its delivery timeout
+                    epoch, start = runs.newest()
+                    out.append(
+                        Send(Ack(cursor.producer, cursor.topic, cursor.durable, epoch, start))
+                    )
+            self._fence_due = {}
         if self._in_order.dirty:
             blocked = self._blocked
             for cursor in self._in_order.take_dirty():

@@ -258,8 +258,20 @@ def _fetch(frames: Frames) -> Fetch:
 def _get_heads(frames: Frames) -> GetHeads:
     if len(frames) != 1:
         raise _frame_count(frames, lay.GET_HEADS)
-    (topic, requester), _ = _checked(frames[0], lay.GET_HEADS)
-    return GetHeads(topic, requester)
+    frame = frames[0]
+    values, pos = _parse_header(frame, lay.GET_HEADS)
+    topic, requester = values
+    if len(frame) - pos != lay.FENCE_TRAILER.size:
+        _check_end(frame, pos, 0, lay.GET_HEADS)
+        return GetHeads(topic, requester)
+    epoch, partitions = lay.FENCE_TRAILER.unpack_from(frame, pos)
+    if not epoch or not partitions:
+        raise DecodeError("a fencing trailer with epoch or partitions 0", lay.GET_HEADS.name)
+    if not requester.endswith(".0"):
+        raise DecodeError(
+            f"a fencing GET-HEADS from {requester!r}, not a partition 0", lay.GET_HEADS.name
+        )
+    return GetHeads(topic, requester, epoch, partitions)
 
 
 def _store_hello(frames: Frames) -> StoreHello:

@@ -221,7 +221,22 @@ def _encode_fetch(m: Fetch) -> list[bytes]:
 
 
 def _encode_get_heads(m: GetHeads) -> list[bytes]:
-    return _checked(lay.GET_HEADS, m)[1]
+    epoch = _integer(m.epoch, "epoch")
+    partitions = _integer(m.partitions, "partitions")
+    frames = _checked(lay.GET_HEADS, m)[1]
+    if not epoch and not partitions:
+        return frames
+    if not epoch or not partitions:
+        raise EncodeError(
+            f"a fencing GET-HEADS needs an epoch and a partition count, got {epoch} and "
+            f"{partitions}"
+        )
+    if not m.requester.endswith(".0"):
+        raise EncodeError(
+            f"a fencing GET-HEADS comes from partition 0 of a named producer (name.0), "
+            f"not {m.requester!r}"
+        )
+    return [frames[0] + lay.FENCE_TRAILER.pack(epoch, partitions)]
 
 
 def _encode_store_hello(m: StoreHello) -> list[bytes]:

@@ -50,6 +50,8 @@ SEQUENCE_EPOCH = struct.Struct(">QQQ")
 """A RECORD's or DIRECT-RECORD's sequence followed by its run trailer (epoch, run start)."""
 EPOCH_TRAILER = 16
 """Bytes the run trailer adds to frame 0 (docs/protocol.md, "Run epochs")."""
+FENCE_TRAILER = struct.Struct(">QL")
+"""A fencing GET-HEADS' trailer: the resuming run's epoch and its partition count."""
 UINT32 = struct.Struct(">L")
 COUNT_STORES = struct.Struct(">LL")
 NO_INTEGERS = struct.Struct("")
@@ -142,7 +144,14 @@ LAYOUTS: Mapping[type[DataMessage], Layout] = MappingProxyType(
 )
 """The layout of each data message class."""
 
-INTEGER_BITS = {"sequence": 64, "count": 32, "stores": 32, "epoch": 64, "run_start": 64}
+INTEGER_BITS = {
+    "sequence": 64,
+    "count": 32,
+    "stores": 32,
+    "epoch": 64,
+    "run_start": 64,
+    "partitions": 32,
+}
 """Width of each integer attribute, for error messages."""
 
 __all__ = [
@@ -152,6 +161,7 @@ __all__ = [
     "DIRECT_HEAD",
     "DIRECT_RECORD",
     "EPOCH_TRAILER",
+    "FENCE_TRAILER",
     "FETCH",
     "GET_HEADS",
     "HEAD",

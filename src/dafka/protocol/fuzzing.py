@@ -71,6 +71,8 @@ def seed_messages() -> list[Message]:
         Head(_ODD, "p", 0),
         DirectHead("C" * 32, "hello", _ID, 3),
         GetHeads("hello", "CONSUMERADDR"),
+        GetHeads("hello", "w.0", 1_700_000_000_000, 4),
+        GetHeads(_ODD, "p.0", _MAX64, (1 << 32) - 1),
         ConsumerHello("STOREADDR", "CONSUMERADDR", ("hello", "world")),
         ConsumerHello("s", "c", ()),
         ConsumerHello("s", _ODD, (_LONG, _ODD, "x")),

@@ -129,10 +129,18 @@ class DirectHead:
 
 @dataclass(frozen=True, slots=True)
 class GetHeads:
-    """GET-HEADS: a consumer asks stores for the heads of every partition of a topic."""
+    """GET-HEADS: a consumer asks stores for the heads of every partition of a topic.
+
+    A named producer's resume fences its older runs with it (dafka's own, docs/protocol.md
+    "Fencing resume"): ``epoch`` (> 0) is its new run's and ``partitions`` how many it
+    writes, ``requester`` its partition 0 (``f"{name}.0"``); before a store answers it
+    takes no record of an older run of ``f"{name}.{i}"``, ``i < partitions``, past what it
+    holds. 0 and 0: not said (C's form)."""
 
     topic: str
     requester: str
+    epoch: int = 0
+    partitions: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,99 @@
+"""StoreMachine and a fencing resume (docs/guarantees.md, "Fencing resume").
+
+A named producer's new run asks for heads with its epoch and partition count (a fencing
+GET-HEADS): before the store answers, each of those partitions knows the new run as
+starting right after what the store holds. So a record of an older run that comes after
+the answer - a live predecessor's - is refused (its producer hears an ACK naming the new
+run) instead of being taken, ACKed and then set aside when the new run's first record
+lands on the same sequence. The new run's own start (its first record or HEAD) replaces
+the fence's while the store holds nothing of it.
+"""
+
+from __future__ import annotations
+
+from dafka.node import KeepRuns, StoreConfig, StoreMachine
+from dafka.protocol import Ack, DirectHead, DirectRecord, GetHeads, Head, Record
+from dafka.testing import MemoryLog, ScriptedPeer
+
+WID = "57000000000000000000000000000001"
+RID = "52000000000000000000000000000002"
+T = "hello"
+
+
+def make() -> tuple[StoreMachine, ScriptedPeer, MemoryLog]:
+    log = MemoryLog()
+    store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=None))
+    peer = ScriptedPeer(store, log=log)
+    peer.recv_all()
+    return store, peer, log
+
+
+def records(partition: str, run: str, epoch: int, start: int, first: int, end: int) -> list[Record]:
+    return [Record(T, partition, s, f"{run}:{s}".encode(), epoch, start) for s in range(first, end)]
+
+
+def test_an_older_runs_record_after_the_fencing_answer_is_refused_not_acked() -> None:
+    store, peer, log = make()
+    peer.send(*records("w.0", "g1", 1, 0, 0, 5))
+    peer.recv_all()
+    peer.send(GetHeads(T, "w.0", 2, 2))  # run 2 of "w" (2 partitions) resumes
+    answer = peer.recv_all()
+    assert [m for m in answer if isinstance(m, DirectHead)] == [
+        DirectHead("w.0", T, "w.0", 4, 1, 0)
+    ]
+    assert peer.kept_runs[-2:] == [
+        KeepRuns(T, "w.0", ((1, 0), (2, 5))),
+        KeepRuns(T, "w.1", ((2, 0),)),
+    ]
+    # run 1 is still alive: its next record reached the store after the answer
+    peer.send(*records("w.0", "g1", 1, 0, 5, 6))
+    assert log.contents(T, "w.0")[-1] == b"g1:4"  # before: taken and ACKed, then set aside
+    assert store.statistics().records_fenced == 1
+    acks = [m for m in peer.recv_all() if isinstance(m, Ack)]
+    assert acks == [Ack("w.0", T, 4, 2, 5)]  # names run 2: run 1 is fenced at once
+    peer.send(*records("w.0", "g2", 2, 5, 5, 7))  # run 2 resumed after the answer's head
+    assert log.contents(T, "w.0")[5:] == [b"g2:5", b"g2:6"]
+    assert store.statistics().records_superseded == 0
+
+
+def test_the_runs_own_start_replaces_the_fence_and_older_records_below_it_are_caught_up() -> None:
+    """Another store took run 1's 3 and 4 before its own fence (its answer said head 4):
+    the new run starts at 5, and this store, fenced at 3, takes 3 and 4 by catch-up."""
+    store, peer, log = make()
+    peer.send(*records("w.0", "g1", 1, 0, 0, 3))
+    peer.send(GetHeads(T, "w.0", 2, 1))
+    assert peer.kept_runs[-1] == KeepRuns(T, "w.0", ((1, 0), (2, 3)))
+    peer.send(*records("w.0", "g1", 1, 0, 3, 4))  # run 1's live record: refused here
+    assert store.statistics().records_fenced == 1
+    peer.recv_all()
+    peer.send(Head(T, "w.0", 4, 2, 5))  # run 2 resumed at 5 (the other store's head 4)
+    assert peer.kept_runs[-1] == KeepRuns(T, "w.0", ((1, 0), (2, 5)))
+    peer.send(
+        DirectRecord(WID, T, "w.0", 3, b"g1:3", 1, 0),
+        DirectRecord(WID, T, "w.0", 4, b"g1:4", 1, 0),
+    )
+    peer.send(*records("w.0", "g2", 2, 5, 5, 6))
+    assert log.contents(T, "w.0") == [b"g1:0", b"g1:1", b"g1:2", b"g1:3", b"g1:4", b"g2:5"]
+    assert store.statistics().runs_refused == 0
+
+
+def test_a_fence_never_moves_a_run_the_store_holds_records_of() -> None:
+    store, peer, log = make()
+    peer.send(GetHeads(T, "w.0", 2, 1))
+    peer.send(*records("w.0", "g2", 2, 0, 0, 2))  # run 2 started at 0: held
+    peer.send(GetHeads(T, "w.0", 2, 1))  # its resume asked again: nothing changes
+    peer.send(Record(T, "w.0", 2, b"g2:2", 2, 1))  # run 2 with another start: malformed
+    assert store.statistics().runs_refused == 1
+    assert log.runs(T, "w.0") == ((2, 0),)
+    peer.send(GetHeads(T, "w.0", 1, 1))  # an older run's fence: nothing
+    assert log.runs(T, "w.0") == ((2, 0),)
+    assert log.contents(T, "w.0") == [b"g2:0", b"g2:1"]
+
+
+def test_a_plain_get_heads_fences_nothing() -> None:
+    store, peer, log = make()
+    peer.send(*records("w.0", "g1", 1, 0, 0, 2))
+    peer.send(GetHeads(T, "w.0"))
+    peer.send(*records("w.0", "g1", 1, 0, 2, 3))
+    assert log.contents(T, "w.0")[-1] == b"g1:2"
+    assert store.statistics().records_fenced == 0
