@@ -12,8 +12,8 @@ group_client.py``, default settings):
   ``Consumer(...)`` call to its first record (the aim: 1 s), and to the others' revoke,
   its constructor's return and its ``on_assign``.
 * **takeover**: one member of three is SIGKILLed. Time from the kill to a survivor's
-  ``on_assign`` of its partitions and to the first record of them read again (the aim:
-  2 beacon intervals + 1 s).
+  first ``on_assign`` of its partitions, to the last (every one of them owned again) and to
+  the first record of them read again (the aim: 2 beacon intervals + 1 s).
 * **throughput**: a group of one and a group of three (``poll_columns``, each member its
   own process) share 6 partitions; then a producer publishes ``--messages`` messages flat
   out: messages/s from the producer's start to the last message read by the group. (A
@@ -157,7 +157,7 @@ class Bench:
             child.kill()
         return _count(joiner)["first"] - start, revoked - start, ready - start, assigned - start
 
-    def takeover(self, round_: int) -> tuple[float, float]:
+    def takeover(self, round_: int) -> tuple[float, float, float]:
         topic = f"crash{round_}"
         producer = self.spawn("produce", topic, "--records", "1000000", "--rate", "1000")
         producer.wait("ready")
@@ -181,6 +181,19 @@ class Bench:
             "a takeover",
         )
 
+        def all_taken() -> float:
+            taken = [
+                (e["t"], set(e["partitions"]) & orphans)
+                for m in survivors
+                for e in m.events("assigned")
+                if e["t"] > killed
+            ]
+            if set().union(*(keys for _, keys in taken)) != orphans:
+                return 0.0
+            return float(max(t for t, keys in taken if keys))
+
+        every = _until(all_taken, "every orphan taken over")
+
         def reread() -> float:
             for m in survivors:
                 c = _count(m)
@@ -191,7 +204,7 @@ class Bench:
         read = _until(reread, "the orphans read again")
         for child in [*members, producer]:
             child.kill()
-        return assigned - killed, read - killed
+        return assigned - killed, every - killed, read - killed
 
     def throughput(self, round_: int, messages: int) -> tuple[float, float]:
         """Messages/s of a settled group of one and of three, live: the members first share
@@ -248,10 +261,11 @@ def main() -> None:
                         f"on_assign at {assigned:.2f} s)"
                     )
                 if "takeover" not in skip:
-                    assigned, read = bench.takeover(r)
+                    assigned, every, read = bench.takeover(r)
                     print(
-                        f"takeover {r}: on_assign {assigned:.2f} s after the SIGKILL, its "
-                        f"partitions read again at {read:.2f} s"
+                        f"takeover {r}: on_assign {assigned:.2f} s after the SIGKILL (of all "
+                        f"its partitions: {every:.2f} s), its partitions read again at "
+                        f"{read:.2f} s"
                     )
                 if "throughput" not in skip:
                     one, three = bench.throughput(r, args.messages)

@@ -317,6 +317,8 @@ class Consumer(Closing):
             name="consumer",
         )
         self._runner.failure.add_listener(self._on_failure)
+        if self._membership is not None:
+            self._membership.post = self._runner.post
         try:
             self._runner.start(self.settings.ready_timeout)  # stops its thread if it raises
         except BaseException:
@@ -838,6 +840,8 @@ class Consumer(Closing):
             self._lock.notify_all()
         if self._wakeup is not None:
             self._wakeup()
+        if self._membership is not None:
+            self._membership.close()
         self._runner.stop()
         if group is not None:
             group.close()
@@ -961,12 +965,20 @@ class Consumer(Closing):
                     out[key] = self._next[key]
             return out
 
+    def _forget_positions(self, keys: Iterable[Key]) -> None:
+        """A revoke's ``on_revoke`` returned: its partitions' positions are no longer this
+        consumer's to commit (the handover commits them)."""
+        with self._lock:
+            for key in keys:
+                self._next.pop(key, None)
+                self._skip.pop(key, None)
+
     def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]:
-        """Commit a revoked partition's position (auto-commit), then forget it: the next
-        owner starts there. Returns what was committed, (offset, index, version), for the
-        member's beats (the next owner starts there without reading the commits). A commit
-        that fails is logged: the next owner then starts at the group's previous commit
-        (the records since are read twice)."""
+        """Commit a revoked partition's position (auto-commit; in the membership's handover
+        thread): the next owner starts there. Returns what was committed, (offset, index,
+        version), for the member's beats (the next owner starts there without reading the
+        commits). A commit that fails is logged: the next owner then starts at the group's
+        previous commit (the records since are read twice)."""
         group = self._group
         committed: dict[Key, Handed] = {}
         if group is not None and self.settings.enable_auto_commit and positions:
@@ -983,10 +995,6 @@ class Consumer(Closing):
                     version = versions.get(key)
                     if version is not None:
                         committed[key] = (done.offset, done.index, version)
-        with self._lock:
-            for key in positions:
-                self._next.pop(key, None)
-                self._skip.pop(key, None)
         return committed
 
     def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:

@@ -5,13 +5,21 @@ The runner thread sees the member's decisions first (:meth:`Membership.after_tur
 runner's end-of-turn hook): a partition revoked or lost stops being read at once (the
 consumer machine disowns it, what was queued of it is dropped); an assigned one is noted.
 Everything the application must see happens in its own thread, at its next ``poll`` (or
-``close``), as in Kafka: :meth:`Membership.rebalance` calls ``on_revoke`` then commits the
-positions handed out (auto-commit) and only then tells the member the handover is done (with
-that commit, which its beats carry), so the next owner starts at that commit; for an
-assigned partition it takes where the previous owner's beats said it was handed over, else
-it reads the group's committed offset, starts the partition there (``offset_reset`` where
-nothing was committed) and calls ``on_assign``; a lost one (another member may read it
-already) is dropped without a commit and told to ``on_lost``.
+``close``), as in Kafka: :meth:`Membership.rebalance` calls ``on_revoke``, then hands the
+commit of the positions handed out (auto-commit) to its handover thread, which tells the
+member the handover is done only once the stores hold that commit (the member's beats carry
+it), so the next owner starts at that commit; for an assigned partition it takes where the
+previous owner's beats said it was handed over, else it reads the group's committed
+offset, starts the partition there (``offset_reset`` where nothing was committed) and
+calls ``on_assign``; a lost one (another member may read it already) is dropped without a
+commit and told to ``on_lost``.
+
+The handover commit runs off the poll path: waited for in the poll, it held a takeover of
+another partition in the same poll behind it (a crashed member's partitions, read again
+~10 s after the kill instead of ~2.5 s, when a loaded store took ~7 s to acknowledge).
+Safety is the member's: a partition being handed over stays in its claims until the
+commit is stored (or failed, after ``commit_timeout``: the producer's delivery timeout),
+so its next owner still starts only after it.
 """
 
 from __future__ import annotations
@@ -20,11 +28,13 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
 from dafka.client._errors import FencedMemberError
 from dafka.client._offsets import CommitError, Position
-from dafka.node import GroupConsumerMachine, GroupEvent, GroupMember
+from dafka.errors import DafkaError
+from dafka.node import GroupConsumerMachine, GroupEvent
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +131,8 @@ class GroupClient(Protocol):
 
     def _handed_out(self, keys: Iterable[Key]) -> dict[Key, Position]: ...
 
+    def _forget_positions(self, keys: Iterable[Key]) -> None: ...
+
     def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]: ...
 
     def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None: ...
@@ -141,6 +153,15 @@ class Membership:
         self._fenced = False
         self.wake: Callable[[], None] = lambda: None
         """Set by the consumer: wakes its waiting ``poll`` (runner thread)."""
+        self.post: Callable[[Callable[[float], None]], None] | None = None
+        """Set by the consumer: runs a function in the runner thread without waiting (the
+        handover thread reports a finished handover with it; None: ``rebalance``'s ``run``)."""
+        self._handovers: ThreadPoolExecutor | None = None
+        """The handover commits, one at a time in order, off the poll path (started lazily)."""
+        self._handing: dict[Key, int] = {}
+        """The handover under way per partition (a token): a late end of an older one (the
+        partition lost, taken again and revoked again meanwhile) does not end a newer one."""
+        self._token = 0
 
     # -- runner thread -------------------------------------------------------------------------
 
@@ -185,8 +206,8 @@ class Membership:
                 try:
                     self.listener.on_partitions_revoked(keys)
                 finally:
-                    committed = self._client._commit_handover(positions)
-                    run(functools.partial(_handed_over, member, list(event.partitions), committed))
+                    self._client._forget_positions(positions)
+                    self._hand_over(list(event.partitions), positions, run)
                 log.info("group %s: revoked %d partitions", member.config.group_id, len(keys))
             elif event.kind == "lost":
                 self._assignment -= keys
@@ -223,11 +244,57 @@ class Membership:
                 "more (close it)"
             )
 
+    def _hand_over(
+        self,
+        keys: list[Key],
+        positions: dict[Key, Position],
+        run: Callable[[Callable[[float], object]], object],
+    ) -> None:
+        """Commit ``positions`` in the handover thread, then (runner thread) tell the member
+        that ``keys`` are handed over: they stay claimed until then."""
+        with self._lock:
+            self._token += 1
+            token = self._token
+            for key in keys:
+                self._handing[key] = token
+            if self._handovers is None:
+                self._handovers = ThreadPoolExecutor(1, thread_name_prefix="handover")
+            handovers = self._handovers
+        post = self.post or run
+        group = self.machine.member.config.group_id
 
-def _handed_over(
-    member: GroupMember, keys: list[Key], committed: dict[Key, Handed], now: float
-) -> None:
-    member.revoked(keys, now, committed)
+        def commit_then_release() -> None:
+            committed: dict[Key, Handed] = {}
+            try:
+                committed = self._client._commit_handover(positions)
+            except Exception:  # reported, and the partitions released all the same
+                log.exception("group %s: the handover commit of %s failed", group, keys)
+            finally:
+                try:
+                    post(functools.partial(self._handed_over, keys, token, committed))
+                except DafkaError as exc:  # the node is gone: nothing to hand over any more
+                    log.info("group %s: handover not reported: %s", group, exc)
+
+        handovers.submit(commit_then_release)
+
+    def _handed_over(
+        self, keys: list[Key], token: int, committed: dict[Key, Handed], now: float
+    ) -> None:
+        """Runner thread: the handover commit is stored (or failed): release ``keys``."""
+        with self._lock:
+            done = [key for key in keys if self._handing.get(key) == token]
+            for key in done:
+                del self._handing[key]
+        if done:
+            self.machine.member.revoked(done, now, committed)
+
+    def close(self) -> None:
+        """Stop the handover thread (``close()`` waited for the handovers: leaving needs
+        them; one still committing ends with its commit, bounded by ``commit_timeout``)."""
+        with self._lock:
+            handovers, self._handovers = self._handovers, None
+        if handovers is not None:
+            handovers.shutdown(wait=False)
 
 
 __all__ = ["ConsumerRebalanceListener", "Membership", "RebalanceListener", "listener_of"]

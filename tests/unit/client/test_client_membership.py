@@ -1,0 +1,227 @@
+"""A group consumer's membership seam (``dafka.client._membership.Membership``) over the real
+pure machines: the member's decisions reach the application's poll, and a handover commit
+never holds a takeover back (docs/groups.md, "Timing").
+
+The group is three pure :class:`GroupMember` machines exchanging beats by hand (``m1``, the
+consumer under test, composed with its :class:`ConsumerMachine` as in the client); this
+test's main thread plays m1's runner thread, a second thread plays its application's poll.
+The client side is :class:`Client`, a :class:`GroupClient` (the seam ``Membership`` names)
+whose handover commit the test holds, as a loaded store held one for ~7 s.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from typing import Any
+
+from dafka.client._membership import ConsumerRebalanceListener, Handed, Membership
+from dafka.client._offsets import Position
+from dafka.node import (
+    ConsumerMachine,
+    GroupConfig,
+    GroupConsumerMachine,
+    GroupMember,
+    Send,
+)
+from dafka.protocol import MemberBeat
+
+Key = tuple[str, str]
+TOPIC = "t"
+PARTS = [(TOPIC, f"p{i}") for i in range(6)]
+CONFIG = GroupConfig("g", "", 0.5, 2.0, 0.5)
+WAIT = 10.0
+"""Real seconds the test waits for a condition before it fails."""
+
+
+class Client:
+    """What ``Membership`` needs of its consumer: positions, and a handover commit that
+    blocks while ``hold`` is set (until ``release``)."""
+
+    def __init__(self) -> None:
+        self.hold = False
+        self.release = threading.Event()
+        self.committing: list[set[Key]] = []
+        self.started: list[Key] = []
+
+    def _forget_partition(self, key: Key) -> None:
+        del key
+
+    def _handed_out(self, keys: Iterable[Key]) -> dict[Key, Position]:
+        return dict.fromkeys(keys, 7)
+
+    def _forget_positions(self, keys: Iterable[Key]) -> None:
+        del keys
+
+    def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]:
+        self.committing.append(set(positions))
+        if self.hold:
+            self.release.wait(WAIT * 2)
+        return {}
+
+    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:
+        del starts
+        self.started += keys
+
+
+class Listener(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.assigned: set[Key] = set()
+        self.revoked: set[Key] = set()
+
+    def on_partitions_assigned(self, assigned: set[Key]) -> None:
+        self.assigned |= assigned
+
+    def on_partitions_revoked(self, revoked: set[Key]) -> None:
+        self.revoked |= revoked
+
+
+class Runner:
+    """m1's runner thread is the test's main thread: ``call``/``post`` from other threads
+    queue work that :meth:`drain` runs."""
+
+    def __init__(self) -> None:
+        self.work: queue.Queue[tuple[Callable[[float], Any], Future[Any] | None]] = queue.Queue()
+
+    def call(self, fn: Callable[[float], object]) -> object:
+        done: Future[object] = Future()
+        self.work.put((fn, done))
+        return done.result(WAIT * 3)
+
+    def post(self, fn: Callable[[float], None]) -> None:
+        self.work.put((fn, None))
+
+    def drain(self, now: float) -> None:
+        while True:
+            try:
+                fn, done = self.work.get_nowait()
+            except queue.Empty:
+                return
+            result = fn(now)
+            if done is not None:
+                done.set_result(result)
+
+
+class Group:
+    def __init__(self) -> None:
+        self.consumer = GroupConsumerMachine(
+            ConsumerMachine("m1"), GroupMember("m1", [TOPIC], CONFIG, 0.0)
+        )
+        self.others = {name: GroupMember(name, [TOPIC], CONFIG, 0.0) for name in ("m2", "m3")}
+        self.alive = {"m1", "m2", "m3"}
+        self.client = Client()
+        self.listener = Listener()
+        self.membership = Membership(self.consumer, self.listener, self.client)
+        self.runner = Runner()
+        self.membership.post = self.runner.post
+        self.woken = threading.Event()
+        self.membership.wake = self.woken.set
+        self.now = 0.0
+        for member in self.members().values():
+            member.partitions_seen(PARTS, 0.0)
+
+    def members(self) -> dict[str, GroupMember]:
+        return {"m1": self.consumer.member, **self.others}
+
+    def machines(self) -> list[tuple[str, GroupConsumerMachine | GroupMember]]:
+        return [("m1", self.consumer), *self.others.items()]
+
+    def exchange(self) -> None:
+        """Deliver beats among the live members until none is sent; the plain members hand
+        over at once; m1's events go to its membership (the runner's end-of-turn hook)."""
+        for _ in range(200):
+            beats: list[tuple[str, MemberBeat]] = []
+            for name, machine in self.machines():
+                for action in machine.take_actions():
+                    if isinstance(action, Send) and isinstance(action.message, MemberBeat):
+                        beats.append((name, action.message))
+            for member in self.others.values():
+                for event in member.take_events():
+                    if event.kind == "revoked":
+                        member.revoked(event.partitions, self.now)
+            self.membership.after_turn(self.now)
+            if not beats:
+                return
+            for sender, beat in beats:
+                if sender not in self.alive:
+                    continue
+                for name, machine in self.machines():
+                    if name != sender and name in self.alive:
+                        machine.on_message(beat, self.now)
+        raise AssertionError("the beats never stopped")
+
+    def tick(self, now: float) -> None:
+        self.now = now
+        for name, member in self.members().items():
+            if name in self.alive:
+                member.on_timer(now)
+        self.exchange()
+
+
+def test_a_takeover_does_not_wait_behind_a_handover_commit() -> None:
+    """m3 crashes; m1's assignment then gives its p2 to m2 and m3's p1 and p4 to m1. The
+    handover commit of p2 is held (a slow store): m1's application still starts p1 and p4
+    (``on_assign``) meanwhile, and p2 stays claimed by m1 - m2 does not take it - until
+    the commit is done. Before, the poll committed p2 synchronously and only then
+    assigned p1 and p4: here, not before the commit was released."""
+    group = Group()
+    membership, client, listener = group.membership, group.client, group.listener
+    group.tick(0.0)
+    for step in range(1, 5):  # the join window, then beats every 0.5 s
+        group.tick(step * 0.5)
+        if membership.pending:
+            membership.rebalance(lambda fn: fn(group.now))
+    assert listener.assigned == {(TOPIC, "p2"), (TOPIC, "p3")}
+    assert group.consumer.member.assignment() == listener.assigned
+
+    client.hold = True
+    stop = threading.Event()
+
+    def poll() -> None:  # the application polls: rebalances whenever the member decides
+        while not stop.is_set():
+            if group.woken.wait(0.05):
+                group.woken.clear()
+            if membership.pending:
+                membership.rebalance(group.runner.call)
+
+    poller = threading.Thread(target=poll, name="application")
+    poller.start()
+    try:
+        group.alive.discard("m3")  # m3 crashes after its beat at 2.0 s
+        t = 2.0
+        while t < 4.5:  # m3 is silent for session_timeout (2 s): counted dead at 4.0 s
+            t += 0.5
+            group.tick(t)
+
+        def until(condition: Callable[[], bool]) -> bool:
+            deadline = time.monotonic() + WAIT
+            while not condition():
+                if time.monotonic() > deadline:
+                    return False
+                group.runner.drain(group.now)
+                group.exchange()
+                time.sleep(0.005)
+            return True
+
+        took = until(lambda: {(TOPIC, "p1"), (TOPIC, "p4")} <= listener.assigned)
+        assert client.committing == [{(TOPIC, "p2")}], client.committing
+        assert took, (
+            f"m1's takeover of p1 and p4 waited behind the handover commit of p2 "
+            f"(on_assign so far: {sorted(listener.assigned)})"
+        )
+        assert not client.release.is_set()
+        m1, m2 = group.consumer.member, group.others["m2"]
+        assert (TOPIC, "p2") in m1.claims()  # held: not handed over yet
+        assert (TOPIC, "p2") not in m2.assignment()
+        client.release.set()
+        assert until(lambda: (TOPIC, "p2") in m2.assignment())
+        assert (TOPIC, "p2") not in m1.claims()
+        assert m1.assignment() == {(TOPIC, "p1"), (TOPIC, "p3"), (TOPIC, "p4")}
+    finally:
+        client.release.set()
+        stop.set()
+        poller.join(WAIT)
+        membership.close()
