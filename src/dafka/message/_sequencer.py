@@ -365,6 +365,7 @@ class Sequencer(Generic[M]):
                 if clock < min_clock:
                     self._report("ack_regression", env, partial, clock, flags)
                 partial.min_clock = partial.max_clock = clock
+                self._free_span(partial)
                 partial.begin = partial.ring_start = partial.ring_stop = -1
                 self._offsets[partition] = end
                 return _O_ROLLBACK
@@ -575,6 +576,27 @@ class Sequencer(Generic[M]):
             self._weight -= self._ring_weight[idx]
             self._ring_weight[idx] = 0
 
+    def _free(self, idx: int) -> None:
+        """Empty the slot of an entry that is done (delivered, or rolled back): what its
+        envelope holds is freed now rather than when the head comes round to it (a reader
+        otherwise keeps a ring's worth of committed RECORDs alive), and its weight leaves
+        the ring's."""
+        self._ring_env[idx] = None
+        self._ring_owner[idx] = None
+        weight = self._ring_weight[idx]
+        if weight:
+            self._weight -= weight
+            self._ring_weight[idx] = 0
+
+    def _free_span(self, partial: _Partial) -> None:
+        """:meth:`_free` every entry of ``partial``'s span still in the ring."""
+        idx = partial.ring_start
+        nxt = self._next
+        while idx != -1:
+            following = nxt[idx]
+            self._free(idx)
+            idx = following
+
     def _evict_oldest(self) -> bool:
         """Evict the oldest entry in the ring (the first occupied slot after the head);
         False if the ring is empty."""
@@ -650,7 +672,9 @@ class Sequencer(Generic[M]):
                 env = ring_env[idx]
                 clock = self._ring_clock[idx]
                 emit.ring_start = self._next[idx]
-                if self._ring_weight[idx]:  # a run: delivered whole, or split
+                weight = self._ring_weight[idx]
+                self._free(idx)
+                if weight:  # a run: delivered whole, or split
                     first = self._ring_first[idx]
                     if first <= emit.min_clock or clock > emit.max_clock:
                         assert env is not None
@@ -776,13 +800,19 @@ class Sequencer(Generic[M]):
         ring_clock = self._ring_clock
         nxt = self._next
         ring_weight = self._ring_weight
+        ring_owner = self._ring_owner
         min_clock = emit.min_clock
         max_clock = emit.max_clock
         idx = emit.ring_start
         while idx != -1:
             clock = ring_clock[idx]
             env = ring_env[idx]
+            # The entry is done: its slot is freed now (see _free), inlined.
+            ring_env[idx] = None
+            ring_owner[idx] = None
             if ring_weight[idx]:  # a run: whole when all of it is committed, else split
+                self._weight -= ring_weight[idx]
+                ring_weight[idx] = 0
                 if self._ring_first[idx] > min_clock and clock <= max_clock:
                     append(env)  # type: ignore[arg-type]
                     min_clock = clock

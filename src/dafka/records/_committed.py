@@ -184,10 +184,14 @@ def _record_of(env: Envelope[Any]) -> Record:
 def _is_ack(env: Envelope[Any]) -> bool:
     """Whether a queued message is an ACK (flags 0x002 in bytes 8-9 of its UUID)."""
     message = env[3]
-    if type(message) is CheckedBatch:
-        raw = message.columns().uuids[env[1] & _INDEX_MASK]
-    else:
-        raw = _record_of(env)[8]
+    if type(message) is CheckedBatch:  # read in the RECORD's bytes: nothing decoded for it
+        at = message.layout.uuids_at
+        if at < 0:
+            return False
+        at += 16 * (env[1] & _INDEX_MASK)
+        content = message.content
+        return content[at + 9] == 2 and not content[at + 8] & 3
+    raw = _record_of(env)[8]
     return raw is not None and raw[9] == 2 and not raw[8] & 3
 
 
@@ -229,12 +233,15 @@ class CommittedFilter:
         self._ready: list[Record] = []
         self._batches = False  # feed_columns queued RECORDs as messages (see _record_of)
         self._paused = False  # feed paused the cyclic collector (resumed around replays)
-        # The batched RECORDs feed_columns saw last, up to recent_bytes of content: a span
-        # that left the ring is replayed from them when they hold all its RECORDs (a group
-        # commit's span is often larger than the ring), else from the stores.
+        # The batched RECORDs feed_columns saw last that an open span may still need, up to
+        # recent_bytes of content: a span that left the ring is replayed from them when they
+        # hold all its RECORDs (a group commit's span is often larger than the ring), else
+        # from the stores. RECORDs below a partition's oldest open span are forgotten at the
+        # end of each feed_columns (_prune_recent): no replay can ask for them.
         self._recent: dict[str, dict[int, CheckedBatch]] = {}
-        self._recent_order: deque[tuple[str, int]] = deque()
+        self._recent_order: deque[tuple[str, int]] = deque()  # oldest first; may hold stale
         self._recent_size = 0
+        self._recent_count = 0
         self._recent_limit = max(0, int(recent_bytes))
         self.replays = 0
         """Spans served by replaying RECORDs from the stores."""
@@ -309,6 +316,7 @@ class CommittedFilter:
         at = 0  # parts[at:] are not queued yet
         batch: CheckedBatch | None = None
         start = j = batch_stop = 0
+        remembered: set[str] = set()
         try:
             for part in parts:
                 at += 1
@@ -333,6 +341,7 @@ class CommittedFilter:
                         continue
                 if self._recent_limit:
                     self._remember(key, batch)
+                    remembered.add(key)
                 if stop - start > 1:
                     run = _run_of(batch, start, stop)
                     if run is not None:
@@ -341,8 +350,28 @@ class CommittedFilter:
                         if queue_run(env, run[0], run[1], run[2], weight) is not None:
                             fed[key] = offset + 1
                             continue
-                uuids = batch.columns().uuids
-                ints = [from_bytes(u, "big") if u else 0 for u in uuids[start:stop]]
+                # Message by message (an ACK RECORD, or not a run): the UUIDs as ints read
+                # in the RECORD's bytes (all-zero: none, 0), so a RECORD the application
+                # never sees - an ACK's - is never decoded.
+                at_uuids = batch.layout.uuids_at
+                content = batch.content
+                if at_uuids < 0:
+                    ints = [0] * (stop - start)
+                else:
+                    lo = at_uuids + 16 * start
+                    ints = [
+                        from_bytes(content[i : i + 16], "big")
+                        for i in range(lo, lo + 16 * (stop - start), 16)
+                    ]
+                if stop - start == 1:  # most often an ACK: no lists to build
+                    seq.queue_with_uuid(
+                        new_env(Envelope, (key, base | start, (base | start) + 1, batch)), ints[0]
+                    )
+                    j = 1
+                    fed[key] = offset + 1
+                    if seq._emit is not None:
+                        self._drain_parts(out)
+                    continue
                 envs = list(
                     map(
                         new_env,
@@ -372,6 +401,8 @@ class CommittedFilter:
             self._backlog += left
             self._ready = [r for found in out for r in found.records()] + self._ready
             raise
+        if remembered:
+            self._prune_recent(remembered)
         return out
 
     def _drain_parts(self, out: list[Part]) -> None:
@@ -513,9 +544,43 @@ class CommittedFilter:
         held[batch.offset] = batch
         self._recent_order.append((key, batch.offset))
         self._recent_size += len(batch.content)
+        self._recent_count += 1
         while self._recent_size > self._recent_limit:
             old_key, old_offset = self._recent_order.popleft()
-            self._recent_size -= len(self._recent[old_key].pop(old_offset).content)
+            old_held = self._recent.get(old_key)
+            old = None if old_held is None else old_held.pop(old_offset, None)
+            if old is not None:  # else forgotten already (_prune_recent)
+                self._recent_size -= len(old.content)
+                self._recent_count -= 1
+
+    def _prune_recent(self, keys: Iterable[str]) -> None:
+        """Forget the recent RECORDs of ``keys`` below their partition's oldest open span:
+        every message in them is decided, so no replay asks for them, and holding them (with
+        their decoded columns) would keep ``recent_bytes`` of a reader's memory busy for
+        nothing - what read committed then paid in page faults and collections against a
+        plain read (docs/exactly-once.md, "Where the time goes")."""
+        recent = self._recent
+        pending_begin = self._seq.pending_begin
+        for key in keys:
+            held = recent.get(key)
+            if held is None:
+                continue
+            begin = pending_begin(key)
+            if begin == -1:
+                gone = list(held.values())
+                del recent[key]
+            else:
+                floor = begin >> _INDEX_BITS
+                below = [offset for offset in held if offset < floor]
+                gone = [held.pop(offset) for offset in below]
+            if gone:
+                self._recent_size -= sum(len(batch.content) for batch in gone)
+                self._recent_count -= len(gone)
+        order = self._recent_order
+        if len(order) > 2 * self._recent_count + 64:  # mostly forgotten entries: compact
+            self._recent_order = deque(
+                (key, offset) for key, offset in order if offset in recent.get(key, ())
+            )
 
     def _from_recent(self, key: str, first: int, last: int) -> list[Record] | None:
         """The Records of RECORDs ``first..last`` of ``key`` if every one is held."""

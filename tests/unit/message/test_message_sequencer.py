@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -719,3 +720,40 @@ def test_an_ack_appended_after_the_next_transaction_began_loses_that_message() -
     a5 = gen(A, 5, ACK)
     assert queue(seq, a5) == [Q.ACK_EMPTY]
     assert deque(seq) == [a5]  # ...so transaction 2's ACK commits nothing: a4 is lost.
+
+
+# -- memory: what is done leaves the ring ----------------------------------------------
+
+
+class _Watched(JsonMessage):
+    """A message a test can hold weakly: the ring must not keep it once it is done."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _watched(gen: Generator, producer: bytes, clock: int, flags: int) -> Envelope[JsonMessage]:
+    env = gen(producer, clock, flags)
+    return Envelope(env.partition, env.begin, env.end, _Watched(env.message.body, env.message.uuid))
+
+
+@pytest.mark.parametrize("how", ["drain", "step", "rollback"])
+def test_a_decided_span_leaves_nothing_alive_in_the_ring(how: str) -> None:
+    # A reader's ring kept the envelopes of delivered (or rolled back) spans until the head
+    # came round to their slots: 8192 entries, and with one entry per batched RECORD
+    # (queue_run) that was the last 8192 RECORDs and their decoded columns (issue 25).
+    seq, _ = make()
+    gen = Generator()
+    span = [_watched(gen, A, clock, CONT) for clock in (7, 8, 9)]
+    refs = [weakref.ref(env.message) for env in span]
+    queue(seq, *span)
+    if how == "rollback":
+        queue(seq, gen(A, 6, ACK))
+    else:
+        queue(seq, gen(A, 10, ACK))
+        if how == "drain":
+            assert clocks(seq.drain()) == [7, 8, 9, 10]
+        else:
+            while seq.step() is not None:
+                pass
+    del span
+    assert [ref() for ref in refs] == [None, None, None]
