@@ -20,7 +20,7 @@ from dafka.client._heads import HeadWatcher
 from dafka.client._members import MemberWatcher
 from dafka.client._membership import ConsumerRebalanceListener, RebalanceListener
 from dafka.client._metrics import ConsumerMetrics, LatencySnapshot, ProducerMetrics
-from dafka.client._offsets import CommitError, CommitReader, GroupOffsets
+from dafka.client._offsets import CommitError, CommitFailedError, CommitReader, GroupOffsets
 from dafka.client._partition_producer import PartitionProducer
 from dafka.client._producer import Producer
 from dafka.client._read_committed import ReadCommittedConsumer, replay_from_stores
@@ -36,6 +36,7 @@ __all__ = [
     "ClusterSnapshot",
     "ClusterWatcher",
     "CommitError",
+    "CommitFailedError",
     "CommitReader",
     "Consumer",
     "ConsumerMetrics",

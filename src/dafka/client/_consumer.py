@@ -66,7 +66,13 @@ from typing import Any
 from dafka.client._errors import FencedMemberError
 from dafka.client._membership import Callback, Handed, Membership, listener_of
 from dafka.client._metrics import ConsumerMetrics, consumer_metrics
-from dafka.client._offsets import CommitError, GroupOffsets, Position, as_committed
+from dafka.client._offsets import (
+    CommitError,
+    CommitFailedError,
+    GroupOffsets,
+    Position,
+    as_committed,
+)
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.client._timestamps import TimestampSearch, checked_times, checked_timestamp
 from dafka.errors import ConfigError, DataLossError, NodeFailedError
@@ -967,11 +973,14 @@ class Consumer(Closing):
 
     def _forget_positions(self, keys: Iterable[Key]) -> None:
         """A revoke's ``on_revoke`` returned: its partitions' positions are no longer this
-        consumer's to commit (the handover commits them)."""
+        consumer's to commit (the handover commits them); or the partitions were lost: what
+        was handed out of them is never committed by this member (their new owner reads it
+        again)."""
         with self._lock:
             for key in keys:
                 self._next.pop(key, None)
                 self._skip.pop(key, None)
+                self._handover_cut.pop(key, None)
 
     def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]:
         """Commit a revoked partition's position (auto-commit; in the membership's handover
@@ -983,6 +992,7 @@ class Consumer(Closing):
         committed: dict[Key, Handed] = {}
         if group is not None and self.settings.enable_auto_commit and positions:
             try:
+                self._refuse_lost(positions)  # lost meanwhile (a pause): no handover commit
                 group.commit(positions, None, "")
             except (CommitError, NodeFailedError) as exc:
                 log.warning(
@@ -996,6 +1006,13 @@ class Consumer(Closing):
                     if version is not None:
                         committed[key] = (done.offset, done.index, version)
         return committed
+
+    def _refuse_lost(self, keys: Iterable[Key]) -> None:
+        """A group member's commit: :class:`CommitFailedError` for partitions it lost
+        (``Membership.refuse_lost``); nothing to check for a consumer that is not a member."""
+        membership = self._membership
+        if membership is not None:
+            membership.refuse_lost(keys, self._runner.call)
 
     def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:
         """Start newly assigned partitions where their previous owner handed them over
@@ -1054,14 +1071,24 @@ class Consumer(Closing):
         """Commit ``offsets`` (None: the positions of everything handed out so far) for the
         group; returns once the stores hold the commit (:class:`CommitError` after
         ``timeout``, default ``commit_timeout``). A position is the next RECORD offset, or
-        ``(offset, index)``: the first ``index`` messages of that RECORD were handed out."""
-        self._needs_group("commit").commit(self._to_commit(offsets), timeout, metadata)
+        ``(offset, index)``: the first ``index`` messages of that RECORD were handed out.
+
+        A group member's commit of partitions it no longer owns (it lost them: another
+        member may read them) raises :class:`CommitFailedError` and commits nothing."""
+        group = self._needs_group("commit")
+        positions = self._to_commit(offsets)
+        self._refuse_lost(positions)
+        group.commit(positions, timeout, metadata)
 
     def commit_async(
         self, offsets: Mapping[Key, Position] | None = None, *, metadata: str = ""
     ) -> Future[None]:
-        """:meth:`commit` without waiting: the future resolves once the stores hold it."""
-        return self._needs_group("commit_async").commit_async(self._to_commit(offsets), metadata)
+        """:meth:`commit` without waiting: the future resolves once the stores hold it (a
+        member's commit of partitions it lost raises :class:`CommitFailedError` at once)."""
+        group = self._needs_group("commit_async")
+        positions = self._to_commit(offsets)
+        self._refuse_lost(positions)
+        return group.commit_async(positions, metadata)
 
     def committed(
         self, partitions: Iterable[Key] | None = None, *, timeout: float | None = None
@@ -1136,7 +1163,13 @@ class Consumer(Closing):
         self._auto_commit_due = now + self._auto_commit_interval()
         group = self._group
         assert group is not None
-        future = group.commit_async(self._to_commit(None))
+        positions = self._to_commit(None)
+        try:
+            self._refuse_lost(positions)
+        except CommitFailedError as exc:  # the next poll's rebalance drops them (on_lost)
+            log.warning("consumer: auto-commit: %s", exc)
+            return
+        future = group.commit_async(positions)
         future.add_done_callback(_log_failed_commit)
 
     def _group_starts(

@@ -20,6 +20,12 @@ another partition in the same poll behind it (a crashed member's partitions, rea
 Safety is the member's: a partition being handed over stays in its claims until the
 commit is stored (or failed, after ``commit_timeout``: the producer's delivery timeout),
 so its next owner still starts only after it.
+
+Every commit of a member is checked by the member first, in the runner thread
+(:meth:`Membership.refuse_lost`): a partition of its topics that it neither reads nor hands
+over is refused with :class:`CommitFailedError` - its process may have been paused past the
+session timeout while another member took the partition and committed it (docs/groups.md,
+"Paused members").
 """
 
 from __future__ import annotations
@@ -32,9 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
 from dafka.client._errors import FencedMemberError
-from dafka.client._offsets import CommitError, Position
+from dafka.client._offsets import CommitError, CommitFailedError, Position
 from dafka.errors import DafkaError
-from dafka.node import GroupConsumerMachine, GroupEvent
+from dafka.node import GroupConsumerMachine, GroupEvent, GroupMember
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +183,8 @@ class Membership:
                 for topic, partition in event.partitions:
                     self.machine.consumer.disown(topic, partition)
                     self._client._forget_partition((topic, partition))
+            if event.kind == "lost":  # at once: no commit may carry them from now on
+                self._client._forget_positions(event.partitions)
         with self._lock:
             self._events += events
         self.wake()
@@ -190,6 +198,29 @@ class Membership:
 
     def assignment(self) -> set[Key]:
         return set(self._assignment)
+
+    def refuse_lost(
+        self, keys: Iterable[Key], run: Callable[[Callable[[float], frozenset[Key]]], object]
+    ) -> None:
+        """Raise :class:`CommitFailedError` if this member may not commit some of ``keys``
+        (``run`` executes a function in the runner thread, where the member lives): they are
+        partitions of its topics that it no longer reads or hands over. The member checks
+        first whether it was silent for a session timeout (a paused process), so the first
+        commit after a pause is refused even before the runner handled anything else."""
+        wanted = list(keys)
+        if not wanted:
+            return
+        member = self.machine.member
+        refused = run(functools.partial(_refused, member, wanted))
+        if refused:
+            assert isinstance(refused, frozenset)
+            raise CommitFailedError(
+                f"group {member.config.group_id}: commit refused: this member no longer owns "
+                f"{sorted(refused)} (it lost them: counted dead - beats lost, or its process "
+                "paused, for session_timeout - and another member may read and commit them "
+                "now); nothing was committed, their new owner reads again from the group's "
+                "last commit"
+            )
 
     def rebalance(self, run: Callable[[Callable[[float], object]], object]) -> None:
         """Handle the member's events in order (``run`` executes a function in the runner
@@ -211,9 +242,10 @@ class Membership:
                 log.info("group %s: revoked %d partitions", member.config.group_id, len(keys))
             elif event.kind == "lost":
                 self._assignment -= keys
+                self._client._forget_positions(keys)  # never committed by this member now
                 log.warning(
                     "group %s: lost %d partitions (counted dead by another member: beats "
-                    "lost for session_timeout); not committed",
+                    "lost, or this process paused, for session_timeout); not committed",
                     member.config.group_id,
                     len(keys),
                 )
@@ -295,6 +327,10 @@ class Membership:
             handovers, self._handovers = self._handovers, None
         if handovers is not None:
             handovers.shutdown(wait=False)
+
+
+def _refused(member: GroupMember, keys: list[Key], now: float) -> frozenset[Key]:
+    return member.refused_commits(keys, now)
 
 
 __all__ = ["ConsumerRebalanceListener", "Membership", "RebalanceListener", "listener_of"]

@@ -70,6 +70,16 @@ class CommitError(DafkaError):
     store answered)."""
 
 
+class CommitFailedError(CommitError):
+    """A group member's commit of partitions it no longer owns was refused (Kafka's
+    ``CommitFailedError``): it lost them - it was counted dead, e.g. its process was paused
+    for longer than ``session_timeout`` - and another member may read and commit them
+    already, so its commit would move the group's position under the new owner. Nothing was
+    committed; the records it handed out of them since its last commit are read again by
+    their new owner. A transaction that sent those offsets is aborted. The message names
+    the partitions."""
+
+
 def check_group(group: object) -> str:
     """A group id: a non-empty ``str`` short enough to name its commit partitions."""
     if not isinstance(group, str) or not group.strip():
@@ -493,6 +503,7 @@ class GroupOffsets(Closing):
 
 __all__ = [
     "CommitError",
+    "CommitFailedError",
     "CommitReader",
     "GroupOffsets",
     "Position",

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError
 from dafka.client._metrics import ProducerMetrics
-from dafka.client._offsets import GroupOffsets, Position, check_group
+from dafka.client._offsets import CommitFailedError, GroupOffsets, Position, check_group
 from dafka.client._producer import (
     OnDelivery,
     Producer,
@@ -203,6 +203,9 @@ class TransactionalProducer(Closing):
         """The offset of this instance's next log record (it is the log's only writer)."""
         self._offsets: dict[str, GroupOffsets] = {}
         """Per group: the committer of the offsets sent in transactions."""
+        self._offset_owners: list[tuple[Consumer, list[tuple[str, str]]]] = []
+        """The open transaction's offsets sent for a group member: checked again just
+        before the INTENT (the member may have lost them since: a paused process)."""
         self.resolved: list[str] = []
         """Log partitions of predecessors this instance resolved at start."""
         # Pipelined commits (commit_transaction_nowait): see _run_commits.
@@ -670,7 +673,9 @@ class TransactionalProducer(Closing):
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Make every message of the transaction visible, atomically; raises
-        :class:`ProducerFencedError` (nothing becomes visible) if another instance took over.
+        :class:`ProducerFencedError` (nothing becomes visible) if another instance took over,
+        and :class:`CommitFailedError` (the transaction aborted) if a group member whose
+        offsets it sends lost those partitions (:meth:`send_offsets_to_transaction`).
 
         A failure before the commit point (data not stored in time) leaves the transaction
         open: commit again, or abort. Once the INTENT is written the transaction is decided
@@ -685,6 +690,7 @@ class TransactionalProducer(Closing):
                     self._close_batch(index)
                 self._flush_data(timeout)
                 self._fence_check(force=True)
+                self._check_offset_owners(timeout)
                 acks = tuple(
                     (self.partitions[i], ack_uuid(self.p_txn, self._clock.tick()))
                     for i in self._touched
@@ -898,7 +904,11 @@ class TransactionalProducer(Closing):
         :class:`Consumer` (then ``positions`` None means its :meth:`Consumer.positions_to_commit`,
         and its commits' versions are known). Returns once the stores hold the offsets
         (their commit point is the transaction's); a fenced producer raises
-        :class:`ProducerFencedError` and commits nothing."""
+        :class:`ProducerFencedError` and commits nothing. With the :class:`Consumer` of a
+        group member, partitions the member no longer owns (it lost them: another member
+        may process them) raise :class:`CommitFailedError` - here, or at
+        :meth:`commit_transaction`, which checks again just before the commit point and
+        then aborts the transaction."""
         consumer = group if isinstance(group, Consumer) else None
         group_id = check_group(consumer.group_id if consumer is not None else group)
         if positions is None:
@@ -920,11 +930,28 @@ class TransactionalProducer(Closing):
                     context=self._context,
                 )
             if consumer is not None:
+                consumer._refuse_lost(positions)  # a member that lost them: refused at once
                 committer.seen(consumer.committed_versions())
             ref = TxnRef(self.log_partition, self._log_next, self._txn)
             committer.commit(positions, timeout, txn=ref)
+            if consumer is not None:
+                self._offset_owners.append((consumer, list(positions)))
+
+    def _check_offset_owners(self, timeout: float | None) -> None:
+        """Before the INTENT: every group member whose offsets this transaction sends still
+        owns those partitions. One that lost them (another member may process and commit
+        them: docs/groups.md, "Paused members") must not commit this transaction - its
+        output would duplicate the new owner's: abort it and raise
+        :class:`CommitFailedError`."""
+        try:
+            for consumer, keys in self._offset_owners:
+                consumer._refuse_lost(keys)
+        except CommitFailedError:
+            self.abort_transaction(timeout)
+            raise
 
     def _finish_transaction(self) -> None:
+        self._offset_owners = []
         self._txn += 1
         self._touched = {}
         self._deciding = ()

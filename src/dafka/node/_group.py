@@ -151,6 +151,9 @@ class GroupStatistics:
     """Partitions released because another member claimed them or was heard again after
     it was counted dead (docs/groups.md, "Conflicts")."""
     agreed: bool
+    silences: int = 0
+    """Times this member found it had sent no beat for ``session_timeout`` (its process
+    was paused: every partition lost, docs/groups.md "Paused")."""
 
 
 def rendezvous(key: str, topic: str, partition: str) -> bytes:
@@ -242,6 +245,10 @@ class GroupMember(SubscriptionNotices):
         self._expired_count = 0
         self._lost = 0
         self._conflicts = 0
+        self._last_beat: float | None = None
+        """When this member last beat (None: never): silent for ``session_timeout``, the
+        others may have counted it dead (:meth:`_check_silence`)."""
+        self._silences = 0
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -286,6 +293,7 @@ class GroupMember(SubscriptionNotices):
             lost=self._lost,
             conflicts=self._conflicts,
             agreed=self.agreed(),
+            silences=self._silences,
         )
 
     def owner(self, key: Key) -> str | None:
@@ -295,6 +303,20 @@ class GroupMember(SubscriptionNotices):
         if owners is None:
             owners = self._owners = assign(self._members(), self._partitions)
         return owners.get(key)
+
+    def refused_commits(self, keys: Iterable[Key], now: float) -> frozenset[Key]:
+        """Which of ``keys`` this member may not commit now: partitions of its topics that
+        it neither reads nor is handing over (another member may own them: a late commit
+        would move the group's position under the new owner). Checks first whether this
+        member was silent for ``session_timeout`` (:meth:`_check_silence`): a member resumed
+        from a pause learns here, before its first commit, that it lost everything."""
+        self._now = now
+        self._check_silence(now)
+        state = self._state
+        topics = self.topics
+        return frozenset(
+            k for k in keys if k[0] in topics and k not in state.owned and k not in state.revoking
+        )
 
     # -- inputs ----------------------------------------------------------------------------
 
@@ -362,6 +384,7 @@ class GroupMember(SubscriptionNotices):
 
     def on_subscription(self, prefix: bytes, subscribed: bool, now: float) -> None:
         self._now = now
+        self._check_silence(now)
         ours = MEMBER_ID + _raw(self.config.group_id)
         if subscribed and prefix[:1] == MEMBER_ID and ours.startswith(prefix):
             self._beat_now = True  # a member or a watcher (Y: every group) connected
@@ -374,6 +397,7 @@ class GroupMember(SubscriptionNotices):
             return
         if self.fenced or self.left:
             return
+        self._check_silence(now)
         self._beats_received += 1
         member = message.member
         peer = self._peers.get(member)
@@ -516,6 +540,7 @@ class GroupMember(SubscriptionNotices):
         what we win once the handover allows it."""
         if self.fenced:
             return
+        self._check_silence(now)
         timeout = self.config.session_timeout
         for peer in [p for p in self._peers.values() if p.seen + timeout <= now]:
             del self._peers[peer.member]
@@ -607,6 +632,32 @@ class GroupMember(SubscriptionNotices):
         self._conflicts += 1
         self._events.append(GroupEvent("revoked", tuple(release), self.generation))
 
+    def _check_silence(self, now: float) -> None:
+        """A member that sent no beat for ``session_timeout`` - its process was paused
+        (SIGSTOP, swapped out) or its thread starved - may have been counted dead: another
+        member may read its partitions and commit them already. It cannot know, so it loses
+        everything at once (``lost``: nothing committed), before it handles anything heard
+        or committed after the pause. Its peers' beats are as old as its own: it counts
+        them heard now (rather than expiring them all and taking every partition as a lone
+        member), and takes part again as a newcomer: it listens to the group for a join
+        window first (a member it never heard - one that started during the pause - is
+        heard then, rather than everything being taken back as by a lone member), and then
+        by fresh agreement: it enters a new generation, so that no beat sent before or
+        during the pause (they acknowledge an older one) lets it take anything."""
+        last = self._last_beat
+        if last is None or now - last < self.config.session_timeout:
+            return
+        if self.fenced or self.left:
+            return
+        self._silences += 1
+        self._last_beat = now  # once per pause: the beat it sends next says it is back
+        for peer in self._peers.values():
+            peer.seen = max(peer.seen, now)
+        self.generation += 1
+        self._join_end = now + self.config.join_window
+        self._joined = self.config.join_window == 0
+        self._lose()
+
     def _lose(self) -> None:
         state = self._state
         lost = sorted(state.owned | state.revoking)
@@ -624,8 +675,10 @@ class GroupMember(SubscriptionNotices):
         self._events.append(GroupEvent("fenced", (), self.generation))
 
     def _beat(self, *, goodbye: bool = False) -> None:
+        self._check_silence(self._now)  # a beat after a pause must not claim what it lost
         self._beat_now = False
         self._next_beat = self._now + self.config.heartbeat_interval
+        self._last_beat = self._now
         state = self._state
         leaving = goodbye and not self.config.instance_id
         self._out.append(

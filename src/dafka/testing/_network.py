@@ -62,6 +62,9 @@ class _Node:
     matches: dict[bytes, bool] = field(default_factory=dict)
     delivered: list[Delivered] = field(default_factory=list)
     received: int = 0
+    paused: bool = False
+    held: list[tuple[_Node, DataMessage, str, str]] = field(default_factory=list)
+    """What reached it while paused, in order (its sockets' buffers)."""
 
     def wants(self, prefix: bytes) -> bool:
         hit = self.matches.get(prefix)
@@ -136,6 +139,20 @@ class MemoryNetwork:
                 for prefix in node.subscriptions:
                     other.machine.on_subscription(prefix, False, now)
 
+    def pause(self, name: str) -> None:
+        """The node's process stops (SIGSTOP): it runs nothing - no timer, no outbox - and
+        what is sent to it waits, in order, until :meth:`resume` (its sockets' buffers).
+        ``run_until``/``run_for`` jump the clock past its deadlines; a driver of its own
+        timers (a test's ``clock.jump``) must leave it out meanwhile."""
+        self._nodes[name].paused = True
+
+    def resume(self, name: str) -> None:
+        """The node runs again (SIGCONT): what waited for it is delivered first."""
+        node = self._nodes[name]
+        node.paused = False
+        self._queue.extendleft(reversed(node.held))
+        node.held = []
+
     def machine(self, name: str) -> NodeMachine:
         return self._nodes[name].machine
 
@@ -159,7 +176,11 @@ class MemoryNetwork:
         batch = [queue.popleft() for _ in range(min(self._batch, len(queue)))]
         if self._interleave:
             batch = self._interleaved(batch)
-        for node, message, sender, _ in batch:
+        for entry in batch:
+            node, message, sender, _ = entry
+            if node.paused:
+                node.held.append(entry)
+                continue
             if self._nodes.get(node.name) is node:
                 node.received += 1
                 self.stats.delivered += 1
@@ -196,7 +217,7 @@ class MemoryNetwork:
                 continue
             if condition():
                 return self.clock.now - start
-            machines = [n.machine for n in self._nodes.values()]
+            machines = [n.machine for n in self._nodes.values() if not n.paused]
             if not self.clock.jump(machines, limit):
                 raise NetworkStalledError(
                     f"condition still false after {self.clock.now - start:.3f} virtual seconds"
@@ -209,7 +230,8 @@ class MemoryNetwork:
         for _ in range(max_steps):
             if self.step():
                 continue
-            if not self.clock.jump([n.machine for n in self._nodes.values()], limit):
+            machines = [n.machine for n in self._nodes.values() if not n.paused]
+            if not self.clock.jump(machines, limit):
                 self.clock.advance(max(0.0, limit - self.clock.now))
                 self.settle(max_steps)
                 return
@@ -221,6 +243,8 @@ class MemoryNetwork:
         moved = False
         now = self.clock.now
         for node in list(self._nodes.values()):
+            if node.paused:
+                continue
             actions = node.machine.take_actions()
             if not actions:
                 continue

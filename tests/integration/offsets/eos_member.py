@@ -14,6 +14,13 @@ SIGUSR2 makes it a zombie the way a member usually becomes one: its next transac
 stuck in "processing" for ``--stuck`` seconds (it prints ``stuck``) after sending its output
 and offsets, while its process runs on (the producer's watchdog keeps checking for a
 successor); then it tries to commit.
+
+With ``--pause-file PATH``, once that file exists the member prints ``pausing`` and stops
+itself (SIGSTOP) inside its next transaction, after sending its output and offsets and
+before committing: a zombie paused mid-commit, resumed by the test's SIGCONT; a commit
+refused because the member lost those partitions meanwhile prints ``commit_failed`` (the
+transaction was aborted) and the member goes on. ``--work``: seconds each transaction's
+processing takes.
 """
 
 from __future__ import annotations
@@ -21,11 +28,20 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
+import os
 import signal
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
-from dafka import Consumer, DeliveryError, ProducerFencedError, TransactionalProducer
+from dafka import (
+    CommitError,
+    Consumer,
+    DeliveryError,
+    ProducerFencedError,
+    TransactionalProducer,
+)
 
 
 def say(event: str, **fields: Any) -> None:
@@ -41,6 +57,8 @@ def main() -> None:
     parser.add_argument("--tid", required=True)
     parser.add_argument("--txn-size", type=int, default=13)
     parser.add_argument("--stuck", type=float, default=15.0)
+    parser.add_argument("--pause-file", type=Path, default=None)
+    parser.add_argument("--work", type=float, default=0.0)
     args = parser.parse_args()
     faulthandler.register(signal.SIGUSR1)  # a test that times out asks for the stacks
     stuck = threading.Event()
@@ -61,13 +79,22 @@ def main() -> None:
             records = consumer.poll(0.5, max_records=args.txn_size)
             if not records:
                 continue
-            with producer.transaction():
-                for record in records:
-                    producer.send(b"out-" + record.value, key=record.value)
-                producer.send_offsets_to_transaction(None, consumer)
-                if stuck.is_set():
-                    say("stuck")
-                    threading.Event().wait(args.stuck)  # the application's slow processing
+            try:
+                with producer.transaction():
+                    for record in records:
+                        producer.send(b"out-" + record.value, key=record.value)
+                    time.sleep(args.work)  # the application's processing
+                    producer.send_offsets_to_transaction(None, consumer)
+                    if stuck.is_set():
+                        say("stuck")
+                        threading.Event().wait(args.stuck)  # the application's slow processing
+                    if args.pause_file is not None and args.pause_file.exists():
+                        args.pause_file.unlink()
+                        say("pausing", n=n)
+                        os.kill(os.getpid(), signal.SIGSTOP)  # a zombie, mid-commit
+            except CommitError as exc:  # lost its partitions: the transaction was aborted
+                say("commit_failed", error=type(exc).__name__, message=str(exc))
+                continue
             n += 1
             say("txn", n=n, last=records[-1].value.decode())
     except ProducerFencedError as exc:

@@ -5,16 +5,30 @@
 Reads ``--topic`` as a member of ``--group`` (it starts at the group's commits) and prints
 ``{"event": "records", "values": [...]}`` for every poll (the values: what it handled),
 ``{"event": "committed", "handled": n}`` after each synchronous commit of everything it
-handled (``--commit-every`` records; 0: auto-commit only). A test SIGKILLs it: what it printed
-after its last ``committed`` line is its uncommitted tail.
+handled (``--commit-every`` records; 0: auto-commit only), and with ``--commit-idle`` also
+when a poll finds nothing new. A test SIGKILLs it: what it printed after its last
+``committed`` line is its uncommitted tail. A commit that fails prints ``commit_failed``
+(the error's type and message) and the member goes on; its rebalance callbacks print
+``assigned`` and ``lost`` (partitions); ``--work`` is the seconds each poll's records take
+to process. With ``--pause-file PATH``, once that file exists
+the member prints ``pausing`` and stops itself (SIGSTOP) right before its next commit: a
+zombie paused mid-commit, resumed by the test's SIGCONT.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import time
+from pathlib import Path
 
-from dafka import Consumer
+from dafka import CommitError, Consumer
+
+
+def emit(event: str, **fields: object) -> None:
+    print(json.dumps({"event": event, **fields}), flush=True)
 
 
 def main() -> None:
@@ -24,6 +38,9 @@ def main() -> None:
     parser.add_argument("--group", required=True)
     parser.add_argument("--commit-every", type=int, default=200)
     parser.add_argument("--max-records", type=int, default=50)
+    parser.add_argument("--commit-idle", action="store_true")
+    parser.add_argument("--work", type=float, default=0.0, help="seconds of work per poll")
+    parser.add_argument("--pause-file", type=Path, default=None)
     args = parser.parse_args()
     manual = args.commit_every > 0
     with Consumer(
@@ -34,21 +51,33 @@ def main() -> None:
         group_id=args.group,
         enable_auto_commit=not manual,
         auto_commit_interval_ms=200,
+        on_assign=lambda keys: emit("assigned", partitions=sorted(p for _, p in keys)),
+        on_lost=lambda keys: emit("lost", partitions=sorted(p for _, p in keys)),
     ) as consumer:
-        print(json.dumps({"event": "ready"}), flush=True)
+        emit("ready")
         handled = since = 0
         while True:
             records = consumer.poll(0.5, max_records=args.max_records)
-            if not records:
-                continue
             values = [r.value.decode() for r in records]
-            print(json.dumps({"event": "records", "values": values}), flush=True)
+            if values:
+                emit("records", values=values)
+                time.sleep(args.work)  # the application's processing
             handled += len(values)
             since += len(values)
-            if manual and since >= args.commit_every:
+            due = since >= args.commit_every or (args.commit_idle and since and not values)
+            if not manual or not due:
+                continue
+            if args.pause_file is not None and args.pause_file.exists():
+                args.pause_file.unlink()
+                emit("pausing", handled=handled)
+                os.kill(os.getpid(), signal.SIGSTOP)  # a zombie, mid-commit
+            since = 0
+            try:
                 consumer.commit()
-                since = 0
-                print(json.dumps({"event": "committed", "handled": handled}), flush=True)
+            except CommitError as exc:
+                emit("commit_failed", error=type(exc).__name__, message=str(exc))
+                continue
+            emit("committed", handled=handled)
 
 
 if __name__ == "__main__":

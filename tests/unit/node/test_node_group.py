@@ -701,6 +701,9 @@ def test_a_member_counted_dead_and_heard_again_gets_back_what_was_taken_meanwhil
     assert len(a.assignment()) == len(b.assignment()) == 2
     mine, theirs = a.assignment(), b.assignment()
     a.take_events()
+    for t in (0.5, 1.0, 1.5):  # a beats on (b does not hear it: irrelevant here)
+        a.on_timer(t)
+        a.take_actions()
     a.on_timer(2.0)  # b silent for session_timeout: dead for a, which takes everything
     assert a.assignment() == set(PARTS[:4])
     sequence = b.statistics().beats_sent
@@ -710,3 +713,43 @@ def test_a_member_counted_dead_and_heard_again_gets_back_what_was_taken_meanwhil
     assert [set(e.partitions) for e in released] == [theirs]
     assert a.claims() == set(PARTS[:4])  # claimed until handed over (committed)
     assert a.statistics().conflicts == 1
+
+
+@pytest.mark.parametrize("first", ["timer", "beats"])
+def test_a_paused_member_loses_everything_before_it_commits_or_takes_anything(first: str) -> None:
+    # b's process is paused (SIGSTOP) past the session timeout: a counts it dead and takes
+    # its partitions. When b resumes, its first input - a timer, or a's beats that waited in
+    # its socket - must tell it that it lost everything (no commit). Before, b expired a
+    # (whose last beats it had were as old as its own), took every partition as a lone
+    # member, and on hearing a's claims handed its own partitions over with a commit: a
+    # zombie's commit, ranked above a's
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    a = group.join("a")
+    b = group.join("b")
+    group.run_until(group.converged)
+    b_parts = b.member.assignment()
+    assert b_parts
+    group.net.pause("b")
+    del group.members["b"]  # its timers do not run either
+    group.run_until(lambda: a.member.assignment() == set(PARTS))
+    group.run(1.0)
+    paused_events = len(b.events)
+    group.net.resume("b")
+    group.members["b"] = b
+    now = group.clock.now
+    if first == "timer":
+        b.on_timer(now)
+    else:
+        group.net.step()  # a's beats sent during the pause
+    resumed = b.events[paused_events:]
+    assert [e.kind for e in resumed] == ["lost"], (first, resumed)
+    assert set(resumed[0].partitions) == b_parts
+    assert not b.member.assignment()
+    assert not b.member.claims()
+    assert b.member.refused_commits(b_parts, now) == b_parts
+    assert b.member.statistics().silences == 1
+    group.run_until(group.converged)
+    after = b.events[paused_events + 1 :]
+    assert all(e.kind != "revoked" or not set(e.partitions) & b_parts for e in after), after
