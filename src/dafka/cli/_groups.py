@@ -2,24 +2,129 @@
 
 What the stores hold (docs/groups.md, "Committed offsets"): the groups are the owners of the
 partitions of ``__dafka_offsets``, their committed offsets the fold of each partition's last
-commit record (:class:`~dafka.client.CommitReader`), and a partition's lag the RECORDs
-between its commit and its head (``head + 1 - committed``; the heads as the stores and
-producers announce them, asked with a :class:`~dafka.client.HeadWatcher`). Lag counts
-RECORDs, not messages: a batched RECORD holds many, and counting them would mean reading
-them. ``dafka status`` and ``dafka top`` show the same rows (:func:`group_rows`).
+commit record (:class:`~dafka.client.CommitReader`), and a partition's lag the messages
+after its commit up to its head, as Kafka users read it (``lag``), and the RECORDs
+(``lag_records``: ``head + 1 - committed``; the heads as the stores and producers announce
+them, asked with a :class:`~dafka.client.HeadWatcher`). A batched RECORD holds many
+messages and neither the stores nor the heads know how many, so the messages are counted
+by reading those RECORDs (:class:`MessageCounter`: exact, each RECORD read once and its
+count kept), at most :data:`MESSAGE_LAG_RECORDS` RECORDs per look; a partition further
+behind shows no message lag (None, "?"), only its RECORDs. ``dafka status`` and ``dafka
+top`` show the same rows (:func:`group_rows`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from dafka.client import CommitReader, ConsumerSettings, HeadWatcher, MemberWatcher
+from dafka.client import CommitReader, Consumer, ConsumerSettings, HeadWatcher, MemberWatcher
+from dafka.errors import DafkaError
 from dafka.protocol import MemberBeat
 from dafka.records import CommittedOffset
 
+log = logging.getLogger(__name__)
+
 Key = tuple[str, str]
 Group = dict[str, Any]
+
+MESSAGE_LAG_RECORDS = 10_000
+"""RECORDs a look reads at most to count the messages of the groups' lag (the partitions
+that would need more show their lag in RECORDs only)."""
+
+
+class MessageCounter:
+    """The messages of each partition's RECORDs from the groups' commits to the head, read
+    with a bounded :class:`Consumer` and kept (a RECORD's messages never change), so that
+    ``dafka top`` reads only the new RECORDs at each frame. Counted as a consumer with
+    default settings reads them: a batch its messages, a plain RECORD one, a RECORD a store
+    dropped (too large) or a corrupt batch none."""
+
+    def __init__(self, settings: ConsumerSettings, budget: int = MESSAGE_LAG_RECORDS) -> None:
+        self._settings = dataclasses.replace(
+            settings,
+            group_id=None,
+            group_instance_id=None,
+            isolation_level="read_uncommitted",
+            offset_reset="earliest",
+            fail_on_data_loss=True,
+            enable_auto_commit=False,
+        )
+        self._budget = budget
+        self._counts: dict[Key, tuple[int, list[int]]] = {}
+        """Per partition: the first offset counted and the messages of each RECORD from it."""
+
+    def update(self, ranges: Mapping[Key, tuple[int, int]], timeout: float) -> None:
+        """Count the RECORDs of ``ranges`` (per partition: first offset, head) not counted
+        yet, partitions in order while the budget lasts; forget counts before the firsts."""
+        wanted: dict[Key, tuple[int, int]] = {}
+        left = self._budget
+        for key, (first, head) in sorted(ranges.items()):
+            start, counts = self._counts.get(key, (first, []))
+            if first < start or first > start + len(counts):
+                start, counts = first, []  # not contiguous with what is kept: count afresh
+            elif first > start:
+                counts = counts[first - start :]
+                start = first
+            self._counts[key] = (start, counts)
+            end = start + len(counts)  # the first RECORD not counted
+            if head < end:
+                continue
+            if head + 1 - end > left:
+                continue  # too far behind: its lag in RECORDs only
+            left -= head + 1 - end
+            wanted[key] = (end, head)
+        for key in [k for k in self._counts if k not in ranges]:
+            del self._counts[key]
+        if not wanted:
+            return
+        read: Counter[tuple[str, str, int]] = Counter()
+        try:
+            with Consumer(
+                assign={k: a for k, (a, _) in wanted.items()},
+                end_offsets={k: h + 1 for k, (_, h) in wanted.items()},
+                settings=self._settings,
+            ) as reader:
+                for columns in reader.read_to_end(timeout):
+                    read.update(
+                        zip(columns.topics, columns.partitions, columns.offsets, strict=True)
+                    )
+        except DafkaError as exc:  # not counted this time: "?" where it was needed
+            log.warning("groups: the messages of the lag could not be counted: %s", exc)
+            return
+        for key, (end, head) in wanted.items():
+            start, counts = self._counts[key]
+            counts.extend(read[(*key, offset)] for offset in range(end, head + 1))
+
+    def lag(self, key: Key, offset: int, index: int, head: int) -> int | None:
+        """The messages after ``(offset, index)`` up to ``head`` (None: not counted)."""
+        if head < offset:
+            return 0
+        start, counts = self._counts.get(key, (0, []))
+        if offset < start or head >= start + len(counts):
+            return None
+        return max(0, sum(counts[offset - start : head + 1 - start]) - index)
+
+    def count(
+        self,
+        committed: Mapping[str, Mapping[Key, CommittedOffset]],
+        heads: Mapping[Key, int],
+        timeout: float,
+    ) -> None:
+        """:meth:`update` for the partitions of ``committed`` with a head: from the lowest
+        commit of any group."""
+        ranges: dict[Key, tuple[int, int]] = {}
+        for offsets in committed.values():
+            for key, offset in offsets.items():
+                head = heads.get(key)
+                if head is None or head < offset.offset:
+                    continue
+                low = ranges.get(key, (offset.offset, head))[0]
+                ranges[key] = (min(low, offset.offset), head)
+        self.update(ranges, timeout)
 
 
 def read_groups(
@@ -44,19 +149,27 @@ def group_rows(
     committed: Mapping[str, Mapping[Key, CommittedOffset]],
     heads: Mapping[Key, int],
     members: Mapping[str, list[MemberBeat]] | None = None,
+    messages: MessageCounter | None = None,
 ) -> list[Group]:
     """Plain data (JSON-ready): per group its live members (id, static instance id, the
-    partitions each reads), its partitions with the committed offset, the head and the lag
-    (None where no head is known), and the total lag."""
+    partitions each reads), its partitions with the committed offset, the head, the lag in
+    messages (``lag``: None where no head is known or the messages were not counted -
+    ``messages`` counted them) and in RECORDs (``lag_records``: None where no head is
+    known), and the totals (``lag`` None if a partition's is)."""
     out: list[Group] = []
     beats = members or {}
     for group in sorted({*committed, *beats}):
         partitions = []
-        total = 0
+        total_records = 0
+        total: int | None = 0
         for (topic, partition), offset in sorted(committed.get(group, {}).items()):
             head = heads.get((topic, partition))
-            lag = None if head is None else max(0, head + 1 - offset.offset)
-            total += lag or 0
+            records = None if head is None else max(0, head + 1 - offset.offset)
+            lag = None
+            if head is not None and messages is not None:
+                lag = messages.lag((topic, partition), offset.offset, offset.index, head)
+            total_records += records or 0
+            total = None if total is None or lag is None else total + lag
             partitions.append(
                 {
                     "topic": topic,
@@ -65,6 +178,7 @@ def group_rows(
                     "index": offset.index,
                     "head": head,
                     "lag": lag,
+                    "lag_records": records,
                 }
             )
         live = [
@@ -75,7 +189,15 @@ def group_rows(
             }
             for b in beats.get(group, [])
         ]
-        out.append({"group": group, "members": live, "partitions": partitions, "lag": total})
+        out.append(
+            {
+                "group": group,
+                "members": live,
+                "partitions": partitions,
+                "lag": total,
+                "lag_records": total_records,
+            }
+        )
     return out
 
 
@@ -88,8 +210,10 @@ def groups_report(settings: ConsumerSettings, group: str | None, timeout: float)
         committed = read_groups(settings, group, timeout)
         topics = {t for offsets in committed.values() for t, _ in offsets}
         heads = topic_heads(settings, topics, timeout)
+        messages = MessageCounter(settings)
+        messages.count(committed, heads, timeout)
         watcher.listen(listen_for(settings))
-        return group_rows(committed, heads, watcher.members())
+        return group_rows(committed, heads, watcher.members(), messages)
 
 
 def listen_for(settings: ConsumerSettings) -> float:
@@ -105,20 +229,23 @@ def group_lines(groups: list[Group]) -> list[str]:
     lines: list[str] = []
     for found in groups:
         members = found.get("members", [])
+        messages = "?" if found["lag"] is None else found["lag"]
         lines.append(
-            f"group {found['group']}: {len(members)} member(s), lag {found['lag']} (RECORDs)"
+            f"group {found['group']}: {len(members)} member(s), lag {messages} messages "
+            f"({found['lag_records']} RECORDs)"
         )
         for m in members:
             instance = f" ({m['instance']})" if m["instance"] else ""
             reads = ", ".join(f"{t}/{p}" for t, p in m["partitions"]) or "-"
             lines.append(f"  member {m['member']}{instance}: {reads}")
-        rows = [("TOPIC", "PARTITION", "COMMITTED", "HEAD", "LAG")]
+        rows = [("TOPIC", "PARTITION", "COMMITTED", "HEAD", "LAG", "LAG-RECORDS")]
         for p in found["partitions"]:
             committed = str(p["committed"]) + (f"+{p['index']}" if p["index"] else "")
             head = "?" if p["head"] is None else str(p["head"])
             lag = "?" if p["lag"] is None else str(p["lag"])
-            rows.append((p["topic"], p["partition"], committed, head, lag))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+            records = "?" if p["lag_records"] is None else str(p["lag_records"])
+            rows.append((p["topic"], p["partition"], committed, head, lag, records))
+        widths = [max(len(r[i]) for r in rows) for i in range(6)]
         for row in rows:
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
     return lines
@@ -145,10 +272,14 @@ def status_groups(
     heads = report_heads(found)
     missing = {t for offsets in committed.values() for t, _ in offsets} - {t for t, _ in heads}
     heads.update(topic_heads(settings, missing, timeout))
-    return group_rows(committed, heads)
+    messages = MessageCounter(settings)
+    messages.count(committed, heads, timeout)
+    return group_rows(committed, heads, messages=messages)
 
 
 __all__ = [
+    "MESSAGE_LAG_RECORDS",
+    "MessageCounter",
     "group_lines",
     "group_rows",
     "groups_report",

@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from dafka.cli._groups import group_rows, report_heads
+from dafka.cli._groups import MessageCounter, group_rows, report_heads
 from dafka.cli._status import Report, default_wait, refresh_of, report, settle, towers_of
 from dafka.client import ClusterWatcher, CommitError, CommitReader, ConsumerSettings
 from dafka.transport.config import TransportConfig
@@ -75,7 +75,7 @@ def frame(found: Report, rates: dict[tuple[str, str], float]) -> Group:
     tables: list[Any] = [summary, parts, stores]
     if found.get("groups"):
         groups = Table(title="consumer groups", expand=False)
-        for column in ("group", "topic", "partition", "committed", "head", "lag"):
+        for column in ("group", "topic", "partition", "committed", "head", "lag", "lag records"):
             groups.add_column(
                 column, justify="left" if column in ("group", "topic", "partition") else "right"
             )
@@ -88,8 +88,17 @@ def frame(found: Report, rates: dict[tuple[str, str], float]) -> Group:
                     str(p["committed"]) + (f"+{p['index']}" if p["index"] else ""),
                     _held(p["head"]),
                     "?" if p["lag"] is None else str(p["lag"]),
+                    "?" if p["lag_records"] is None else str(p["lag_records"]),
                 )
-            groups.add_row(g["group"], "", "(total)", "", "", str(g["lag"]))
+            groups.add_row(
+                g["group"],
+                "",
+                "(total)",
+                "",
+                "",
+                "?" if g["lag"] is None else str(g["lag"]),
+                str(g["lag_records"]),
+            )
         tables.append(groups)
     return Group(*tables)
 
@@ -140,6 +149,7 @@ def top(
         settle(watcher, beacon, default_wait(beacon))  # the first frame is a complete view
 
         reader = None if settings is None else CommitReader(settings)
+        messages = None if settings is None else MessageCounter(settings)
 
         def render() -> Any:
             found = report(watcher.snapshot(), towers, topics)
@@ -148,7 +158,10 @@ def top(
                     committed = reader.read(None, default_wait(beacon))
                 except CommitError:
                     committed = {}
-                found["groups"] = group_rows(committed, report_heads(found))
+                heads = report_heads(found)
+                assert messages is not None
+                messages.count(committed, heads, default_wait(beacon))
+                found["groups"] = group_rows(committed, heads, messages=messages)
             return frame(found, rates.update(found, time.monotonic()))
 
         try:

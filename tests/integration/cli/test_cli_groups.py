@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dafka import LocalCluster, Producer
+from dafka import Consumer, LocalCluster, Producer
 from tests.integration.cli.cli_run import dafka
 from tests.integration.cluster.cluster_procs import BEACON_INTERVAL, DAFKA, Processes, wait_until
 
@@ -52,9 +52,11 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
                         "index": 0,
                         "head": 29,
                         "lag": 10,
+                        "lag_records": 10,
                     }
                 ],
                 "lag": 10,
+                "lag_records": 10,
             }
         ]
         status = dafka("status", "--json", "--wait", "5", *join)
@@ -66,7 +68,7 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         assert "g1" in top.out.decode()
         text = dafka("groups", "g1", *join)
         assert text.code == 0, text.err
-        assert "group g1: 0 member(s), lag 10 (RECORDs)" in text.out.decode()
+        assert "group g1: 0 member(s), lag 10 messages (10 RECORDs)" in text.out.decode()
 
         assert consume("-e") == [b"m%d" % i for i in range(20, 30)]
         after = json.loads(dafka("groups", "g1", "--json", *join).out)
@@ -88,6 +90,26 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         live = wait_until(g2_members, "g2's member in dafka groups")
         assert len(live) == 1
         assert live[0]["partitions"] == [["cli-g", "w.0"]]
+
+        # batched RECORDs: the lag counts their messages (before: RECORDs, 2 here)
+        with Producer("cli-b", towers=cluster.towers, beacon_interval=0.2, name="b") as batched:
+            for r in range(3):
+                batched.produce_many([b"b%d-%d" % (r, i) for i in range(10)])
+                assert batched.flush(30) == 0
+        key = ("cli-b", "b.0")
+        with Consumer(
+            assign={key: 0},
+            group_id="g3",
+            enable_auto_commit=False,
+            towers=cluster.towers,
+            beacon_interval=0.2,
+        ) as committer:
+            committer.commit({key: (1, 3)})  # RECORD 1's first 3 messages were read
+        found = json.loads(dafka("groups", "g3", "--json", *join).out)[0]
+        assert found["partitions"][0]["head"] == 2  # one RECORD per flush
+        assert (found["lag"], found["lag_records"]) == (7 + 10, 2)
+        g3_text = dafka("groups", "g3", *join).out.decode()
+        assert "group g3: 0 member(s), lag 17 messages (2 RECORDs)" in g3_text
 
 
 def test_consume_as_a_group_to_the_end_without_a_store_says_why_and_ends(
