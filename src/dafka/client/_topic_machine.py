@@ -94,7 +94,7 @@ Entry = tuple[
     Any,  # bytes (a chunk: list[bytes])
     Any,  # bytes | None (a chunk: list[bytes | None] | None)
     "Sequence[tuple[str, bytes]] | None",
-    "int | None",
+    "int | list[int] | None",  # a column chunk: one each
     "bytes | None",
     Any,
 ]
@@ -103,11 +103,14 @@ unbatched), uuid, token);
 the token is ``(ticket or None, size)`` where size counts value, key and headers and the
 ticket (an int) names the message's future in the client (None: no future).
 
-A *chunk* (``Producer.produce_many``) is one entry for many messages of one partition:
-``(index, values, keys or None, None, timestamp, None, Chunk)``; its messages share the
-timestamp and have no future (the :class:`Chunk` token says how many and how big). A sent
-batch in which no message has a future is remembered with one Chunk token for all its
-messages, so that completing it costs the producer nothing per message."""
+A *chunk* is one entry for many messages of one partition:
+``(index, values, keys or None, None, timestamp, None, Chunk)``, the :class:`Chunk` token
+saying how many and how big. ``Producer.produce_many``'s messages share one timestamp (an
+int) and have no future; the column chunks ``send()``/``produce()`` fill with plain values
+(the producer's fast path, no tuple per message) carry a list of timestamps, one each, and
+with ``send()`` the list of their futures (``Chunk.futures``). A sent batch in which no
+message has a future is remembered with one Chunk token for all its messages, so that
+completing it costs the producer nothing per message."""
 
 
 @dataclass(slots=True)
@@ -117,6 +120,11 @@ class Chunk:
     A slots class, not a tuple: tokens of single messages are ``(future, size)`` pairs and
     a Chunk must never unpack as one.
 
+    ``futures``: None (no message has a future) or one future per message, in order (a
+    column chunk of ``send()``; batching only). The producer fills a column chunk while
+    it is queued (``count``, ``size`` and its lists grow under the producer's lock) and the
+    machine sees it only once the runner took it from the queue.
+
     ``spread`` False: the messages are those of one RECORD (message ``j`` of RECORD ``s`` is
     ``(s, j)``). True: they are ``count`` consecutive unbatched RECORDs of one message each
     (message ``j`` is ``(s + j, 0)``): a delivered run of unbatched RECORDs without futures
@@ -125,9 +133,10 @@ class Chunk:
     count: int
     size: int
     spread: bool = False
+    futures: list[Any] | None = None
 
 
-_PER_MESSAGE = 16
+PER_MESSAGE = 16
 """Batch bytes a message costs beyond its size: its length columns and timestamp."""
 
 
@@ -337,7 +346,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
             batch = open_batches[index]
             token = entry[6]
             if token.__class__ is Chunk:
-                grow = token.size + _PER_MESSAGE * token.count
+                grow = token.size + PER_MESSAGE * token.count
                 if batch is not None and batch.size + grow > limit:
                     self.close_batch(index, now)
                     batch = None
@@ -345,10 +354,12 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
                     batch = open_batches[index] = _Open(now)
                 batch.chunks += 1
                 batch.size += grow
+                if token.futures is not None:
+                    batch.futures += 1
             else:
                 if batch is None:
                     batch = open_batches[index] = _Open(now)
-                batch.size += token[1] + _PER_MESSAGE
+                batch.size += token[1] + PER_MESSAGE
                 if token[0] is not None:
                     batch.futures += 1
             batch.entries.append(entry)
@@ -420,7 +431,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
             return
         sequence = self._machines[index].publish(content, now)
         if not batch.futures:  # nothing to complete per message: one token for the batch
-            tokens = [Chunk(count, batch.size - _PER_MESSAGE * count)]
+            tokens = [Chunk(count, batch.size - PER_MESSAGE * count)]
         self._sent[index].append((sequence, now, tokens))
 
     def _send_group(self, index: int, entries: list[Entry], now: float) -> None:
@@ -431,7 +442,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
             return
         content, count, tokens = encoded
         sequence = self._machines[index].publish(content, now)
-        if not any(_future(t) for t in tokens if t.__class__ is not Chunk):
+        if not any(t.futures if t.__class__ is Chunk else _future(t) for t in tokens):
             size = sum(t.size if t.__class__ is Chunk else t[1] for t in tokens)
             tokens = [Chunk(count, size)]
         self._sent[index].append((sequence, now, tokens))
@@ -665,23 +676,30 @@ def _pieces(entry: Entry, room: int) -> list[Entry]:
     if token.__class__ is not Chunk or _weight(entry) <= room:
         return [entry]
     index, values, keys, _, timestamp, _, _ = entry
+    futures = token.futures
     out: list[Entry] = []
     start = used = size = 0
+
+    def piece(stop: int) -> Entry:
+        return (
+            index,
+            values[start:stop],
+            None if keys is None else keys[start:stop],
+            None,
+            timestamp[start:stop] if timestamp.__class__ is list else timestamp,
+            None,
+            Chunk(len(values[start:stop]), size, False, futures and futures[start:stop]),
+        )
+
     for i, value in enumerate(values):
         key = keys[i] if keys is not None else None
         n = len(value) + (len(key) if key is not None else 0)
         if i > start and used + n + MESSAGE_OVERHEAD > room:
-            part_keys = None if keys is None else keys[start:i]
-            out.append(
-                (index, values[start:i], part_keys, None, timestamp, None, Chunk(i - start, size))
-            )
+            out.append(piece(i))
             start, used, size = i, 0, 0
         used += n + MESSAGE_OVERHEAD
         size += n
-    part_keys = None if keys is None else keys[start:]
-    out.append(
-        (index, values[start:], part_keys, None, timestamp, None, Chunk(len(values) - start, size))
-    )
+    out.append(piece(len(values)))
     return out
 
 
@@ -717,16 +735,20 @@ def _columns(
             values += entry[1]
             keys += entry[2] if entry[2] is not None else repeat(None, n)
             headers += repeat(None, n)
-            timestamps += repeat(entry[4], n)
+            stamps = entry[4]
+            if isinstance(stamps, list):  # a column chunk's, one each
+                timestamps += stamps
+            else:
+                timestamps += repeat(stamps, n)
             uuids += repeat(None, n)
         else:
             values.append(entry[1])
             keys.append(entry[2])
             headers.append(entry[3])
-            timestamps.append(entry[4])
+            timestamps.append(entry[4])  # type: ignore[arg-type]  # a message's: int | None
             uuids.append(entry[5])
         tokens.append(token)
     return values, keys, headers, timestamps, uuids, tokens
 
 
-__all__ = ["RESUME_ASK_INTERVAL", "Chunk", "TopicProducerMachine"]
+__all__ = ["PER_MESSAGE", "RESUME_ASK_INTERVAL", "Chunk", "TopicProducerMachine"]
