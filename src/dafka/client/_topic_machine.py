@@ -75,6 +75,7 @@ from dafka.protocol import (
     DirectHead,
     Fetch,
     GetHeads,
+    Head,
     HeadsEnd,
     StoreHello,
 )
@@ -566,7 +567,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
 
     def on_message(self, message: DataMessage, now: float) -> None:
         cls = type(message)
-        if cls is Ack or cls is Fetch:
+        if cls is Ack or cls is Fetch or cls is Head:  # a HEAD: a newer run's may fence it
             machine = self._by_id.get(message.producer)  # type: ignore[union-attr]
             if machine is not None:
                 machine.on_message(message, now)
