@@ -7,15 +7,19 @@ in docs/exactly-once.md. In short:
   resumed after the stored heads), in batches whose messages carry v1 UUIDs:
   ``CONTINUE_TXN`` inside a transaction (ProducerID ``p_txn``), ``OUTSIDE_TXN`` outside
   (ProducerID ``p_out``);
-* each instance owns a log partition in :data:`TXN_TOPIC` (``f"{tid}~{nonce}.0"``): an
-  ``EPOCH`` record first, an ``INTENT`` per commit (the commit point, written before any
-  ACK), ``RECOVERED`` once its predecessors' leftovers are resolved;
-* at start an instance claims the id (EPOCH with the predecessor pinned), waits one
-  ``txn_lease`` so that a predecessor still running notices and stops, then appends to
-  every partition the predecessor's last ACK (finishing its last commit or rolling back an
-  open transaction: the same bytes either way), then its own opening ACK;
-* an instance is fenced (:class:`ProducerFencedError`) once it reads the EPOCH of a newer
-  instance of its id; it checks before every INTENT and at least every ``txn_lease / 4``.
+* the instances of an id share one log partition in :data:`TXN_TOPIC` (``f"{tid}~.0"``),
+  each a new run of one named producer: an ``EPOCH`` record first, an ``INTENT`` per commit
+  (the commit point, written before any ACK), ``RECOVERED`` once its predecessors'
+  leftovers are resolved;
+* at start an instance claims the id: the log's fencing resume makes every store that
+  answers refuse the earlier instances' writes past what it holds, so the log through the
+  highest answer is final (no lease to wait); it reads it, appends its EPOCH, resumes the
+  data partitions (fencing them the same way), then appends to every partition the
+  predecessor's last ACK (finishing its last commit or rolling back an open transaction:
+  the same bytes either way), then its own opening ACK;
+* an instance is fenced (:class:`ProducerFencedError`) once the stores refuse its writes
+  for a later instance's run, or it reads a later EPOCH in the log; it checks before every
+  INTENT and at least every ``txn_lease / 4``.
 
 Fault injection: ``commit_fault=`` (a :class:`CommitFault`, e.g.
 ``dafka.testing.crash_mid_commit(k)``) is called between the ACKs of a commit's fan-out, so
@@ -38,7 +42,7 @@ from itertools import accumulate, repeat
 from typing import Any, Protocol
 
 from dafka.client._consumer import Consumer
-from dafka.client._errors import DeliveryError
+from dafka.client._errors import DeliveryError, RunFencedError
 from dafka.client._metrics import ProducerMetrics
 from dafka.client._offsets import CommitFailedError, GroupOffsets, Position, check_group
 from dafka.client._producer import (
@@ -76,12 +80,15 @@ from dafka.records import (
     TransactionError,
     TxnRef,
     ack_uuid,
+    decode_record,
     encode_batch,
     encode_record,
     instance_state,
+    is_shared_log,
     log_owner,
-    log_partition,
+    log_segments,
     obligations,
+    shared_log_partition,
 )
 from dafka.transport.sockets import ZmqContext
 
@@ -141,9 +148,10 @@ class TransactionalProducer(Closing):
     """``Producer(topic, transactional_id="w", towers=...)``: see the module docstring.
 
     Settings are :class:`ProducerSettings` (``partitions``, ``towers``, ``batch_size``...);
-    ``name`` is the transactional id. ``txn_lease``: seconds a new instance waits before it
-    writes where its predecessor wrote (larger than the time a running instance needs to
-    notice it: a few ``beacon_interval`` s). ``commit_fault``: a fault injector for tests
+    ``name`` is the transactional id. ``txn_lease``: an idle instance checks for a successor
+    every ``txn_lease / 4`` s (the stores refuse a fenced instance's writes whenever it
+    checks); a new instance waits it only for a predecessor of the earlier log layout,
+    which no store can fence. ``commit_fault``: a fault injector for tests
     (:class:`CommitFault`).
     """
 
@@ -189,7 +197,9 @@ class TransactionalProducer(Closing):
         """COMMITTING: the INTENT's ACKs; ABORTING: the rolling-back ones (re-sent as they
         are when the call is repeated)."""
         self._txn = 0
-        self._mine: tuple[int, str] | None = None  # (epoch, nonce) once the EPOCH is written
+        self._mine: int | None = None  # the offset of our EPOCH in the shared log, once written
+        self._scanned = 0
+        """How far the shared log was looked through for a later EPOCH."""
         self._stop = threading.Event()
         self._logs: dict[str, list[bytes]] = {}
         self._commit_fault = commit_fault
@@ -234,20 +244,7 @@ class TransactionalProducer(Closing):
 
     def _start(self) -> None:
         s = self.settings
-        self.log_partition = log_partition(self.transactional_id, self.nonce)
-        self._log = Producer(
-            self._log_topic,
-            settings=dataclasses.replace(
-                # resume=False: the name carries this instance's fresh nonce, nothing was
-                # ever stored under it (resuming would only wait a settle window: 1.5 s)
-                s,
-                name=self.log_partition[:-2],
-                partitions=1,
-                resume=False,
-                batching=False,
-            ),
-            context=self._context,
-        )
+        log = self.log_partition = shared_log_partition(self.transactional_id)
         self._watch = Consumer(
             [self._log_topic],
             settings=ConsumerSettings(
@@ -261,16 +258,38 @@ class TransactionalProducer(Closing):
             ),
             context=self._context,
         )
-        self._read_all_logs(deadline=time.monotonic() + s.resume_timeout)
-        mine = {name: st for name, st in self._instances().items() if name != self.log_partition}
-        predecessor = max(mine.values(), key=InstanceState.key, default=None)
-        pins: tuple[Pin, ...] = ()
-        epoch = 1
-        if predecessor is not None:
-            epoch = predecessor.epoch.epoch + 1
-            # Not cut at the head read now: the predecessor may still write its INTENT
-            # until it notices our EPOCH; after the lease everything it wrote counts.
-            pins = (Pin(predecessor.log, -1),)
+        # The claim: a new run of the shared log's producer. Its fencing resume makes every
+        # store that answers refuse the earlier instances' log records past what it holds,
+        # and the answers say what that is: the log through ``head`` is all there will ever
+        # be of them (docs/exactly-once.md, "Fencing"); no lease to wait.
+        self._log = Producer(
+            self._log_topic,
+            settings=dataclasses.replace(
+                s, name=log[:-2], partitions=1, resume=True, batching=False
+            ),
+            context=self._context,
+        )
+        head = self._log.start_offsets[log] - 1
+        deadline = time.monotonic() + s.resume_timeout
+        self._read_all_logs(deadline)
+        while len(self._logs.get(log, ())) <= head:
+            if time.monotonic() > deadline:
+                raise DeliveryError(
+                    f"transactional producer {self.transactional_id!r}: could not read its "
+                    f"log {log} through {head} within {s.resume_timeout}s"
+                )
+            self._ingest(timeout=0.05)
+        segments = dict(log_segments(log, self._logs.get(log, [])[: head + 1]))
+        logs: dict[str, Sequence[bytes]] = {**self._logs, **segments}
+        predecessor: InstanceState | None = None
+        if segments:
+            name, contents = list(segments.items())[-1]
+            predecessor = instance_state(name, contents)
+        else:  # the earlier layout: one log per instance, fenced by a lease
+            older = {n: st for n, st in self._instances().items() if not is_shared_log(n)}
+            predecessor = max(older.values(), key=InstanceState.key, default=None)
+        epoch = 1 if predecessor is None else predecessor.epoch.epoch + 1
+        pins = () if predecessor is None else (Pin(predecessor.log, -1),)
         self._c0 = self._clock.tick()
         self.epoch = EpochRecord(
             epoch,
@@ -283,17 +302,21 @@ class TransactionalProducer(Closing):
             pins,
         )
         self._append_log(self.epoch)
-        self._mine = (epoch, self.nonce)
-        # Wait one lease: a predecessor still running reads our EPOCH and stops writing.
-        deadline = time.monotonic() + self.txn_lease
-        while time.monotonic() < deadline:
-            self._ingest(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
-            self._check_fenced()
+        self._mine = self._log_next - 1
+        self._scanned = self._mine + 1
+        if predecessor is not None and not predecessor.log.startswith(f"{log}@"):
+            # an instance of the earlier layout takes no fence: wait one lease, so that it
+            # reads our EPOCH and stops writing, then read its whole log
+            lease_end = time.monotonic() + self.txn_lease
+            while time.monotonic() < lease_end:
+                self._ingest(timeout=min(0.1, max(0.0, lease_end - time.monotonic())))
+                self._check_fenced()
+            logs = {**self._logs, **segments}
+            predecessor = instance_state(predecessor.log, logs[predecessor.log])
         todo: list[InstanceState] = []
         if predecessor is not None:
-            pinned = instance_state(predecessor.log, self._logs[predecessor.log])
-            assert pinned is not None
-            todo = obligations(pinned, self._logs)
+            todo = obligations(predecessor, logs)
+        # The data partitions' resume fences the predecessor's data runs the same way.
         self._data = Producer(self.topic, settings=s, context=self._context)
         self._route = _routing_keys(self._data, len(self.partitions))
         for state in todo:
@@ -387,12 +410,20 @@ class TransactionalProducer(Closing):
         return out
 
     def _check_fenced(self) -> None:
-        """Fenced once the log holds a newer instance's EPOCH: release, then raise."""
+        """Fenced once the shared log holds an EPOCH after ours (a later instance's claim;
+        or, of the earlier layout, a newer instance's log): release, then raise."""
         mine = self._mine
         if mine is not None and not self._status.fenced:
-            for name, state in self._instances().items():
-                if name != self.log_partition and state.key() > mine:
-                    self._fence(name)
+            contents = self._logs.get(self.log_partition, [])
+            while self._scanned < len(contents):
+                at = self._scanned
+                self._scanned += 1
+                try:
+                    record = decode_record(contents[at])
+                except CorruptLogError:
+                    continue  # not ours to judge: a record we cannot read never fences us
+                if isinstance(record, EpochRecord):
+                    self._fence(f"{self.log_partition}@{at}")
                     break
         self._status.raise_if_fenced()
 
@@ -415,17 +446,34 @@ class TransactionalProducer(Closing):
 
     def _append_log(self, record: LogRecord) -> None:
         assert self._log is not None
-        future = self._log.send(encode_record(record))
-        self._log_next = future.result(self.settings.delivery_timeout).offset + 1
+        with self._run_fenced():
+            future = self._log.send(encode_record(record))
+            self._log_next = future.result(self.settings.delivery_timeout).offset + 1
+
+    @contextlib.contextmanager
+    def _run_fenced(self) -> Iterator[None]:
+        """A store refused our log's or data's run for a later instance's (it claimed the
+        id: its fencing resume, docs/exactly-once.md "Fencing"): this instance is fenced,
+        and says so as :class:`ProducerFencedError`."""
+        try:
+            yield
+        except RunFencedError as exc:
+            self._fence(f"a later instance claimed it: {exc}")
+            raise ProducerFencedError(
+                f"transactional_id {self.transactional_id!r}: fenced by a later instance of "
+                f"the id (the stores refuse this instance's writes: {exc})"
+            ) from exc
 
     def _send_ack(self, partition: str, ack: bytes) -> Future[RecordMetadata]:
         assert self._data is not None
         index = self.partitions.index(partition)
-        return self._data.send(encode_batch([b""], uuids=[ack]), key=self._route[index])
+        with self._run_fenced():
+            return self._data.send(encode_batch([b""], uuids=[ack]), key=self._route[index])
 
     def _flush_data(self, timeout: float | None) -> None:
         assert self._data is not None
-        left = self._data.flush(timeout)
+        with self._run_fenced():
+            left = self._data.flush(timeout)
         if left:
             raise DeliveryError(f"{left} records of {self.topic} not stored within {timeout}s")
 
@@ -457,10 +505,11 @@ class TransactionalProducer(Closing):
         """Hand one RECORD of partition ``index`` to the data producer (lock held)."""
         assert self._data is not None
         on_delivery = self._on_delivery
-        if not waiters and on_delivery is None:  # nothing to tell per message
-            self._data.produce(content, key=self._route[index])
-            return
-        stored = self._data.send(content, key=self._route[index])
+        with self._run_fenced():
+            if not waiters and on_delivery is None:  # nothing to tell per message
+                self._data.produce(content, key=self._route[index])
+                return
+            stored = self._data.send(content, key=self._route[index])
         topic, partition = self.topic, self.partitions[index]
 
         def done(f: Future[RecordMetadata]) -> None:

@@ -82,9 +82,12 @@ from dafka.records._txn_log import (
     decode_record,
     encode_record,
     instance_state,
+    is_shared_log,
     log_owner,
     log_partition,
+    log_segments,
     obligations,
+    shared_log_partition,
 )
 
 __all__ = [
@@ -146,10 +149,13 @@ __all__ = [
     "fold_commits",
     "instance_state",
     "is_batch",
+    "is_shared_log",
     "log_owner",
     "log_partition",
+    "log_segments",
     "next_version",
     "obligations",
     "plain_record",
+    "shared_log_partition",
     "visible_offsets",
 ]

@@ -41,6 +41,39 @@ def log_partition(transactional_id: str, nonce: str) -> str:
     return f"{transactional_id}{_SEPARATOR}{nonce}.0"
 
 
+def shared_log_partition(transactional_id: str) -> str:
+    """The log partition every instance of an id writes: ``f"{tid}~.0"``.
+
+    Each instance resumes it as a new run of one named producer, so its fencing resume
+    (docs/guarantees.md, "Fencing resume") fences every earlier instance's writes at each
+    store's head before the new instance reads the log: nothing an earlier instance got
+    stored is missed, nothing it sends later is taken (docs/exactly-once.md, "Fencing")."""
+    return f"{transactional_id}{_SEPARATOR}.0"
+
+
+def is_shared_log(partition: str) -> bool:
+    """Whether ``partition`` is a :func:`shared_log_partition` (else one instance's log of
+    the earlier layout, :func:`log_partition`)."""
+    return partition.endswith(f"{_SEPARATOR}.0")
+
+
+def log_segments(log: str, contents: Sequence[bytes]) -> list[tuple[str, list[bytes]]]:
+    """The instances of a shared log, in log order: each EPOCH record starts one, named
+    ``f"{log}@{offset}"`` (its EPOCH's offset), with the records up to the next EPOCH -
+    each is an instance's log for :func:`instance_state` and :func:`obligations`.
+    :class:`CorruptLogError` if a record does not decode or the log does not start with an
+    EPOCH."""
+    out: list[tuple[str, list[bytes]]] = []
+    for offset, content in enumerate(contents):
+        if isinstance(decode_record(content), EpochRecord):
+            out.append((f"{log}@{offset}", [content]))
+        elif not out:
+            raise CorruptLogError(f"log {log} does not start with an EPOCH record")
+        else:
+            out[-1][1].append(content)
+    return out
+
+
 def log_owner(partition: str) -> str | None:
     """The transactional id of a log partition name, or None if it is not one."""
     if not partition.endswith(".0") or _SEPARATOR not in partition:
@@ -52,8 +85,10 @@ def log_owner(partition: str) -> str | None:
 class Pin:
     """A predecessor instance's log partition, up to ``head`` (-1: the whole log).
 
-    The transactional producer writes -1: it reads its predecessor's log after one lease,
-    when the predecessor has stopped writing, so everything in it counts."""
+    The transactional producer writes -1: a segment of the shared log ends at the next
+    EPOCH (the fencing resume puts it after everything the predecessor got stored); a log
+    of the earlier layout is read after one lease, when its instance has stopped writing,
+    so everything in it counts."""
 
     log: str
     head: int
@@ -229,7 +264,10 @@ __all__ = [
     "decode_record",
     "encode_record",
     "instance_state",
+    "is_shared_log",
     "log_owner",
     "log_partition",
+    "log_segments",
     "obligations",
+    "shared_log_partition",
 ]

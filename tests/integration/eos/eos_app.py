@@ -3,6 +3,8 @@
 ``writer``: commits transaction A, then leaves transaction B open (or, with
 ``--kill-after-acks K``, dies in the middle of committing C with K of its ACKs stored:
 ``dafka.testing.crash_mid_commit``).
+``writer --mode zombie``: commits A, leaves B open and waits for a line on stdin (the test
+pauses it meanwhile), then tries to commit B and to send once more, saying how each ended.
 ``writer --mode nowait``: pipelined commits (``commit_transaction_nowait``) of 20 messages
 each (``T<txn>-<i>``) until killed.
 ``pipeline``: consume -> transform -> produce with checkpoints stored in the output
@@ -22,6 +24,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from dafka import ReadCommittedConsumer, TransactionalProducer
+from dafka.records import ProducerFencedError
 from dafka.testing import crash_mid_commit
 
 CHECKPOINT_HEADER = "checkpoint"
@@ -79,6 +82,28 @@ def writer(args: argparse.Namespace) -> None:
                 say("requested", txn=txn)
                 decision.add_done_callback(functools.partial(_say_decided, txn))
             txn += 1
+    if args.mode == "zombie":  # paused (SIGSTOP) with B open while a successor claims the id
+        with p.transaction():
+            for i in range(10):
+                p.send(b"A-%d" % i, key=b"%d" % i)
+        p.begin_transaction()
+        for future in [p.send(b"B-%d" % i, key=b"%d" % i) for i in range(10)]:
+            future.result(30)
+        say("sent_b")
+        sys.stdin.readline()  # the test's "commit", once the process runs again
+        try:
+            p.commit_transaction()
+            say("committed_b")
+        except ProducerFencedError as exc:
+            say("fenced", error=type(exc).__name__, message=str(exc))
+        try:
+            p.send(b"Z-after", key=b"0")
+            say("sent_after")
+        except ProducerFencedError as exc:
+            say("refused", error=type(exc).__name__)
+        p.close()
+        say("closed")
+        return
     if args.mode == "mid-txn":
         with p.transaction():
             for i in range(10):

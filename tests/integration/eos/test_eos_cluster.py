@@ -11,6 +11,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -161,6 +162,60 @@ def test_a_zombie_is_fenced_and_cannot_commit(cluster: LocalCluster) -> None:
         assert sorted(got) == [b"S-ok", b"Z-ok"]
     finally:
         zombie.close()
+
+
+def test_a_paused_zombie_is_fenced_without_a_lease(cluster: LocalCluster, procs: Processes) -> None:
+    """SIGSTOP the instance with B open, start its successor, SIGCONT: the successor is ready
+    without waiting its lease (600 s here), the zombie's commit of B fails with
+    ProducerFencedError, and readers see A once, the successor's S, and no B."""
+    zombie = procs.spawn(
+        "zombie",
+        [
+            sys.executable,
+            APP,
+            "writer",
+            "--tid",
+            "w5",
+            "--topic",
+            "t5",
+            "--mode",
+            "zombie",
+            "--towers",
+            cluster.towers,
+        ],
+        stdin=True,
+    )
+    zombie.wait_event("sent_b", timeout=DEADLINE)
+    zombie.send_signal(signal.SIGSTOP)
+    try:
+        ready: list[TransactionalProducer] = []
+        starter = threading.Thread(
+            target=lambda: ready.append(
+                TransactionalProducer("t5", "w5", partitions=3, txn_lease=600.0, **common(cluster))
+            ),
+            daemon=True,
+        )
+        starter.start()
+        starter.join(DEADLINE)  # before: it waited its txn_lease (600 s) for the zombie
+        assert ready, "the successor was not ready: it waited for the paused zombie"
+        successor = ready[0]
+        with successor:
+            assert len(successor.resolved) == 1
+            with successor.transaction():
+                successor.send(b"S-ok", key=b"1")
+            zombie.send_signal(signal.SIGCONT)
+            zombie.send_line("commit")
+            fenced = zombie.wait_event("fenced", timeout=DEADLINE)
+            assert fenced["error"] == "ProducerFencedError", fenced
+            assert zombie.wait_event("refused", timeout=DEADLINE)["error"] == "ProducerFencedError"
+            assert zombie.last("committed_b") is None
+            zombie.wait_event("closed", timeout=DEADLINE)
+            with successor.transaction():
+                successor.send(b"S-after", key=b"2")
+    finally:
+        zombie.send_signal(signal.SIGCONT)
+    got = values(read_all(cluster, "t5", committed=True, expect=12))
+    assert sorted(got) == sorted([*(b"A-%d" % i for i in range(10)), b"S-ok", b"S-after"])
 
 
 def test_pipeline_killed_at_random_points_outputs_each_message_exactly_once(

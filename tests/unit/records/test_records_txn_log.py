@@ -18,9 +18,12 @@ from dafka.records import (
     decode_record,
     encode_record,
     instance_state,
+    is_shared_log,
     log_owner,
     log_partition,
+    log_segments,
     obligations,
+    shared_log_partition,
 )
 
 pytestmark = pytest.mark.unit
@@ -118,3 +121,30 @@ def test_a_pin_of_minus_one_takes_the_whole_log() -> None:
     assert successor is not None
     chain = obligations(successor, {"w~n1.0": old})
     assert dict(chain[0].resolving_acks())["w.0"] == ack_uuid(P1, 101)  # the INTENT counts
+
+
+def test_the_shared_log_is_named_by_the_id_alone() -> None:
+    name = shared_log_partition("orders.writer")
+    assert name == "orders.writer~.0"
+    assert log_owner(name) == "orders.writer"
+    assert is_shared_log(name)
+    assert not is_shared_log(log_partition("orders.writer", "abc"))
+
+
+def test_a_shared_log_splits_into_its_instances_each_resolved_as_a_log_of_its_own() -> None:
+    """Instance 1 committed and recovered; instance 2 claimed, pinned 1 and died before its
+    RECOVERED: instance 3's obligations are 2's leftovers and, inherited, 1's."""
+    one = epoch(1, P1, 10)
+    intent = IntentRecord(0, (("w.1", ack_uuid(P1, 11)),))
+    two = epoch(2, P2, 20, (Pin("w~.0@0", -1),))
+    contents = [encode_record(r) for r in (one, intent, RecoveredRecord(()), two)]
+    segments = log_segments("w~.0", contents)
+    assert [(name, len(records)) for name, records in segments] == [("w~.0@0", 3), ("w~.0@3", 1)]
+    last = instance_state(*segments[-1])
+    assert last is not None
+    assert not last.recovered
+    owed = obligations(last, dict(segments))
+    assert [state.log for state in owed] == ["w~.0@0", "w~.0@3"]
+    assert owed[0].last_acks["w.1"] == ack_uuid(P1, 11)
+    with pytest.raises(CorruptLogError, match="does not start with an EPOCH"):
+        log_segments("w~.0", contents[1:])
