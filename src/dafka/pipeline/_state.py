@@ -28,7 +28,8 @@ class QueryState:
     rows_in: int = 0
     rows_out: int = 0
     watermark_ms: int | None = None
-    end: dict[str, int] = field(default_factory=dict)  # input partition -> next offset read
+    source: str | None = None  # the topic it reads (None: the input topic)
+    end: dict[str, int] = field(default_factory=dict)  # its source's partition -> next offset
     last_duration_ms: int | None = None
     dropped_by_watermark: int = 0
     durations_ms: list[int] = field(default_factory=list)  # every batch's, in order
@@ -81,8 +82,11 @@ class State:
         job = self.job
         if kind == "started":
             job.running = True
+            sources = event.get("sources") or {}
             for query in event.get("queries", []):
-                job.queries.setdefault(str(query), QueryState())
+                state = job.queries.setdefault(str(query), QueryState())
+                source = sources.get(query)
+                state.source = None if source in (None, self.input_topic) else str(source)
         elif kind == "batch":
             query = job.queries.setdefault(str(event["query"]), QueryState())
             query.batches += 1
@@ -90,8 +94,11 @@ class State:
             query.rows_out += max(0, int(event.get("output") or 0))
             query.watermark_ms = parse_watermark(event.get("watermark")) or query.watermark_ms
             end = event.get("end") or {}
+            if isinstance(end, dict) and isinstance(end.get("producers"), dict):
+                end = end.get("offsets") or {}  # a read-committed source's offsets
             if isinstance(end, dict):
-                query.end = {str(p): int(o) for p, o in (end.get(self.input_topic) or {}).items()}
+                topic = query.source or self.input_topic
+                query.end = {str(p): int(o) for p, o in (end.get(topic) or {}).items()}
             query.last_duration_ms = event.get("duration_ms")
             if isinstance(query.last_duration_ms, int):
                 query.durations_ms.append(query.last_duration_ms)
@@ -129,12 +136,17 @@ class State:
             return False
         return all(state.end.get(p, 0) >= head for p, head in heads.items())
 
+    def reads_input(self, query: str) -> bool:
+        """Whether ``query`` reads the input topic (``to-parquet`` reads the output)."""
+        state = self.job.queries.get(query)
+        return state is not None and state.source is None
+
     def lag(self, query: str) -> int | None:
         """Offsets stored but not yet read by ``query``: against the producers' final heads
         once they are done, before that against the messages stored so far (a producer
-        sends one message per offset)."""
+        sends one message per offset). None for a query of another topic than the input."""
         state = self.job.queries.get(query)
-        if state is None:
+        if state is None or state.source is not None:
             return None
         heads = self.heads()
         if heads:

@@ -33,6 +33,13 @@ AGGREGATE_COLUMNS = (
 )
 """The output rows' columns, in order (as :class:`dafka.pipeline.Aggregate`'s fields)."""
 
+AGGREGATE_SCHEMA = (
+    "window_start BIGINT, window_end BIGINT, device STRING, site STRING, kind STRING, "
+    "count BIGINT, temp_sum BIGINT, temp_min INT, temp_max INT"
+)
+"""The output rows' columns and their types, as :func:`transform` makes them (the Parquet
+copy, read back from the output topic by :func:`from_message`, has the same)."""
+
 
 @dataclass(frozen=True)
 class TransformSettings:
@@ -109,12 +116,22 @@ def to_message(aggregates: DataFrame) -> DataFrame:
     )
 
 
+def from_message(messages: DataFrame) -> DataFrame:
+    """The aggregates back from the output topic's messages (:func:`to_message`'s inverse):
+    the Parquet copy is fed from the topic, so that the input is parsed, deduplicated and
+    aggregated once (a JSON field that :func:`to_message` left out, a null, is null)."""
+    row = F.from_json(F.col("value").cast("string"), AGGREGATE_SCHEMA)
+    return messages.select(row.alias("a")).select(*(f"a.{c}" for c in AGGREGATE_COLUMNS))
+
+
 __all__ = [
     "AGGREGATE_COLUMNS",
+    "AGGREGATE_SCHEMA",
     "MESSAGE_SCHEMA",
     "Outputs",
     "TransformSettings",
     "classify",
+    "from_message",
     "to_message",
     "transform",
 ]

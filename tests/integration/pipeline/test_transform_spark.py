@@ -25,7 +25,7 @@ from dafka.pipeline import (
     heartbeat,
     reference_table,
 )
-from dafka.pipeline._transform import TransformSettings, transform
+from dafka.pipeline._transform import TransformSettings, from_message, to_message, transform
 
 pytestmark = pytest.mark.spark
 
@@ -106,3 +106,7 @@ def test_exact_output_across_batches_and_a_restart(spark: SparkSession, tmp_path
     assert sum(full.dead_letters.values()) > 0
     assert dead == full.dead_letters
     assert got == full.aggregates  # sorted lists: no duplicate row, none missing
+    # the Parquet copy is read back from the output topic's messages: the same rows
+    written = to_message(spark.read.parquet(str(tmp_path / "aggregates")))
+    back = from_message(written.select("value")).collect()
+    assert sorted(Aggregate(**row.asDict()) for row in back) == full.aggregates

@@ -57,3 +57,21 @@ def test_watermark_parsing() -> None:
     assert parse_watermark(None) is None
     assert parse_watermark("1970-01-01T00:00:00.000Z") is None  # Spark's "not set yet"
     assert parse_watermark("2026-01-01T00:00:00.000Z") == 1_767_225_600_000
+
+
+def test_a_query_of_the_output_topic_is_not_input_lag() -> None:
+    """to-parquet reads the output topic (read committed: its offsets carry the producers'
+    states): its end is that topic's, and it has no lag on the input."""
+    state = State("in")
+    state.apply(
+        "job", {"type": "started", "queries": ["t", "p"], "sources": {"t": "in", "p": "out"}}
+    )
+    state.apply("producer-0", {"type": "done", "sent": 6, "heads": {"p.0": 4}})
+    committed = {"offsets": {"out": {"s.0.0": 7}}, "producers": {"out": {"s.0.0": []}}}
+    state.apply("job", {"type": "batch", "query": "p", "input": 3, "end": committed})
+    state.apply("job", {"type": "batch", "query": "t", "input": 4, "end": {"in": {"p.0": 3}}})
+    assert [state.reads_input("t"), state.reads_input("p")] == [True, False]
+    assert state.job.queries["p"].end == {"s.0.0": 7}
+    assert state.has_read("p", {"s.0.0": 7})
+    assert not state.has_read("p", {"s.0.0": 8})
+    assert (state.lag("t"), state.lag("p")) == (1, None)
