@@ -75,7 +75,6 @@ from dafka.protocol import (
     DirectHead,
     Fetch,
     GetHeads,
-    Head,
     HeadsEnd,
     StoreHello,
 )
@@ -567,7 +566,7 @@ class TopicProducerMachine(PeerNotices, AttributedMessages):
 
     def on_message(self, message: DataMessage, now: float) -> None:
         cls = type(message)
-        if cls is Ack or cls is Fetch or cls is Head:  # a HEAD: a newer run's may fence it
+        if cls is Ack or cls is Fetch:
             machine = self._by_id.get(message.producer)  # type: ignore[union-attr]
             if machine is not None:
                 machine.on_message(message, now)

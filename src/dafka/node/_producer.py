@@ -109,11 +109,8 @@ class ProducerStatistics:
     """ACKs not counted: they name another run of this producer (docs/guarantees.md,
     "A fenced producer")."""
     fenced_by: tuple[int, int] | None
-    """The newer run ``(epoch, run_start)`` of this partition an ACK or a HEAD named: this
-    run is fenced and its held records are never reported delivered; None while not
-    fenced."""
-    heads_other_run: int = 0
-    """HEADs and DIRECT-HEADs of this partition naming a newer run (each fences it)."""
+    """The newer run ``(epoch, run_start)`` of this partition an ACK named: this run is
+    fenced and its held records are never reported delivered; None while not fenced."""
 
 
 class ProducerMachine(AttributedMessages):
@@ -170,7 +167,6 @@ class ProducerMachine(AttributedMessages):
         self._acks_unknown = 0
         self._acks_beyond = 0
         self._acks_other_run = 0
-        self._heads_other_run = 0
         self.fenced_by: tuple[int, int] | None = None
         """The newer run ``(epoch, run_start)`` that fenced this one (see ``on_ack``)."""
         self._regreet_at = float("-inf")
@@ -185,8 +181,6 @@ class ProducerMachine(AttributedMessages):
         out.append(Subscribe(self._hello_prefix))  # stores greet us: whose ACKs count
         # C producers ignore GET-HEADS; we answer them (PROTOCOL.md section 5).
         out.append(Subscribe(b"G" + topic_raw))
-        if epoch:  # a run can be fenced: a newer run's HEADs say so (_on_head)
-            out.append(Subscribe(b"H" + topic_raw))
         if next_sequence > 0:
             self._send_head()
             if now is not None:
@@ -309,8 +303,6 @@ class ProducerMachine(AttributedMessages):
             self._on_get_heads(message)
         elif type(message) is StoreHello:
             self._on_store_hello(message, now)
-        elif type(message) is Head or type(message) is DirectHead:
-            self._on_head(message)
         else:
             self._dropped += 1
         if self._head_due is None and self._next > 0:
@@ -396,31 +388,6 @@ class ProducerMachine(AttributedMessages):
             f"(epoch {self.epoch}, start {self.run_start}): this run is fenced"
         )
 
-    def _on_head(self, head: Head | DirectHead) -> None:
-        """A HEAD (a live run's, subscribed to when this run has an epoch) or a store's
-        DIRECT-HEAD of this partition naming a newer run fences this run as a newer run's
-        ACK does (:meth:`_on_other_run`): a zombie whose records the stores refuse without
-        an ACK it can hear - nothing of the partition held yet, its ACKs lost, no store
-        reachable - learns it from the newer run's HEADs. HEADs of other partitions and of
-        older runs say nothing about this run (a run-less producer, which does not subscribe
-        to HEADs, counts them as drops)."""
-        epoch = self.epoch
-        if not epoch or head.topic != self.topic:
-            self._dropped += 1  # not subscribed to, or a prefix leak
-            return
-        if head.producer != self.producer_id or head.epoch <= epoch:
-            return  # a sibling partition's HEAD, or one of this run or an older one
-        self._heads_other_run += 1
-        if self.fenced_by is None or head.epoch > self.fenced_by[0]:
-            self.fenced_by = (head.epoch, head.run_start)
-        self.rejected += 1
-        kind = "HEAD" if type(head) is Head else "DIRECT-HEAD"
-        self.last_rejection = (
-            f"{kind} of {head.topic}/{head.producer} at {head.sequence} names run (epoch "
-            f"{head.epoch}, start {head.run_start}), newer than this producer's run (epoch "
-            f"{epoch}, start {self.run_start}): this run is fenced"
-        )
-
     def on_timer(self, now: float) -> None:
         due = self._head_due
         if due is None:
@@ -460,7 +427,6 @@ class ProducerMachine(AttributedMessages):
             acks_from_unknown=self._acks_unknown,
             acks_beyond_sent=self._acks_beyond,
             acks_other_run=self._acks_other_run,
-            heads_other_run=self._heads_other_run,
             fenced_by=self.fenced_by,
         )
 

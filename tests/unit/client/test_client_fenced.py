@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dafka.client._topic_machine import TopicProducerMachine
 from dafka.node import ProducerConfig
-from dafka.protocol import Ack, Head, StoreHello
+from dafka.protocol import Ack, StoreHello
 from dafka.testing import ScriptedPeer
 
 TOPIC, P = "hello", "w.0"
@@ -46,35 +46,3 @@ def test_an_ack_of_a_newer_run_fails_the_records_in_flight_and_stays_fenced() ->
     [(_, _, later)] = machine.take_fenced()  # sent after the fence: fails too
     assert len(later) == 1
     assert machine.take_fenced() == []
-
-
-def test_a_head_of_a_newer_run_fences_a_producer_that_hears_no_ack() -> None:
-    # a zombie whose records the stores refuse without an ACK it hears (nothing held yet,
-    # its ACKs lost, no store reachable): before, it waited out its delivery timeout and
-    # failed with a plain DeliveryError; the newer run's HEADs now fence it at once
-    machine = TopicProducerMachine(
-        TOPIC,
-        [P, "w.1"],
-        ProducerConfig(),
-        batching=False,
-        batch_size=1 << 20,
-        linger=0.0,
-        resume=False,
-        settle=0.5,
-        now=0.0,
-        heads={P: 9, "w.1": 4},
-        epoch=7,
-    )
-    peer = ScriptedPeer(machine)
-    assert b"H" + TOPIC.encode() in peer.subscriptions  # it hears the topic's HEADs
-    machine.add_many([(0, b"a", None, None, None, None, (None, 1))] * 2, 0.0)
-    peer.drain()
-    machine.on_message(Head(TOPIC, "w.1", 30, 7, 5), 1.0)  # our run, another partition
-    machine.on_message(Head(TOPIC, P, 9, 6, 0), 1.0)  # an older run of ours
-    machine.on_message(Head(TOPIC + "x", P, 9, 9, 0), 1.0)  # a prefix leak
-    assert machine.take_fenced() == []
-    machine.on_message(Head(TOPIC, P, 12, 8, 10), 1.0)  # run 8 resumed at 10
-    [(index, why, tokens)] = machine.take_fenced()
-    assert (index, len(tokens)) == (0, 2)
-    assert "a newer run (epoch 8, start 10)" in why
-    assert machine.take_delivered() == []

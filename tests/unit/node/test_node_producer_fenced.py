@@ -10,7 +10,7 @@ older run's record N - the older run would report delivered a record no store ho
 from __future__ import annotations
 
 from dafka.node import ProducerMachine, StoreConfig, StoreMachine
-from dafka.protocol import Ack, GetHeads, Head, Record, StoreHello
+from dafka.protocol import Ack, GetHeads, Record, StoreHello
 from dafka.testing import MemoryLog, ScriptedPeer
 
 WID = "57000000000000000000000000000001"
@@ -81,20 +81,3 @@ def test_an_ack_of_an_older_run_is_not_counted_and_does_not_fence() -> None:
     assert machine.unacked == 1
     assert machine.fenced_by is None
     assert machine.statistics().acks_other_run == 1
-
-
-def test_a_head_of_the_newer_run_fences_the_older_run_without_an_ack() -> None:
-    old = greeted(ProducerMachine(T, P, epoch=1, next_sequence=0))
-    for s in range(3):
-        old.publish(f"g1:{s}".encode(), 0.0)
-    old.on_message(Head(T, P, 4, 1, 0), 1.0)  # its own run: nothing
-    old.on_message(Head(T, "w.1", 4, 5, 0), 1.0)  # another partition: nothing
-    assert old.fenced_by is None
-    old.on_message(Head(T, P, 1, 2, 2), 1.0)  # run 2 resumed at 2, one record published
-    assert old.statistics().fenced_by == (2, 2)
-    assert old.unacked == 3  # nothing released
-    assert old.statistics().heads_other_run == 1
-    assert "HEAD of hello/w.0 at 1 names run (epoch 2, start 2)" in old.last_rejection
-    unnamed = greeted(ProducerMachine(T, P, next_sequence=0))  # no run: never fenced so
-    unnamed.on_message(Head(T, P, 1, 2, 2), 1.0)
-    assert unnamed.fenced_by is None
