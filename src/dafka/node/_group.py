@@ -50,6 +50,15 @@ dead from a beat of a member whose view held it before and no longer does: it st
 everything at once, and takes part again from the next beats. docs/groups.md has the
 argument in full and what happens under a network partition.
 
+Counting a member alive. A member counts a member it hears (for the first time, or again
+after counting it dead) alive only from a beat that acknowledges it (sent after its sender
+heard it); until then the sender is *pending*: out of the view, acknowledged, and nothing
+is taken meanwhile; when it counts, what was taken since it was first heard is dropped.
+So of two members that start counting each other alive, the later one hears a beat that
+claims whatever its sender took before it, and its sender dropped what it took after
+(two newcomers that each heard nobody could read one partition, counting each other alive
+on beats sent before their takes, until their next beats).
+
 Joining. A new member takes nothing until it heard a member that reads something and every
 member named in the views it heard (one round trip: the members beat when its subscription
 reaches them), or its join window ended (one that heard nobody is the first member).
@@ -167,6 +176,10 @@ class _State:
     owned: set[Key] = field(default_factory=set)
     revoking: set[Key] = field(default_factory=set)
     taken_at: dict[Key, float] = field(default_factory=dict)
+    taken_no: dict[Key, int] = field(default_factory=dict)
+    """Which take (a counter) took each owned partition: what was taken after a member
+    was first heard, even at the same instant."""
+    takes: int = 0
     """When each owned partition was taken (a member re-admitted drops what was taken since
     it was counted dead)."""
 
@@ -205,6 +218,12 @@ class GroupMember(SubscriptionNotices):
         self._now = now
         self._started = started
         self._peers: dict[str, _Peer] = {}
+        self._pending: dict[str, _Peer] = {}
+        """Members heard whose beats do not acknowledge this one yet (they have not heard
+        it): not in the view until one does (see :meth:`_hear_pending`)."""
+        self._pending_since: dict[str, int] = {}
+        """The takes made before each pending member was first heard: what this member
+        takes from then on is taken without its agreement."""
         self._gone: dict[str, int] = {}
         """Members that left (their last sequence): a late beat does not bring them back."""
         self._handed: dict[Key, tuple[Handover, float]] = {}
@@ -401,7 +420,12 @@ class GroupMember(SubscriptionNotices):
         self._beats_received += 1
         member = message.member
         peer = self._peers.get(member)
-        last = peer.sequence if peer is not None else self._gone.get(member, -1)
+        if peer is not None:
+            last = peer.sequence
+        elif member in self._pending:
+            last = self._pending[member].sequence
+        else:
+            last = self._gone.get(member, -1)
         if message.sequence <= last:
             self._stale += 1
             return
@@ -412,6 +436,8 @@ class GroupMember(SubscriptionNotices):
             self._gone[member] = message.sequence
             if peer is not None:
                 del self._peers[member]
+            self._pending.pop(member, None)
+            self._pending_since.pop(member, None)
             self._update(now)
             return
         key = message.instance or member
@@ -419,20 +445,38 @@ class GroupMember(SubscriptionNotices):
             if (message.started, member) > (self._started, self.member_id):
                 self._fence()
             return
-        for other in list(self._peers.values()):
+        acked = peer is not None or any(m == self.member_id for m, _ in message.acks)
+        for other in [*self._peers.values(), *self._pending.values()]:
             if other.key == key and other.member != member:
                 if (other.started, other.member) > (message.started, member):
                     self._stale += 1
                     return  # an older incarnation of a static member
-                del self._peers[other.member]
+                if not acked and other.member in self._peers:
+                    continue  # replaced once the new one counts: a restart moves nothing
+                self._peers.pop(other.member, None)
+                self._pending.pop(other.member, None)
+                self._pending_since.pop(other.member, None)
                 self._gone[other.member] = other.sequence
         view = frozenset(message.view)
         includes_me = self.key in view
         if peer is None:
+            if not acked:
+                self._hear_pending(message, key, view, now)
+                return
+            self._pending.pop(member, None)
+            since = self._pending_since.pop(member, None)
             expired = self._expired.pop(member, None)
-            if expired is not None:  # counted dead, alive after all: it may read those
-                state = self._state
-                self._drop([k for k in state.owned if state.taken_at[k] >= expired])
+            # counted dead or heard before it heard us, alive after all: it may read what
+            # this member took since, without its agreement
+            state = self._state
+            self._drop(
+                [
+                    k
+                    for k in state.owned
+                    if (expired is not None and state.taken_at[k] >= expired)
+                    or (since is not None and state.taken_no[k] > since)
+                ]
+            )
             peer = _Peer(
                 member,
                 key,
@@ -460,16 +504,66 @@ class GroupMember(SubscriptionNotices):
         peer.acks = dict(message.acks)
         peer.included_me = includes_me
         peer.handed = {(t, p): (o, i, v) for t, p, o, i, v in message.handed}
-        for claim in message.claims:
+        self._claimed(message.claims)
+        self._update(now)
+
+    def _hear_pending(
+        self, message: MemberBeat, key: str, view: frozenset[str], now: float
+    ) -> None:
+        """A beat of a member that has not heard this one (it does not acknowledge it):
+        kept aside, acknowledged by the next beat, and counted alive only from its first
+        beat that acknowledges this member. Two newcomers that each heard nobody took
+        everything, each after a beat claiming nothing; counted alive on those beats, each
+        went on reading what its own assignment gave it - for two different sets of
+        partitions known, the same partition - until the other's next beat. A beat that
+        acknowledges this member was sent after its sender heard it, so it claims what
+        its sender took before; what its sender takes after it, while this member is not
+        in its view, the sender drops when it counts this member alive, and what this
+        member took while the sender was pending it drops now (:meth:`on_message`)."""
+        member = message.member
+        pending = self._pending.get(member)
+        if pending is None:
+            pending = _Peer(
+                member,
+                key,
+                message.sequence,
+                now,
+                message.started,
+                frozenset(message.topics),
+                view,
+                frozenset(message.claims),
+            )
+            self._pending[member] = pending
+            self._pending_since.setdefault(member, self._state.takes)
+            self._beat_now = True  # acknowledge it: then it counts this member alive
+        else:
+            if message.generation != pending.generation:
+                self._beat_now = True
+            pending.sequence = message.sequence
+            pending.seen = now
+            pending.topics = frozenset(message.topics)
+            pending.view = view
+            pending.claims = frozenset(message.claims)
+        pending.generation = message.generation
+        pending.digest = message.digest
+        pending.acks = dict(message.acks)
+        pending.handed = {(t, p): (o, i, v) for t, p, o, i, v in message.handed}
+        self._claimed(message.claims)
+        self._update(now)
+
+    def _claimed(self, claims: Iterable[Key]) -> None:
+        """Another member claims these: stop reading them (it took them while it did not
+        count this member alive), nothing to hand on, and they exist."""
+        claims = frozenset(claims)
+        for claim in claims:
             self._handed.pop(claim, None)  # read by its new owner: nothing to hand on
-        conflict = self._state.owned.intersection(message.claims)
+        conflict = self._state.owned.intersection(claims)
         if conflict:  # it reads them too (it took them while it did not count us alive)
             self._drop(conflict)
         topics = self.topics
-        for claim in message.claims:
+        for claim in claims:
             if claim[0] in topics:
                 self._partitions.add(claim)  # a claim says the partition exists
-        self._update(now)
 
     def on_timer(self, now: float) -> None:
         self._now = now
@@ -484,7 +578,7 @@ class GroupMember(SubscriptionNotices):
             return None
         due = self._next_beat
         timeout = self.config.session_timeout
-        for peer in self._peers.values():
+        for peer in [*self._peers.values(), *self._pending.values()]:
             due = min(due, peer.seen + timeout)
         if not self._joined:
             end = self._join_end
@@ -542,6 +636,9 @@ class GroupMember(SubscriptionNotices):
             return
         self._check_silence(now)
         timeout = self.config.session_timeout
+        for peer in [p for p in self._pending.values() if p.seen + timeout <= now]:
+            del self._pending[peer.member]  # never heard us, silent since: forgotten
+            del self._pending_since[peer.member]
         for peer in [p for p in self._peers.values() if p.seen + timeout <= now]:
             del self._peers[peer.member]
             self._expired_count += 1
@@ -568,6 +665,7 @@ class GroupMember(SubscriptionNotices):
             state.owned.difference_update(release)
             for k in release:
                 del state.taken_at[k]
+                del state.taken_no[k]
             state.revoking.update(release)
             self._events.append(GroupEvent("revoked", tuple(release), self.generation))
             self._beat_now = True
@@ -579,8 +677,8 @@ class GroupMember(SubscriptionNotices):
                 self._beat(goodbye=True)
                 self.left = True
             return
-        if not self._joined or not self.agreed():
-            return
+        if not self._joined or not self.agreed() or self._pending:
+            return  # (a member heard that has not heard this one: it counts in a moment)
         claimed: set[Key] = set()
         for peer in self._peers.values():
             claimed |= peer.claims
@@ -595,6 +693,8 @@ class GroupMember(SubscriptionNotices):
         if take:
             state.owned.update(take)
             state.taken_at.update(dict.fromkeys(take, now))
+            state.takes += 1
+            state.taken_no.update(dict.fromkeys(take, state.takes))
             starts = self._handovers(take)
             self._events.append(GroupEvent("assigned", tuple(take), self.generation, starts))
             self._beat_now = True
@@ -627,6 +727,7 @@ class GroupMember(SubscriptionNotices):
         state.owned.difference_update(release)
         for k in release:
             del state.taken_at[k]
+            del state.taken_no[k]
         state.revoking.update(release)
         self._beat_now = True
         self._conflicts += 1
@@ -664,6 +765,7 @@ class GroupMember(SubscriptionNotices):
         state.owned.clear()
         state.revoking.clear()
         state.taken_at.clear()
+        state.taken_no.clear()
         self._beat_now = True
         if lost:
             self._lost += 1
@@ -695,7 +797,13 @@ class GroupMember(SubscriptionNotices):
                     self._started,
                     self.generation,
                     self._digest,
-                    tuple(sorted((m, p.generation) for m, p in self._peers.items())),
+                    tuple(
+                        sorted(
+                            (m, p.generation)
+                            for peers in (self._peers, self._pending)
+                            for m, p in peers.items()
+                        )
+                    ),
                     tuple(
                         sorted((t, p, *position) for (t, p), (position, _) in self._handed.items())
                     ),

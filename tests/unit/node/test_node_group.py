@@ -512,8 +512,9 @@ def test_beats_of_another_group_and_stale_beats_are_ignored() -> None:
     m.partitions_seen(PARTS, clock.now)
     m.on_message(MemberBeat("other", "x", 5, "", (TOPIC,), ("x",), tuple(PARTS)), clock.now)
     assert m.view() == {"a"}
-    m.on_message(MemberBeat("g", "x", 5, "", (TOPIC,), ("x",), ()), clock.now)
-    m.on_message(MemberBeat("g", "x", 4, "", (TOPIC,), ("x",), tuple(PARTS)), clock.now)
+    heard = (("a", 1),)  # x heard a: it counts from this beat (before: pending)
+    m.on_message(MemberBeat("g", "x", 5, "", (TOPIC,), ("x",), (), acks=heard), clock.now)
+    m.on_message(MemberBeat("g", "x", 4, "", (TOPIC,), ("x",), tuple(PARTS), acks=heard), clock.now)
     assert m.statistics().stale_beats == 1
     assert m.view() == {"a", "x"}
 
@@ -707,7 +708,8 @@ def test_a_member_counted_dead_and_heard_again_gets_back_what_was_taken_meanwhil
     a.on_timer(2.0)  # b silent for session_timeout: dead for a, which takes everything
     assert a.assignment() == set(PARTS[:4])
     sequence = b.statistics().beats_sent
-    a.on_message(MemberBeat("g", "b", sequence, "", (TOPIC,), ("a", "b"), ()), 2.1)
+    heard = (("a", a.generation),)  # b never stopped hearing a
+    a.on_message(MemberBeat("g", "b", sequence, "", (TOPIC,), ("a", "b"), (), acks=heard), 2.1)
     assert a.assignment() == mine
     released = [e for e in a.take_events() if e.kind == "revoked"]
     assert [set(e.partitions) for e in released] == [theirs]
@@ -753,3 +755,73 @@ def test_a_paused_member_loses_everything_before_it_commits_or_takes_anything(fi
     group.run_until(group.converged)
     after = b.events[paused_events + 1 :]
     assert all(e.kind != "revoked" or not set(e.partitions) & b_parts for e in after), after
+
+
+def _newcomer_names() -> tuple[str, str, Key]:
+    """Keys a, b and a partition that a's assignment over PARTS[:3] and b's over PARTS[:4]
+    (a and b both members) each give to itself."""
+    topics = frozenset((TOPIC,))
+    for i, j in itertools.product(range(20), repeat=2):
+        a, b = f"a{i}", f"b{j}"
+        mine = assign([(a, topics), (b, topics)], PARTS[:3])
+        theirs = assign([(a, topics), (b, topics)], PARTS[:4])
+        for p in PARTS[:3]:
+            if mine[p] == a and theirs[p] == b:
+                return a, b, p
+    raise AssertionError("no such names")
+
+
+def test_two_newcomers_that_heard_nobody_never_read_one_partition_counting_each_other() -> None:
+    # a and b start together; their first beats (claiming nothing) arrive only after both
+    # windows ended, and the beats they sent on taking everything are lost. b knows one
+    # partition more than a, so their assignments over {a, b} differ: each gives p to
+    # itself. Before, each counted the other alive on that first beat and kept p: two
+    # readers counting each other alive until the next beat. Now a member counts another
+    # alive only from a beat that acknowledges it (sent after its sender heard it), and
+    # meanwhile takes nothing: a's next beat acknowledges b and claims p, b drops it
+    na, nb, p = _newcomer_names()
+    config = GroupConfig("g", "", 0.5, 2.0, 0.5)
+    a = GroupMember(na, [TOPIC], config, 0.0)
+    b = GroupMember(nb, [TOPIC], config, 0.0)
+    a.partitions_seen(PARTS[:3], 0.0)
+    b.partitions_seen(PARTS[:4], 0.0)
+
+    def beats(m: GroupMember) -> list[DataMessage]:
+        for event in m.take_events():
+            if event.kind == "revoked":
+                m.revoked(event.partitions, m_now[0])  # committed at once
+        return [x.message for x in m.take_actions() if isinstance(x, Send)]
+
+    m_now = [0.0]
+    first_a, first_b = beats(a), beats(b)  # held
+    m_now[0] = 0.5
+    a.on_timer(0.5)
+    b.on_timer(0.5)
+    assert p in a.assignment()  # each alone: everything
+    assert p in b.assignment()
+    beats(a)  # lost
+    beats(b)
+    m_now[0] = 0.6
+
+    def check() -> None:
+        counted = a.key in b.view() and b.key in a.view()
+        assert not (counted and a.assignment() & b.assignment()), (
+            f"{sorted(a.assignment() & b.assignment())} read by both, each counting the other "
+            f"alive ({sorted(a.view())} / {sorted(b.view())})"
+        )
+
+    for beat in first_b:
+        a.on_message(beat, 0.6)
+    for beat in first_a:
+        b.on_message(beat, 0.6)
+    check()
+    for _ in range(8):  # then every beat arrives
+        sent_a, sent_b = beats(a), beats(b)
+        for beat in sent_a:
+            b.on_message(beat, m_now[0])
+            check()
+        for beat in sent_b:
+            a.on_message(beat, m_now[0])
+            check()
+    assert a.view() == b.view() == {a.key, b.key}
+    assert not a.assignment() & b.assignment()
