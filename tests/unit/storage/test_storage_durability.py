@@ -70,25 +70,33 @@ def test_records_policy_syncs_every_n_records_per_partition(
 
 
 def test_interval_policy_is_driven_by_the_callers_clock(tmp_path: Path, syncs: list[int]) -> None:
+    """The leading edge: a write after a quiet interval is synced at once (the caller's next
+    ``sync_due``); writes within an interval of the last sync wait until an interval after
+    it. At most one interval sync per interval, each write synced within an interval."""
     clock = ManualClock(100.0)
     config = StorageConfig(fsync=FsyncPolicy.interval(5), clock=clock)
     with Storage.open(tmp_path, config) as storage:
         assert storage.next_sync_deadline() is None
         storage.append("t", "p", 0, batch(3))
         storage.append("t", "q", 0, batch(2))
-        assert storage.next_sync_deadline() == pytest.approx(100.005)
-        clock.advance(0.004)
-        storage.append("t", "p", 3, batch(1))
-        assert storage.next_sync_deadline() == pytest.approx(100.005)  # first write arms it
-        assert storage.sync_due(clock.now) == {}
-        assert storage.durable_offset("t", "p") is None
-        assert syncs == []
-        clock.advance(0.001)
-        assert storage.sync_due(clock.now) == {("t", "p"): 3, ("t", "q"): 1}
+        assert storage.next_sync_deadline() == pytest.approx(100.0)  # before: 100.005
+        assert storage.sync_due(clock.now) == {("t", "p"): 2, ("t", "q"): 1}
         assert len(syncs) == 2
         assert storage.next_sync_deadline() is None
+        clock.advance(0.002)
+        storage.append("t", "p", 3, batch(1))
+        assert storage.next_sync_deadline() == pytest.approx(100.005)  # an interval after
+        clock.advance(0.002)
+        storage.append("t", "p", 4, batch(1))
+        assert storage.next_sync_deadline() == pytest.approx(100.005)  # first write arms it
+        assert storage.sync_due(clock.now) == {}
+        assert storage.durable_offset("t", "p") == 2
+        clock.advance(0.001)
+        assert storage.sync_due(clock.now) == {("t", "p"): 4}
+        assert len(syncs) == 3
+        assert storage.next_sync_deadline() is None
         assert storage.sync_due(clock.advance(1.0)) == {}
-        assert len(syncs) == 2
+        assert len(syncs) == 3
 
 
 def test_an_interval_sync_fsyncs_its_dirty_partitions_at_once(
@@ -143,10 +151,13 @@ def test_without_a_clock_the_first_sync_due_arms_the_deadline(tmp_path: Path) ->
         assert storage.next_sync_deadline() is None
         storage.append("t", "p", 0, batch(3))
         assert storage.next_sync_deadline() == float("-inf")
-        assert storage.sync_due(50.0) == {}
+        assert storage.sync_due(50.0) == {("t", "p"): 2}  # no sync for an interval: at once
+        assert storage.next_sync_deadline() is None
+        storage.append("t", "p", 3, batch(1))
+        assert storage.sync_due(50.004) == {}
         assert storage.next_sync_deadline() == pytest.approx(50.01)
         assert storage.sync_due(50.009) == {}
-        assert storage.sync_due(50.01) == {("t", "p"): 2}
+        assert storage.sync_due(50.01) == {("t", "p"): 3}
         assert storage.next_sync_deadline() is None
 
 
