@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -483,6 +483,7 @@ class Storage(Closing):
         self._deleted[key] = cut
         _write_deleted(self.root / DELETED_FILE, self._deleted)
         self._cut_front(topic, partition, cut)
+        self._prune_runs([key])
         return True
 
     def runs(self, topic: str, partition: str) -> tuple[tuple[int, int], ...]:
@@ -500,16 +501,41 @@ class Storage(Closing):
         this returns). With ``supersede_from``, first end the log before that offset: a
         newer producer run resumed there, and what the log holds from there on is an older
         run's, never acknowledged there. Those records go to the quarantine, never deleted
-        (:meth:`PartitionLog.supersede`); returns the quarantine files."""
+        (:meth:`PartitionLog.supersede`); returns the quarantine files. Runs wholly below
+        the partition's start (retention, a delete) are not kept (:func:`runs_from`)."""
         self._check_open()
         key = (topic, partition)
         moved: list[Path] = []
         log = self._logs.get(key)
         if supersede_from is not None and log is not None:
             moved = log.supersede(supersede_from)
-        self._runs[key] = tuple((int(e), int(start)) for e, start in runs)
+        kept = tuple((int(e), int(start)) for e, start in runs)
+        self._runs[key] = runs_from(kept, self._first_kept(key))
         _write_runs(self.root / RUNS_FILE, self._runs)
         return moved
+
+    def _first_kept(self, key: Key) -> int:
+        """The first offset the partition holds or may take again: retention and deletes
+        move it up (0 for a partition the log does not hold)."""
+        log = self._logs.get(key)
+        start = log.start_offset if log is not None else 0
+        return max(start, self._deleted.get(key, -1) + 1)
+
+    def _prune_runs(self, keys: Iterable[Key]) -> None:
+        """Drop the runs of ``keys`` that lie wholly below their new start (retention or a
+        delete moved it): ``runs.json`` would otherwise grow by one entry per producer
+        restart for as long as the store lives."""
+        changed = False
+        for key in keys:
+            runs = self._runs.get(key)
+            if not runs:
+                continue
+            kept = runs_from(runs, self._first_kept(key))
+            if kept != runs:
+                self._runs[key] = kept
+                changed = True
+        if changed:
+            _write_runs(self.root / RUNS_FILE, self._runs)
 
     def deleted(self) -> dict[Key, int]:
         """Every partition's delete cut (what :meth:`delete_through` applied)."""
@@ -670,6 +696,7 @@ class Storage(Closing):
                 raise StorageIOError(f"retention of {log.directory} failed: {exc}") from exc
             if removed:
                 moved[key] = log.start_offset
+        self._prune_runs(moved)
         return moved
 
 
@@ -690,6 +717,18 @@ def _read_deleted(path: Path) -> dict[Key, int]:
 def _write_deleted(path: Path, deleted: dict[Key, int]) -> None:
     """Replace ``deleted.json`` atomically and durably."""
     _replace_file(path, json.dumps([[t, p, c] for (t, p), c in sorted(deleted.items())]))
+
+
+def runs_from(runs: tuple[tuple[int, int], ...], start: int) -> tuple[tuple[int, int], ...]:
+    """The runs of a partition without those wholly below ``start`` (its first offset held):
+    a run that began below it and whose next run begins at or before it. The run that
+    covers ``start`` stays, and so does every later one: an older run's record is still
+    fenced from a newer run's start on, and none below ``start`` is taken again."""
+    return tuple(
+        run
+        for index, run in enumerate(runs)
+        if not (run[1] < start and index + 1 < len(runs) and runs[index + 1][1] <= start)
+    )
 
 
 def _read_runs(path: Path) -> dict[Key, tuple[tuple[int, int], ...]]:
