@@ -1,7 +1,7 @@
 """Exactly-once costs against the plain paths of the same run (tower + stores in processes).
 
     .venv/bin/python bench/eos.py [--messages 100000] [--txn 100,1000,10000] [--stores 1,2]
-        [--partitions 4] [--size 100] [--lease 1.0] [--call produce_many|send]
+        [--partitions 4] [--size 100] [--lease 1.0] [--call produce_many|send] [--reads 5]
 
 For each store count (a fresh local cluster each, default fsync ``ms:5``):
 
@@ -14,10 +14,14 @@ For each store count (a fresh local cluster each, default fsync ``ms:5``):
   ``produce_many`` in transactions of that size: msg/s, the ratio to the batched producer,
   commit latency p50/p99 (flush the data, INTENT stored; the ACKs are stored in the
   background; for ``nowait`` from the request to the decision);
-* the topic of the largest transaction size (both runs) read from the start four times,
-  one after the other: read uncommitted and read committed, with ``poll`` and with ``poll_columns``
-  (messages/s and the ratio committed / uncommitted, by wall time; and how many spans the
-  read-committed consumer replayed from the stores because they left its ring).
+* the topic of the largest transaction size (both runs) read from the start by a fresh
+  consumer each time, ``--reads`` rounds of four reads alternated - read uncommitted and
+  read committed, with ``poll`` and with ``poll_columns``, each kind first in every other
+  round - so that the load of the shared machine falls on both alike: the median
+  messages/s of each, the ratio of the medians committed / uncommitted (wall time), the
+  load average, the consumer's CPU per message (this process's CPU time during the read:
+  steadier than wall time on a loaded machine), and how many spans the read-committed
+  consumer replayed from the stores because they left its ring.
 """
 
 from __future__ import annotations
@@ -35,13 +39,16 @@ from dafka import Consumer, LocalCluster, Producer, ReadCommittedConsumer, Trans
 
 def _read(
     common: dict[str, Any], topic: str, committed: bool, columns: bool, expect: int
-) -> tuple[float, int]:
-    """Messages/s reading ``expect`` messages with a value from ``topic``, and the spans a
-    read-committed consumer replayed from the stores (they left its ring)."""
+) -> tuple[float, float, int]:
+    """Messages/s reading ``expect`` messages with a value from ``topic`` (wall time), the
+    CPU seconds this process spent meanwhile (the consumer's threads: the cluster runs in
+    processes of its own), and the spans a read-committed consumer replayed from the stores
+    (they left its ring)."""
     kind = ReadCommittedConsumer if committed else Consumer
     with kind([topic], offset_reset="earliest", **common) as c:
         got = 0
         deadline = time.monotonic() + 300
+        cpu = time.process_time()
         start = time.perf_counter()
         while got < expect and time.monotonic() < deadline:
             if columns:
@@ -50,9 +57,10 @@ def _read(
             else:
                 got += sum(1 for r in c.poll(0.2) if r.value)
         took = time.perf_counter() - start
+        cpu = time.process_time() - cpu
         if got < expect:
             raise SystemExit(f"read {got} of {expect} messages of {topic} within 300 s")
-        return got / took, c.replays if isinstance(c, ReadCommittedConsumer) else 0
+        return got / took, cpu, c.replays if isinstance(c, ReadCommittedConsumer) else 0
 
 
 def _plain(common: dict[str, Any], args: argparse.Namespace, chunk: int, value: bytes) -> float:
@@ -137,7 +145,12 @@ def main() -> None:
     parser.add_argument(
         "--call", choices=("produce_many", "send"), default="produce_many", help="in a txn"
     )
+    parser.add_argument(
+        "--reads", type=int, default=5, help="alternated read rounds (medians printed)"
+    )
     args = parser.parse_args()
+    if args.reads < 1:
+        parser.error("--reads must be at least 1")
     sizes = [int(t) for t in args.txn.split(",")]
     value = os.urandom(args.size)
     print(
@@ -167,14 +180,31 @@ def main() -> None:
                         f"{ready:.2f} s, first commit done {first:.2f} s"
                     )
             topic, expect = f"bench-eos-{sizes[-1]}", 2 * (args.messages + 1)
+            rates: dict[tuple[bool, bool], list[float]] = {}
+            cpus: dict[tuple[bool, bool], list[float]] = {}
+            replayed = 0
+            for round_ in range(args.reads):
+                for columns in (False, True):
+                    # ABBA: each kind reads first in every other round (no order bias).
+                    for committed in (False, True) if round_ % 2 == 0 else (True, False):
+                        rate, cpu, replays = _read(common, topic, committed, columns, expect)
+                        rates.setdefault((columns, committed), []).append(rate)
+                        cpus.setdefault((columns, committed), []).append(cpu)
+                        replayed += replays
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             for columns in (False, True):
                 call = "poll_columns" if columns else "poll"
-                rate_u, _ = _read(common, topic, False, columns, expect)
-                rate_c, replays = _read(common, topic, True, columns, expect)
+                rate_u = statistics.median(rates[(columns, False)])
+                rate_c = statistics.median(rates[(columns, True)])
+                cpu_u = statistics.median(cpus[(columns, False)]) / expect * 1e6
+                cpu_c = statistics.median(cpus[(columns, True)]) / expect * 1e6
                 print(
                     f"read committed {call}: {rate_c:,.0f} msg/s = {rate_c / rate_u:.2f}x "
-                    f"read uncommitted ({rate_u:,.0f} msg/s); {replays} spans replayed"
+                    f"read uncommitted ({rate_u:,.0f} msg/s), medians of {args.reads} "
+                    f"alternated reads of {expect:,} messages [load {load}]; consumer CPU "
+                    f"{cpu_c:.2f} against {cpu_u:.2f} us/msg ({cpu_u / cpu_c:.2f}x)"
                 )
+            print(f"spans replayed from the stores in those reads: {replayed}")
 
 
 if __name__ == "__main__":
