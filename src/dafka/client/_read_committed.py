@@ -10,10 +10,9 @@ source) composes the same pieces. See docs/exactly-once.md.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from dafka.client._consumer import Consumer
 from dafka.client._settings import ConsumerSettings, resolve_settings
@@ -22,6 +21,7 @@ from dafka.records import CommittedFilter, Record, RecordColumns, ReplayFunc
 from dafka.transport.runner import DropInbound
 
 Key = tuple[str, str]
+_Out = TypeVar("_Out", RecordColumns, list[Record])
 
 
 class ReadCommittedConsumer(Consumer):
@@ -82,26 +82,34 @@ class ReadCommittedConsumer(Consumer):
     def poll(self, timeout: float | None = 1.0, max_records: int = 10_000) -> list[Record]:
         """Committed messages received so far; waits up to ``timeout`` for some.
 
-        :meth:`poll_columns` as Records (built with the collector paused, as
-        ``Consumer.poll`` does): the filter sees the poll's RECORDs, so a span that left its
-        ring is replayed from the recent RECORDs it holds rather than from the stores."""
-        return _records(self.poll_columns(timeout, max_records))
+        :meth:`poll_columns` as Records, built under the filter's collector pause
+        (:meth:`CommittedFilter.feed_columns_records`, as ``Consumer.poll`` builds its
+        Records paused): the filter sees the poll's RECORDs, so a span that left its ring
+        is replayed from the recent RECORDs it holds rather than from the stores."""
+        return self._polled(self._filter.feed_columns_records, timeout, max_records)
 
     def poll_columns(self, timeout: float | None = 1.0, max_records: int = 10_000) -> RecordColumns:
         """The committed messages received so far, as columns (:meth:`poll` is these as
         Records): the filter takes the poll's RECORDs and releases a commit as slices of
         them (:meth:`CommittedFilter.feed_columns`)."""
+        return self._polled(self._filter.feed_columns, timeout, max_records)
+
+    def _polled(
+        self, feed: Callable[[RecordColumns], _Out], timeout: float | None, max_records: int
+    ) -> _Out:
+        """``feed`` of the consumer's polls until it releases something, the consumer
+        closes or ``timeout`` passes (the filter may hold a whole poll: a span not yet
+        committed)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        feed_columns = self._filter.feed_columns
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            out = feed_columns(super().poll_columns(remaining, max_records))
+            out = feed(super().poll_columns(remaining, max_records))
             if out or self._closed or (deadline is not None and time.monotonic() >= deadline):
                 return out
 
     def _poll_now(self, max_records: int) -> list[Record]:
         """Committed messages of what is queued, without waiting (the asyncio flavour)."""
-        return _records(self._poll_columns_now(max_records))
+        return self._filter.feed_columns_records(super()._poll_columns_now(max_records))
 
     def _poll_columns_now(self, max_records: int) -> RecordColumns:
         return self._filter.feed_columns(super()._poll_columns_now(max_records))
@@ -126,17 +134,6 @@ class ReadCommittedConsumer(Consumer):
     def replays_recent(self) -> int:
         """Spans served from the RECORDs the filter saw last (no read of the stores)."""
         return self._filter.replays_recent
-
-
-def _records(columns: RecordColumns) -> list[Record]:
-    """``columns.records()`` with the cyclic collector paused (see ``_consumer._built``)."""
-    if not gc.isenabled():
-        return columns.records()
-    gc.disable()
-    try:
-        return columns.records()
-    finally:
-        gc.enable()
 
 
 def replay_from_stores(settings: ConsumerSettings, idle_timeout: float = 30.0) -> ReplayFunc:

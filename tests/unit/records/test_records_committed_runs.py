@@ -157,6 +157,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     recent=True,
     cuts=[],
     restore_at=0,
+    as_records=False,
 )
 @example(  # flags 0x101 (in byte 8) inside a RECORD of CONTINUEs: not a run
     spec=[(0, [("run", 0, 3, 1, 0), ("odd", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -165,6 +166,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     recent=True,
     cuts=[],
     restore_at=0,
+    as_records=False,
 )
 @example(  # an ACK inside a run's clocks: the commit takes the run's first messages
     spec=[(0, [("run", 0, 4, 1, 0)]), (0, [("early", 0, 1, 2, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -173,6 +175,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     recent=True,
     cuts=[],
     restore_at=0,
+    as_records=False,
 )
 @example(  # the same, the run stepped through after a replay of what left the ring
     spec=[
@@ -186,6 +189,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     recent=False,
     cuts=[],
     restore_at=0,
+    as_records=True,
 )
 @given(
     spec=records,
@@ -194,6 +198,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     recent=st.booleans(),
     cuts=st.lists(st.integers(0, 200), max_size=4),
     restore_at=st.integers(0, 200),
+    as_records=st.booleans(),
 )
 def test_runs_release_exactly_what_message_by_message_releases(
     spec: list[tuple[int, list[tuple[str, int, int, int, int]]]],
@@ -202,7 +207,9 @@ def test_runs_release_exactly_what_message_by_message_releases(
     recent: bool,
     cuts: list[int],
     restore_at: int,
+    as_records: bool,
 ) -> None:
+    # as_records: feed_columns_records (ReadCommittedConsumer.poll), the same rows as Records.
     log = build(spec)
     stream = log.stream()
     reference = CommittedFilter(replay=log.replay, buffer=buffer)
@@ -223,7 +230,10 @@ def test_runs_release_exactly_what_message_by_message_releases(
     got: list[Record] = []
     edges = sorted({0, restore_at, *(min(c, restore_at) for c in cuts)})
     for a, b in zip(edges, [*edges[1:], restore_at], strict=True):
-        got += list(f.feed_columns(as_columns(log, stream[a:b])))
+        if as_records:
+            got += f.feed_columns_records(as_columns(log, stream[a:b]))
+        else:
+            got += list(f.feed_columns(as_columns(log, stream[a:b])))
     g = fresh(json.loads(json.dumps(f.checkpoint())))
     starts = g.start_positions()
     rest = [r for r in stream if r.offset >= starts.get((T, r.partition), 0)]  # read again
