@@ -124,11 +124,20 @@ def kept_up(
     producing = max(1e-9, timings.producing_done - timings.started)
     read_rate = max(0, stored - end) / producing
     peak_at, peak = max(samples, key=lambda s: s[1], default=(0.0, 0))
-    quarters = [samples[min(len(samples) - 1, len(samples) * q // 4)] for q in (1, 2, 3)]
-    figure = (
+    # no sample at all: a feed stopped (Ctrl-C) before the first second of producing
+    quarters = (
+        [samples[min(len(samples) - 1, len(samples) * q // 4)] for q in (1, 2, 3)]
+        if samples
+        else []
+    )
+    over_time = (
         f"max {peak:,} offsets at {peak_at:.0f} s; "
-        + ", ".join(f"{lag:,} at {t:.0f} s" for t, lag in quarters if samples)
-        + f"; {end:,} when the producers were done ({producing:.0f} s): the job read "
+        + ", ".join(f"{lag:,} at {t:.0f} s" for t, lag in quarters)
+        if samples
+        else "not sampled (the feed stopped within its first second)"
+    )
+    figure = (
+        over_time + f"; {end:,} when the producers were done ({producing:.0f} s): the job read "
         f"{read_rate:,.0f} events/s while they sent {stored / producing:,.0f}"
     )
     if options.rate <= 0:

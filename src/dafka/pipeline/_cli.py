@@ -12,7 +12,7 @@ import click
 from dafka.config import KeyFiles, check_towers
 from dafka.config.options import security_options
 from dafka.errors import ConfigError
-from dafka.pipeline._run import Chaos, PipelineError, RunOptions
+from dafka.pipeline._run import Chaos, Interrupted, PipelineError, RunOptions
 from dafka.pipeline._workload import WorkloadSpec
 from dafka.transport.security import Security
 
@@ -166,8 +166,11 @@ def pipeline_command(
         console.print(f"pipeline failed: {exc}", style="bold red", highlight=False)
         console.print(f"logs: {options.data_dir / 'logs'}", highlight=False)
         sys.exit(1)
-    except KeyboardInterrupt:
-        console.print("interrupted twice: stopped without checks", style="bold red")
+    except Interrupted as exc:
+        console.print(f"interrupted while {exc.phase}: stopped without checks", style="bold red")
+        sys.exit(130)
+    except KeyboardInterrupt:  # outside the run (its SIGINT handler restored): as above
+        console.print("interrupted: stopped without checks", style="bold red")
         sys.exit(130)
     print_summary(console, summary)
     console.print(

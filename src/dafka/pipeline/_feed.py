@@ -96,6 +96,7 @@ def run(config: FeedConfig) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    _emit(type="ready")  # the runner's SIGTERM now stops the feed (before, it killed us)
     heads: dict[str, int] = {}  # partition -> next offset, from the delivery reports
     failures: list[BaseException] = []
 

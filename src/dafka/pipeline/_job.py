@@ -234,6 +234,8 @@ def run(config: JobConfig) -> int:
     }
     queries: dict[str, StreamingQuery] = {}
     for name, start in starts.items():
+        if stop.is_set():  # stopped while Spark started: start nothing more
+            break
         # One at a time: each query starts a Python process on the driver that must connect
         # back to the JVM within Spark's timeout; three importing at once on a busy 2-core
         # machine missed it.

@@ -42,6 +42,16 @@ class PipelineError(Exception):
     """The pipeline could not run to its checks (a child failed, a deadline passed)."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run before its checks (raised from the SIGINT handler, so that a
+    blocking step - the cluster's start, Spark's, a flush, the checks' reads - ends at once;
+    the runner's ``finally`` then stops the job, the producers and the cluster)."""
+
+    def __init__(self, phase: str) -> None:
+        super().__init__(phase)
+        self.phase = phase
+
+
 @dataclass(frozen=True)
 class Chaos:
     """Failures to inject while the pipeline runs (the test's, and ``--chaos``'s)."""
@@ -185,6 +195,7 @@ class Runner:
         self.job_failures = 0
         self.notes: list[str] = []
         self._size: int | None = None
+        self._feed_stopped: set[str] = set()  # producers sent SIGTERM (Ctrl-C)
         self._event_log: IO[str] | None = None
 
     # -- the run ---------------------------------------------------------------------------
@@ -204,9 +215,15 @@ class Runner:
                 self._event_log.close()
 
     def _on_sigint(self, _signum: int, _frame: FrameType | None) -> None:
-        if self.interrupted.is_set():
-            raise KeyboardInterrupt  # a second Ctrl-C: give up now
+        """Ctrl-C: while the feed is produced, the first one stops it and the run drains and
+        checks what was sent (``--forever``'s end); at any other phase - and a second one -
+        the run stops at once without checks. (The first one was only noted before: during
+        "starting Spark" it did nothing until the feed began.)"""
+        if self.phase == "producing" and not self.interrupted.is_set():
+            self.interrupted.set()
+            return
         self.interrupted.set()
+        raise Interrupted(self.phase)
 
     def _start_cluster(self) -> str:
         from dafka.server import LocalCluster
@@ -296,7 +313,17 @@ class Runner:
                 Child(f"producer-{p}", "feed", config.to_json(), log, self.events, options.python)
             )
         self.phase = "producing"
-        self._wait(lambda: self.state.producers_done, deadline, "the producers", job_config)
+        # every producer started, not only those that reported: stopped at once (Ctrl-C),
+        # one is done before another said it is ready
+        self._wait(
+            lambda: (
+                self.state.producers_done
+                and all(child.name in self.state.producers for child in self.producers)
+            ),
+            deadline,
+            "the producers",
+            job_config,
+        )
         self.timings.producing_done = time.time()
         self.timings.lag_at_end = self._lag()
         sent = {
@@ -399,6 +426,16 @@ class Runner:
             heads = watcher.refresh(settle=1.0, timeout=30.0)
         return {p: head + 1 for (t, p), head in heads.items() if t == topic}
 
+    def _stop_feed(self) -> None:
+        """SIGTERM to each producer once it said it is ready (its handler installed: one
+        signalled earlier died of it, and the run failed on its exit code -15)."""
+        for child in self.producers:
+            if child.name in self._feed_stopped:
+                continue
+            if child.name in self.state.producers or not child.running:
+                child.signal(signal.SIGTERM)
+                self._feed_stopped.add(child.name)
+
     def _stop_children(self) -> None:
         for child in self.producers:
             child.stop(30)
@@ -427,10 +464,9 @@ class Runner:
             self._drain_events()
             self._sample_lag()
             self._chaos(job_config)
-            if self.interrupted.is_set() and self.phase == "producing":
+            if self.interrupted.is_set() and self.phase.startswith("producing"):
                 self.phase = "producing (stopping)"
-                for child in self.producers:
-                    child.signal(signal.SIGTERM)
+                self._stop_feed()
             if done():
                 return
             failed = self._failure(job_config)
@@ -538,6 +574,7 @@ class Runner:
 __all__ = [
     "LAG_EVERY",
     "Chaos",
+    "Interrupted",
     "PipelineError",
     "RunOptions",
     "Runner",

@@ -53,3 +53,13 @@ def test_a_restarted_job_is_not_held_to_it() -> None:
     check, figure = kept_up(options, timings([0, 30_000], 30_000), 60_000, disrupted=True)
     assert check is None
     assert "not checked: the job was restarted" in figure
+
+
+def test_a_feed_stopped_before_its_first_sample_has_a_figure() -> None:
+    """Ctrl-C as the feed began: no lag sample, nothing sent (an IndexError before)."""
+    options = RunOptions(data_dir=Path("unused"), rate=300.0)
+    t = Timings(started=100.0, producing_done=100.5, lag_at_end=0)
+    check, figure = kept_up(options, t, 0)
+    assert check is not None
+    assert check.ok
+    assert figure.startswith("not sampled (the feed stopped within its first second); 0 when")
