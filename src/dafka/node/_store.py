@@ -1043,8 +1043,17 @@ class StoreMachine(
                 return
             cursor = self._cursor(head.topic, head.producer)
         self._arm_refresh(now)
+        # a HEAD comes from its producer itself: an older run's, past a newer run's start,
+        # is answered with the ACK naming the newer run, as its records are (it is fenced at
+        # once). Its records may never reach us: two live runs of one name share its node
+        # id, and our SUB follows the endpoint whose beacon came last
         if head.epoch and not self._in_run(
-            cursor, head.epoch, head.run_start, max(head.sequence, head.run_start), now
+            cursor,
+            head.epoch,
+            head.run_start,
+            max(head.sequence, head.run_start),
+            now,
+            live=type(head) is Head,
         ):
             return  # an older run's head, past a newer run's start (or malformed)
         if head.sequence > cursor.last:

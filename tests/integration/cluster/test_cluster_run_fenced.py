@@ -53,3 +53,31 @@ def test_a_zombie_run_is_fenced_and_reports_none_of_its_late_records_stored(
                 zombie.flush(30)
         finally:
             zombie.close(timeout=0)
+
+
+@pytest.mark.timeout(120)
+def test_a_zombie_whose_successor_writes_nothing_is_fenced_by_its_own_heads(
+    tmp_path: Path,
+) -> None:
+    # The successor resumes and writes nothing, so no ACK of its records can fence the
+    # zombie, and the zombie's own late records may never reach the store: the two runs
+    # share their node ids, and the store's SUB follows the endpoint whose beacon came last.
+    # The zombie's HEADs do reach it (every head interval), and the store answers an older
+    # run's HEAD past a newer run's start with the ACK naming that run. Before, HEADs were
+    # refused silently and the zombie's late record failed only at its delivery timeout,
+    # with a plain DeliveryError
+    with LocalCluster(tmp_path, stores=1, beacon_interval=0.2) as cluster:
+        common = {"towers": cluster.towers, "beacon_interval": 0.2, "batching": False}
+        zombie = Producer(TOPIC, name="y", delivery_timeout=20.0, **common)  # type: ignore[arg-type]
+        try:
+            for i in range(3):
+                zombie.send(b"old-%d" % i)
+            assert zombie.flush(30) == 0
+            with Producer(TOPIC, name="y", **common):  # type: ignore[arg-type]
+                late = zombie.send(b"late")
+                error = late.exception(15)  # well within the zombie's delivery timeout
+                assert isinstance(error, RunFencedError), repr(error)
+                with pytest.raises(RunFencedError):
+                    zombie.flush(30)
+        finally:
+            zombie.close(timeout=0)

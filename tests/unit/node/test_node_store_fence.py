@@ -97,3 +97,20 @@ def test_a_plain_get_heads_fences_nothing() -> None:
     peer.send(*records("w.0", "g1", 1, 0, 2, 3))
     assert log.contents(T, "w.0")[-1] == b"g1:2"
     assert store.statistics().records_fenced == 0
+
+
+def test_an_older_runs_head_past_the_newer_runs_start_is_answered_with_the_fencing_ack() -> None:
+    # two live runs of one name share their node ids: the store may hear the older run's
+    # HEADs and never its late records (its SUB follows the endpoint beaconed last). Its
+    # HEAD past the newer run's start gets the ACK naming the newer run, as its records do
+    store, peer, _log = make()
+    peer.send(*records("w.0", "g1", 1, 0, 0, 3))
+    peer.recv_all()
+    peer.send(GetHeads(T, "w.0", 2, 1))  # run 2 resumes after 2, and writes nothing
+    peer.recv_all()
+    peer.send(Head(T, "w.0", 3, 1, 0))  # run 1 published 3 (never reached the store)
+    acks = [m for m in peer.recv_all() if isinstance(m, Ack)]
+    assert acks == [Ack("w.0", T, 2, 2, 3)]  # before: nothing, it waited its timeout
+    assert store.statistics().records_fenced == 1
+    peer.send(DirectHead(WID, T, "w.0", 3, 1, 0))  # a store's word, not the producer's
+    assert not [m for m in peer.recv_all() if isinstance(m, Ack)]
