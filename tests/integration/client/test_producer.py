@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -530,3 +531,38 @@ def test_a_column_chunk_larger_than_a_record_is_cut_and_each_future_gets_its_pla
     assert [(m.offset, m.index) for m in metas] == [(r.offset, r.index) for r in records]
     assert len({m.offset for m in metas}) > 1, "one RECORD: nothing was cut"
     assert all(r.timestamp is not None and r.timestamp > 0 for r in records)
+
+
+def test_senders_of_several_threads_blocked_at_the_bound_all_get_through(
+    cluster: Cluster,
+) -> None:
+    """``max_in_flight=5`` and three threads sending plain values: a sender waiting for
+    room waits on the producer's lock's condition (releasing it), so the runner thread -
+    which takes that lock to drain the queue - goes on; every message is stored once and
+    each thread's messages keep their order."""
+    per_thread = 300
+    errors: list[BaseException] = []
+    with Producer("bp-threads", towers=cluster.towers, partitions=1, max_in_flight=5, **FAST) as p:
+
+        def sender(name: bytes) -> None:
+            try:
+                for i in range(per_thread):
+                    if i % 2:
+                        p.produce(b"%s-%d" % (name, i))
+                    else:
+                        p.send(b"%s-%d" % (name, i))
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=sender, args=(b"t%d" % n,)) for n in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not any(thread.is_alive() for thread in threads), "a sender is still blocked"
+        assert not errors, errors
+        assert p.flush(timeout=30) == 0
+    values = [r.value for r in read_back(cluster, "bp-threads", 3 * per_thread)]
+    for t in range(3):
+        mine = [v for v in values if v.startswith(b"t%d-" % t)]
+        assert mine == [b"t%d-%d" % (t, i) for i in range(per_thread)]
