@@ -22,7 +22,19 @@ import pytest
 import dafka
 from dafka.client import Consumer, Producer, ReadCommittedConsumer, TransactionalProducer
 from dafka.errors import MessageTooLargeError
-from dafka.records import ProducerFencedError, Record, RecordMetadata, TransactionError
+from dafka.message import Clock, Flags, build_uuid, new_producer_id
+from dafka.records import (
+    TXN_TOPIC,
+    EpochRecord,
+    IntentRecord,
+    ProducerFencedError,
+    Record,
+    RecordMetadata,
+    TransactionError,
+    ack_uuid,
+    encode_batch,
+    encode_record,
+)
 from dafka.server import LocalCluster
 from tests.integration.cluster.cluster_procs import Proc, Processes
 
@@ -216,6 +228,49 @@ def test_a_paused_zombie_is_fenced_without_a_lease(cluster: LocalCluster, procs:
         zombie.send_signal(signal.SIGCONT)
     got = values(read_all(cluster, "t5", committed=True, expect=12))
     assert sorted(got) == sorted([*(b"A-%d" % i for i in range(10)), b"S-ok", b"S-after"])
+
+
+def test_an_instance_of_the_earlier_log_layout_is_resolved_after_one_lease(
+    cluster: LocalCluster,
+) -> None:
+    """An upgrade: the predecessor wrote the earlier layout (a log partition of its own,
+    ``f"{tid}~{nonce}.0"``, whose records name no run: no store can fence it). The new
+    instance finds it, waits one lease, keeps its committed transaction and rolls back its
+    open one."""
+    tid, topic = "w6", "t6"
+    parts = (f"{tid}.0", f"{tid}.1")
+    p_txn, p_out = new_producer_id(), new_producer_id()
+    clock = Clock()
+    clock.update()
+    c0 = clock.tick()
+
+    def txn_batch(value: bytes, flags: Flags) -> bytes:
+        return encode_batch([value], uuids=[build_uuid(p_txn, clock.tick(), flags).bytes])
+
+    settings = common(cluster)
+    with (
+        Producer(TXN_TOPIC, name=f"{tid}~old", resume=False, batching=False, **settings) as log,
+        Producer(topic, name=tid, partitions=2, batching=False, **settings) as data,
+    ):
+        key = {data.partition_for(k): k for k in (b"%d" % i for i in range(20))}
+        epoch = EpochRecord(1, "old", topic, parts, p_txn, p_out, c0)
+        log.send(encode_record(epoch)).result(30)
+        for partition in parts:  # the opening ACKs
+            data.send(encode_batch([b""], uuids=[ack_uuid(p_txn, c0)]), key=key[partition])
+        data.send(txn_batch(b"old-ok", Flags.CONTINUE_TXN), key=key[parts[0]])
+        ack = ack_uuid(p_txn, clock.tick())
+        log.send(encode_record(IntentRecord(0, ((parts[0], ack),)))).result(30)
+        data.send(encode_batch([b""], uuids=[ack]), key=key[parts[0]])
+        data.send(txn_batch(b"old-open", Flags.CONTINUE_TXN), key=key[parts[1]])
+        assert data.flush(30) == 0
+    with TransactionalProducer(topic, tid, partitions=2, txn_lease=1.0, **settings) as p:
+        assert p.resolved == [f"{tid}~old.0"]
+        with p.transaction():
+            p.send(b"new-ok", key=b"1")
+    assert sorted(values(read_all(cluster, topic, committed=True, expect=2))) == [
+        b"new-ok",
+        b"old-ok",
+    ]
 
 
 def test_pipeline_killed_at_random_points_outputs_each_message_exactly_once(
