@@ -743,22 +743,25 @@ class StoreMachine(
     def _fence(self, request: GetHeads, now: float) -> None:
         """A named producer's new run fences its older runs here before this store answers
         its resume (docs/guarantees.md, "Fencing resume"; Kafka's epoch bump): for each of
-        its partitions ``f"{name}.{i}"`` whose runs are all older, the new run is known from
-        here on as starting right after what this store holds. Nothing held is set aside
-        (all of it is in this answer, so the run resumes at or after it), and no record of
-        an older run is taken past it: a live predecessor's later records are refused, and
-        its ACK names the new run (it is fenced). The run's own start, which its first
-        record or HEAD names, replaces this one (``_in_run``): at or after it when this
-        store answered, so older records other stores took before their own fence are
-        still taken here by catch-up."""
-        base = request.requester[:-2]
+        its partitions ``f"{name}.{i}"`` this store holds and whose runs are all older, the
+        new run is known from here on as starting right after what this store holds.
+        Nothing held is set aside (all of it is in this answer, so the run resumes at or
+        after it), and no record of an older run is taken past it: a live predecessor's
+        later records are refused, and its ACK names the new run (it is fenced). The run's
+        own start, which its first record or HEAD names, replaces this one (``_in_run``): at
+        or after it when this store answered, so older records other stores took before
+        their own fence are still taken here by catch-up.
+
+        Only partitions the store already tracks: a fence creates no partition, so a
+        GET-HEADS naming 2**32 partitions costs a look at the topic's partitions, not new
+        cursors (found by the chaos soak's hostile node: a store made thousands)."""
+        prefix = request.requester[:-1]  # "name."
         epoch = request.epoch
-        topic = request.topic
-        for i in range(min(request.partitions, self.config.max_partitions)):
-            producer = f"{base}.{i}"
-            cursor = self._run_cursor(self._cursors.get((topic, producer)), topic, producer, now)
-            if cursor is None:
-                return  # max_partitions tracked: refused and counted
+        count = request.partitions
+        for producer, cursor in list(self._by_topic.get(request.topic, {}).items()):
+            index = producer[len(prefix) :]
+            if not producer.startswith(prefix) or not index.isdigit() or int(index) >= count:
+                continue
             runs = self._runs.get(cursor)
             if runs is None or epoch > runs.newest()[0]:
                 self._begin_run(cursor, runs, epoch, cursor.last + 1, now)

@@ -10,7 +10,9 @@ each message it reads names its sender's key. :meth:`Guard.admit` applies the AC
   remembered; a store persists it in its data directory, ``owners.jsonl``, so a restart keeps
   it); from any other key the message is dropped;
 * FETCH of topic T and CONSUMER-HELLO naming T: the sender may consume T; GET-HEADS of T:
-  it may consume or produce T (a producer resumes from the heads);
+  it may consume or produce T (a producer resumes from the heads); a fencing GET-HEADS
+  (a named producer's resume, which fences its older runs at the stores): it may produce T
+  and owns the producer's partition 0, as a RECORD of it would need;
 * ACK, STORE-HELLO, HEADS-END and LOG-START: only from a store key (the producer counts ACKs
   of stores only; a forged "that is all" would end a resume before the stores answered);
 * a store key may send anything (stores replicate and serve every topic);
@@ -149,6 +151,14 @@ class Guard:
             return self._refuse(key, "acl", f"a {cls.__name__} of topic {topic[:64]!r}", topic)
         if isinstance(message, _DATA) and not self._is_store(key):
             return self._owned(key, topic, message.producer)
+        if isinstance(message, GetHeads) and message.epoch and not self._is_store(key):
+            # a fencing GET-HEADS changes what the stores take: only the producer itself
+            # (the owner of its partition 0) may send one, and it must be allowed to produce
+            if not self._acl.may_produce(self._names_of(key), topic):
+                return self._refuse(
+                    key, "acl", f"a fencing GET-HEADS of topic {topic[:64]!r}", topic
+                )
+            return self._owned(key, topic, message.requester)
         return True
 
     def admit_beacon(self, key: bytes, now: float) -> bool:

@@ -194,3 +194,19 @@ def test_the_acl_and_the_keys_are_reread_when_they_change(tmp_path: Path) -> Non
     assert guard.admit(fetch, key["alice"], 3.0)
     (security.authorized_keys / "alice.key").rename(security.authorized_keys / "eve.key")
     assert not guard.admit(fetch, key["alice"], 4.0)
+
+
+def test_only_a_partitions_owner_sends_a_fencing_get_heads(tmp_path: Path) -> None:
+    """A fencing GET-HEADS makes the stores refuse a producer's older runs: a reader sending
+    one would stop a producer it may only read. Only a key that may produce the topic and
+    owns the producer's partition 0 may send it; a plain GET-HEADS stays a reader's."""
+    everything = ACL.replace('"orders", "logs.*"', '"*"')
+    security, key, _ = _keys(tmp_path, everything + '[[grant]]\nkeys = ["bob"]\nconsume = ["*"]')
+    stats = RunnerStats()
+    guard = Guard(security, "store", stats, tmp_path / "owners.jsonl")
+    alice, bob = key["alice"], key["bob"]
+    assert guard.admit(Record("orders", "a.0", 0, b"x"), alice, 0.0)
+    assert guard.admit(GetHeads("orders", "b"), bob, 0.0)
+    assert not guard.admit(GetHeads("orders", "a.0", 7, 2), bob, 0.0)  # before: admitted
+    assert guard.admit(GetHeads("orders", "a.0", 7, 2), alice, 0.0)
+    assert stats.acl_refused == 1
