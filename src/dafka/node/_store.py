@@ -1082,6 +1082,11 @@ class StoreMachine(
             return
         if self._starts is not None:
             start = self._starts.start_offset(fetch.topic, fetch.producer)
+            if start is None and cursor.durable >= 0:
+                # it held the partition and holds none of it now (a delete emptied it, a
+                # log that forgets empty partitions): held from its next sequence on - else
+                # the asker retries its FETCH until its skip rule gives up (~37 s)
+                start = cursor.durable + 1
             if start is not None and first < start:
                 start = min(start, cursor.durable + 1)  # nothing held: the next sequence
                 self._log_starts += 1

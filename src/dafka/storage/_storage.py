@@ -649,12 +649,13 @@ class Storage(Closing):
         return None if log is None else log.next_offset
 
     def start_offset(self, topic: str, partition: str) -> int | None:
-        """The first offset still held (retention and deletes move it up), None for unknown
-        partitions."""
-        log = self._logs.get((topic, partition))
+        """The first offset still held (retention and deletes move it up; the next one after
+        a delete's cut when the delete emptied the partition), None for unknown partitions."""
+        key = (topic, partition)
+        log = self._logs.get(key)
+        cut = self._deleted.get(key, -1)
         if log is None:
-            return None
-        cut = self._deleted.get((topic, partition), -1)
+            return None if cut < 0 else cut + 1
         return max(log.start_offset, cut + 1)
 
     def heads(self, topic: str) -> dict[str, int]:

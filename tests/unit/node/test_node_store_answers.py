@@ -160,3 +160,17 @@ def test_fetches_within_the_log_and_other_stores_fetches_get_no_log_start() -> N
 def test_peers_settle_is_checked() -> None:
     with pytest.raises(ConfigError, match="peers_settle"):
         StoreConfig(peers_settle=-1.0)
+
+
+def test_a_partition_known_but_no_longer_held_starts_at_its_next_sequence() -> None:
+    # the store knows the partition (it held 0..9) but its log holds none of it now (a
+    # delete emptied it; here a log that forgets it): before, no LOG-START, and a consumer
+    # reading from 0 retried its FETCH until its skip rule gave up (~37 s)
+    log = filled(10)
+    peer = make(log)
+    log.clear()
+    assert log.start_offset("hello", "P") is None
+    peer.send(Fetch("P", "ASKER", "hello", 0, 100))
+    assert peer.recv_all() == [LogStart("ASKER", "hello", "P", RID, 10)]
+    peer.send(Fetch("P", "ASKER", "hello", 10, 100))  # from its next sequence: nothing
+    peer.expect_nothing()

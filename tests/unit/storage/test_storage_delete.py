@@ -41,6 +41,11 @@ def test_a_cut_at_the_head_empties_the_partition_and_later_records_follow_it(
         storage.delete_through("t", "p", 49)
         storage.delete_through("t", "q", 99)  # cut beyond what this store holds
         assert storage.heads("t") == {}
+        # emptied, the partitions start after their cuts (before: None, as for a partition
+        # never held, so a FETCH from 0 got no LOG-START and retried for ~37 s)
+        assert storage.start_offset("t", "p") == 50
+        assert storage.start_offset("t", "q") == 100
+        assert storage.start_offset("t", "never") is None
         assert storage.read_contents("t", "p", 0, 100) == (0, [])
         # a producer still writing: records at or below the cut are taken and dropped
         assert storage.append("t", "p", 40, values(15, 40)) == 54
