@@ -920,10 +920,15 @@ class Producer(Closing):
             self._fail(tokens, DeliveryError(f"producer {self.name} closed before it was stored"))
 
     def _on_failure(self, error: NodeFailedError) -> None:
-        """The runner died: every message in flight fails with ``error``; waiters wake."""
-        tokens = [entry[6] for entry in self._pending]
-        self._pending.clear()
-        self._tails = [None] * len(self.partitions)
+        """The runner died: every message in flight fails with ``error``; waiters wake.
+
+        Called in the runner thread once the error is set: a caller that takes ``_lock``
+        after raises it, and one that holds the lock now is appending to a queued entry
+        (a column chunk), which is failed with the others once it let go."""
+        with self._lock:
+            tokens = [entry[6] for entry in self._pending]
+            self._pending.clear()
+            self._tails = [None] * len(self.partitions)
         tokens += self._machine.take_unsent()
         if tokens:
             self._fail(tokens, error)
