@@ -326,9 +326,14 @@ class StoreMachine(
         self._append_failures = 0
         self._truncations = 0
         self._unpersisted = 0
-        self._fence_due: dict[Cursor, None] = {}
+        self._fence_due: dict[Cursor, tuple[int, int]] = {}
         """Partitions where a record of an older run came from its producer and was
-        refused since the last turn: each gets an ACK naming the newest run."""
+        refused since the last turn: each gets an ACK naming the newer run (its epoch and
+        start)."""
+        self._fences: dict[Cursor, int] = {}
+        """Partition -> the epoch of a newer run that resumed (a fencing GET-HEADS) and has
+        not begun here yet: the older runs' own records past what the store holds are
+        refused (``_fence``)."""
         self._runs: dict[Cursor, Runs] = {}
         """The producer runs of each partition that named them (``_runs.py``)."""
         self._fenced = 0
@@ -715,14 +720,23 @@ class StoreMachine(
         a newer run's start on."""
         runs = self._runs.get(cursor)
         newest, start = runs.newest() if runs is not None else (0, 0)
+        fences = self._fences
+        if fences and cursor in fences:
+            fence = fences[cursor]
+            if newest >= fence:  # the run that fenced (or a newer one) began: its rule now
+                del fences[cursor]
+            elif live and epoch < fence and sequence > cursor.last:
+                # an older run's own record or HEAD past what we held when a newer run
+                # resumed (see _fence): refused, and its producer told which run is newer
+                self._fence_due[cursor] = (fence, cursor.last + 1)
+                self._fenced += 1
+                self.last_fenced = (
+                    f"{cursor.topic}/{cursor.producer} at {sequence}: run {epoch}, past what "
+                    f"this store held ({cursor.last}) when run {fence} resumed"
+                )
+                return False
         if epoch == newest:
             if run_start == start:
-                return True
-            if runs is not None and cursor.last < start:
-                # known only from its fencing resume (nothing of it is held): the run's
-                # own start is the one its records and heads name (see _fence)
-                runs.entries.pop()
-                self._begin_run(cursor, runs, epoch, run_start, now)
                 return True
             self._runs_refused += 1
             return False
@@ -731,7 +745,7 @@ class StoreMachine(
             return True
         if runs is not None and runs.fences(epoch, sequence):
             if live:  # from the producer itself: tell it which run owns the place
-                self._fence_due[cursor] = None
+                self._fence_due[cursor] = (newest, start)
             self._fenced += 1
             self.last_fenced = (
                 f"{cursor.topic}/{cursor.producer} at {sequence}: run {epoch}, where run "
@@ -743,28 +757,32 @@ class StoreMachine(
     def _fence(self, request: GetHeads, now: float) -> None:
         """A named producer's new run fences its older runs here before this store answers
         its resume (docs/guarantees.md, "Fencing resume"; Kafka's epoch bump): for each of
-        its partitions ``f"{name}.{i}"`` this store holds and whose runs are all older, the
-        new run is known from here on as starting right after what this store holds.
-        Nothing held is set aside (all of it is in this answer, so the run resumes at or
-        after it), and no record of an older run is taken past it: a live predecessor's
-        later records are refused, and its ACK names the new run (it is fenced). The run's
-        own start, which its first record or HEAD names, replaces this one (``_in_run``): at
-        or after it when this store answered, so older records other stores took before
-        their own fence are still taken here by catch-up.
+        its partitions ``f"{name}.{i}"`` this store holds whose runs are all older, the older
+        runs' *own* records and HEADs past what the store holds now are refused from here on
+        (a live predecessor's: its ACK names the new run, so it is fenced at once) until the
+        new run begins here (its first record or HEAD, ``_begin_run``). Nothing held is set
+        aside (all of it is in this answer, so the run resumes at or after it), and copies
+        from other stores are still taken: a store catching up keeps catching up on what
+        the others took before their own fence (the new run resumes after the highest
+        answer), and its later answers say so. Kept in memory: a store restarted before the
+        new run begins forgets it, and takes the older run's late records as it did before
+        fences (the new run's first record sets them aside).
 
         Only partitions the store already tracks: a fence creates no partition, so a
         GET-HEADS naming 2**32 partitions costs a look at the topic's partitions, not new
         cursors (found by the chaos soak's hostile node: a store made thousands)."""
+        del now
         prefix = request.requester[:-1]  # "name."
         epoch = request.epoch
         count = request.partitions
-        for producer, cursor in list(self._by_topic.get(request.topic, {}).items()):
+        fences = self._fences
+        for producer, cursor in self._by_topic.get(request.topic, {}).items():
             index = producer[len(prefix) :]
             if not producer.startswith(prefix) or not index.isdigit() or int(index) >= count:
                 continue
             runs = self._runs.get(cursor)
-            if runs is None or epoch > runs.newest()[0]:
-                self._begin_run(cursor, runs, epoch, cursor.last + 1, now)
+            if (runs is None or epoch > runs.newest()[0]) and epoch > fences.get(cursor, 0):
+                fences[cursor] = epoch
 
     @property
     def records_fenced(self) -> int:
@@ -865,13 +883,11 @@ class StoreMachine(
                 out.append(Send(ack))
             self._ack_due = {}
         if self._fence_due:
-            for cursor in self._fence_due:
-                runs = self._runs.get(cursor)
-                if runs is not None and cursor.durable >= 0:
-                    # an older run's record refused: an ACK naming the newest run fences
+            for cursor, (epoch, start) in self._fence_due.items():
+                if cursor.durable >= 0:
+                    # an older run's record refused: an ACK naming the newer run fences
                     # its producer at once (ProducerMachine.fenced_by) instead of letting
                     # it wait out its delivery timeout
-                    epoch, start = runs.newest()
                     out.append(
                         Send(Ack(cursor.producer, cursor.topic, cursor.durable, epoch, start))
                     )

@@ -1,12 +1,12 @@
 """StoreMachine and a fencing resume (docs/guarantees.md, "Fencing resume").
 
 A named producer's new run asks for heads with its epoch and partition count (a fencing
-GET-HEADS): before the store answers, each of those partitions knows the new run as
-starting right after what the store holds. So a record of an older run that comes after
-the answer - a live predecessor's - is refused (its producer hears an ACK naming the new
-run) instead of being taken, ACKed and then set aside when the new run's first record
-lands on the same sequence. The new run's own start (its first record or HEAD) replaces
-the fence's while the store holds nothing of it.
+GET-HEADS): before the store answers, it refuses the older runs' own records of those
+partitions past what it holds. So a record of an older
+run that comes after the answer - a live predecessor's - is refused (its producer hears an
+ACK naming the new run) instead of being taken, ACKed and then set aside when the new run's
+first record lands on the same sequence. Copies from other stores are still taken (a store
+catching up keeps catching up), and the new run's own first record or HEAD begins it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_an_older_runs_record_after_the_fencing_answer_is_refused_not_acked() ->
     assert [m for m in answer if isinstance(m, DirectHead)] == [
         DirectHead("w.0", T, "w.0", 4, 1, 0)
     ]
-    assert peer.kept_runs[-1] == KeepRuns(T, "w.0", ((1, 0), (2, 5)))
+    assert peer.kept_runs[-1] == KeepRuns(T, "w.0", ((1, 0),))  # the fence is not a run
     # run 1 is still alive: its next record reached the store after the answer
     peer.send(*records("w.0", "g1", 1, 0, 5, 6))
     assert log.contents(T, "w.0")[-1] == b"g1:4"  # before: taken and ACKed, then set aside
@@ -53,25 +53,29 @@ def test_an_older_runs_record_after_the_fencing_answer_is_refused_not_acked() ->
     assert store.statistics().records_superseded == 0
 
 
-def test_the_runs_own_start_replaces_the_fence_and_older_records_below_it_are_caught_up() -> None:
+def test_a_store_catching_up_still_takes_the_older_runs_copies_after_a_fence() -> None:
     """Another store took run 1's 3 and 4 before its own fence (its answer said head 4):
-    the new run starts at 5, and this store, fenced at 3, takes 3 and 4 by catch-up."""
+    this store, fenced at 2, refuses run 1's own record 3 but takes the copies of 3 and 4
+    from the other store (its later answers then say 4), and run 2 begins at 5."""
     store, peer, log = make()
     peer.send(*records("w.0", "g1", 1, 0, 0, 3))
     peer.send(GetHeads(T, "w.0", 2, 1))
-    assert peer.kept_runs[-1] == KeepRuns(T, "w.0", ((1, 0), (2, 3)))
     peer.send(*records("w.0", "g1", 1, 0, 3, 4))  # run 1's live record: refused here
     assert store.statistics().records_fenced == 1
     peer.recv_all()
-    peer.send(Head(T, "w.0", 4, 2, 5))  # run 2 resumed at 5 (the other store's head 4)
-    assert peer.kept_runs[-1] == KeepRuns(T, "w.0", ((1, 0), (2, 5)))
     peer.send(
         DirectRecord(WID, T, "w.0", 3, b"g1:3", 1, 0),
         DirectRecord(WID, T, "w.0", 4, b"g1:4", 1, 0),
-    )
+    )  # before (fence as a run from 3): both refused, the store stuck at 2
+    assert log.contents(T, "w.0")[3:] == [b"g1:3", b"g1:4"]
+    peer.send(GetHeads(T, "w.0", 2, 1))  # run 2's resume asks again
+    assert [m.sequence for m in peer.recv_all() if isinstance(m, DirectHead)] == [4]
+    peer.send(Head(T, "w.0", 4, 2, 5))  # run 2 resumed at 5
+    assert peer.kept_runs[-1] == KeepRuns(T, "w.0", ((1, 0), (2, 5)))
     peer.send(*records("w.0", "g2", 2, 5, 5, 6))
     assert log.contents(T, "w.0") == [b"g1:0", b"g1:1", b"g1:2", b"g1:3", b"g1:4", b"g2:5"]
     assert store.statistics().runs_refused == 0
+    assert store.statistics().records_superseded == 0
 
 
 def test_a_fence_never_moves_a_run_the_store_holds_records_of() -> None:
@@ -116,14 +120,12 @@ def test_an_older_runs_head_past_the_newer_runs_start_is_answered_with_the_fenci
 def test_a_fence_makes_no_partition() -> None:
     """A GET-HEADS naming 2**32 - 1 partitions (the chaos soak's hostile node sent one)
     fences those the store holds and creates none."""
-    store, peer, _ = make()
+    store, peer, log = make()
     peer.send(*records("w.0", "g1", 1, 0, 0, 2))
     peer.send(*records("w.7", "g1", 1, 0, 0, 1))
     peer.send(*records("wx.0", "g1", 1, 0, 0, 1))
-    kept = len(peer.kept_runs)
     peer.send(GetHeads(T, "w.0", 2, (1 << 32) - 1))
-    assert peer.kept_runs[kept:] == [
-        KeepRuns(T, "w.0", ((1, 0), (2, 2))),
-        KeepRuns(T, "w.7", ((1, 0), (2, 1))),
-    ]
     assert store.statistics().partitions == 3  # before: every name.i up to max_partitions
+    peer.send(Record(T, "w.7", 1, b"late", 1, 0), Record(T, "wx.0", 1, b"other", 1, 0))
+    assert log.contents(T, "w.7") == [b"g1:0"]  # w.7 is fenced, wx.0 is not
+    assert log.contents(T, "wx.0") == [b"g1:0", b"other"]
