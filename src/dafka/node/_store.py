@@ -777,8 +777,10 @@ class StoreMachine(
         count = request.partitions
         fences = self._fences
         for producer, cursor in self._by_topic.get(request.topic, {}).items():
-            index = producer[len(prefix) :]
-            if not producer.startswith(prefix) or not index.isdigit() or int(index) >= count:
+            if not producer.startswith(prefix):
+                continue
+            index = _partition_index(producer[len(prefix) :])
+            if index is None or index >= count:
                 continue
             runs = self._runs.get(cursor)
             if (runs is None or epoch > runs.newest()[0]) and epoch > fences.get(cursor, 0):
@@ -1207,6 +1209,22 @@ class StoreMachine(
                     recipient, topic, self.reader_id, self.writer_id, sent, self.stores_known
                 )
                 out.append(Send(end))
+
+
+def _partition_index(text: str) -> int | None:
+    """The ``i`` of a producer's partition ``f"{name}.{i}"`` (below 2**32, a GET-HEADS'
+    partition count): only the decimal form ``str(i)`` writes (at most 10 ASCII digits, no
+    leading zero), else None. A partition name is a peer's: ``str.isdigit`` also takes "²"
+    or "٣", and ``int`` refuses more than 4,300 digits (a producer named "w.²" and a fencing
+    GET-HEADS from "w.0" raised ValueError in the store's thread: the store died)."""
+    if (
+        not 0 < len(text) <= 10
+        or not text.isascii()
+        or not text.isdigit()
+        or (text[0] == "0" and text != "0")
+    ):
+        return None
+    return int(text)
 
 
 def _hole_cursor(partition: Cursor, first: int, end: int) -> Cursor:

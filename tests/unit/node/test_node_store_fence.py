@@ -129,3 +129,23 @@ def test_a_fence_makes_no_partition() -> None:
     peer.send(Record(T, "w.7", 1, b"late", 1, 0), Record(T, "wx.0", 1, b"other", 1, 0))
     assert log.contents(T, "w.7") == [b"g1:0"]  # w.7 is fenced, wx.0 is not
     assert log.contents(T, "wx.0") == [b"g1:0", b"other"]
+
+
+def test_a_fence_passes_over_partition_names_that_are_not_a_decimal_index() -> None:
+    """Partition names are a peer's: "w.²" is a digit to ``str.isdigit`` but not to ``int``
+    (the store's thread raised ValueError and the store died), "w." and 5,000 digits is
+    past ``int``'s limit, "w.01" no producer writes. A fencing GET-HEADS from "w.0" is
+    answered and fences only "w.0" and "w.1"."""
+    store, peer, log = make()
+    odd = ["w.²", "w.٣", "w." + "1" * 5000, "w.01", "w.", "w.1x"]
+    for name in ["w.0", "w.1", *odd]:
+        peer.send(Record(T, name, 0, b"g1:0", 1, 0))
+    peer.recv_all()
+    peer.send(GetHeads(T, "w.0", 2, 4))
+    answered = {m.producer for m in peer.recv_all() if isinstance(m, DirectHead)}
+    assert answered == {"w.0", "w.1", *odd}
+    for name in ["w.0", "w.1", *odd]:
+        peer.send(Record(T, name, 1, b"g1:1", 1, 0))  # run 1's next record
+    assert store.statistics().records_fenced == 2  # w.0 and w.1 only
+    for name in odd:
+        assert log.contents(T, name) == [b"g1:0", b"g1:1"]
