@@ -204,6 +204,12 @@ def _listen_address(value: Any) -> str:
 LISTEN_ADDRESS = Kind("an IP address, * or localhost", _listen_address)
 
 
+def _decimal(text: str) -> bool:
+    """A port as typed: ASCII digits, few enough for ``int`` (``str.isdigit`` also takes
+    "²", on which ``int`` raises: a traceback instead of the grammar's error)."""
+    return 0 < len(text) <= 20 and text.isascii() and text.isdigit()
+
+
 def tower_endpoints(value: Any) -> tuple[tuple[str, str], ...]:
     """The one grammar of towers, for every command, client, daemon and Spark option:
     ``host:port`` (XPUB at port+1) or ``host:subport:pubport``, an optional ``tcp://``,
@@ -221,8 +227,8 @@ def tower_endpoints(value: Any) -> tuple[tuple[str, str], ...]:
             name, sub_text, pub_text = parts
         else:
             name, _, sub_text = spec.rpartition(":")
-            pub_text = str(int(sub_text) + 1) if sub_text.isdigit() else ""
-        if not name or not sub_text.isdigit() or not pub_text.isdigit():
+            pub_text = str(int(sub_text) + 1) if _decimal(sub_text) else ""
+        if not name or not _decimal(sub_text) or not _decimal(pub_text):
             raise ConfigError(f"expected {accepted}, got {item!r}")
         sub_port, pub_port = int(sub_text), int(pub_text)
         if not (0 < sub_port < 65536 and 0 < pub_port < 65536):

@@ -60,7 +60,7 @@ def endpoint_problem(endpoint: str) -> str | None:
     host, colon, port = endpoint[6:].rpartition(":")
     if not colon:
         return "has no port"
-    if not port.isdigit() or len(port) > 5:
+    if not port.isascii() or not port.isdigit() or len(port) > 5:  # "²" is a digit, not int
         return f"port {port[:16]!r} is not a number"
     problem = port_problem(int(port))
     if problem is not None:

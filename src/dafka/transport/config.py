@@ -87,7 +87,7 @@ class TransportConfig:
         towers = []
         for address in self.tower_sub_addresses:
             host, _, port = address.removeprefix("tcp://").rpartition(":")
-            towers.append((host, int(port) if port.isdigit() else 0))
+            towers.append((host, int(port) if port.isascii() and port.isdigit() else 0))
         return listen_addresses(towers, self.bind_host, self.advertised_host)
 
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from dafka.config import tower_endpoints
 from dafka.errors import ConfigError
 from dafka.node import Discovery, DiscoveryConfig, endpoint_problem, host_problem
 from dafka.node.actions import Connect
@@ -83,3 +84,21 @@ def test_bind_host_is_checked_too() -> None:
         TransportConfig(bind_host="not an ip")
     assert TransportConfig(bind_host="*").bind_host == "*"
     assert TransportConfig(advertised_host="127.0.0.1", bind_host="127.0.0.1")
+
+
+@pytest.mark.parametrize("port", ["²", "٣", "5000²"])
+def test_a_port_of_non_ascii_digits_is_refused_not_raised(port: str) -> None:
+    """``str.isdigit`` takes "²" and "٣", ``int`` raises on the first: a tower's forwarded
+    endpoint with such a port raised ValueError in the node's runner thread, a typed tower
+    address a traceback."""
+    assert endpoint_problem(f"tcp://127.0.0.1:{port}") is not None
+    discovery = Discovery(["me"], DiscoveryConfig(interval=1.0, timeout=4.0))
+    discovery.on_message(Welcome(), 0.0)
+    discovery.take_actions()
+    discovery.on_message(PeerEndpoint("peer", f"tcp://127.0.0.1:{port}"), 0.1)
+    assert discovery.statistics().rejected == 1
+    for towers in [f"h:{port}", f"h:{port}:5000", f"h:5000:{port}"]:
+        with pytest.raises(ConfigError, match="expected host:port"):
+            tower_endpoints(towers)
+    config = TransportConfig(tower_sub_addresses=(f"tcp://127.0.0.1:{port}",))
+    assert config.listen() is not None
