@@ -68,14 +68,14 @@ def test_a_zombie_whose_successor_writes_nothing_is_fenced_by_its_own_heads(
     # with a plain DeliveryError
     with LocalCluster(tmp_path, stores=1, beacon_interval=0.2) as cluster:
         common = {"towers": cluster.towers, "beacon_interval": 0.2, "batching": False}
-        zombie = Producer(TOPIC, name="y", delivery_timeout=20.0, **common)  # type: ignore[arg-type]
+        zombie = Producer(TOPIC, name="y", delivery_timeout=60.0, **common)  # type: ignore[arg-type]
         try:
             for i in range(3):
                 zombie.send(b"old-%d" % i)
             assert zombie.flush(30) == 0
             with Producer(TOPIC, name="y", **common):  # type: ignore[arg-type]
                 late = zombie.send(b"late")
-                error = late.exception(15)  # well within the zombie's delivery timeout
+                error = late.exception(40)  # well within the zombie's delivery timeout
                 assert isinstance(error, RunFencedError), repr(error)
                 with pytest.raises(RunFencedError):
                     zombie.flush(30)

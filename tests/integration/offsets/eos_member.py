@@ -15,7 +15,7 @@ stuck in "processing" for ``--stuck`` seconds (it prints ``stuck``) after sendin
 and offsets, while its process runs on (the producer's watchdog keeps checking for a
 successor); then it tries to commit.
 
-With ``--pause-file PATH``, once that file exists the member prints ``pausing`` and stops
+With ``--pause-after N``, after N transactions the member prints ``pausing`` and stops
 itself (SIGSTOP) inside its next transaction, after sending its output and offsets and
 before committing: a zombie paused mid-commit, resumed by the test's SIGCONT; a commit
 refused because the member lost those partitions meanwhile prints ``commit_failed`` (the
@@ -32,7 +32,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from dafka import (
@@ -57,7 +56,7 @@ def main() -> None:
     parser.add_argument("--tid", required=True)
     parser.add_argument("--txn-size", type=int, default=13)
     parser.add_argument("--stuck", type=float, default=15.0)
-    parser.add_argument("--pause-file", type=Path, default=None)
+    parser.add_argument("--pause-after", type=int, default=0)
     parser.add_argument("--work", type=float, default=0.0)
     args = parser.parse_args()
     faulthandler.register(signal.SIGUSR1)  # a test that times out asks for the stacks
@@ -88,8 +87,8 @@ def main() -> None:
                     if stuck.is_set():
                         say("stuck")
                         threading.Event().wait(args.stuck)  # the application's slow processing
-                    if args.pause_file is not None and args.pause_file.exists():
-                        args.pause_file.unlink()
+                    if args.pause_after and n >= args.pause_after:
+                        args.pause_after = 0
                         say("pausing", n=n)
                         os.kill(os.getpid(), signal.SIGSTOP)  # a zombie, mid-commit
             except CommitError as exc:  # lost its partitions: the transaction was aborted

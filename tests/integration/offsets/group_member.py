@@ -10,9 +10,10 @@ when a poll finds nothing new. A test SIGKILLs it: what it printed after its las
 ``committed`` line is its uncommitted tail. A commit that fails prints ``commit_failed``
 (the error's type and message) and the member goes on; its rebalance callbacks print
 ``assigned`` and ``lost`` (partitions); ``--work`` is the seconds each poll's records take
-to process. With ``--pause-file PATH``, once that file exists
-the member prints ``pausing`` and stops itself (SIGSTOP) right before its next commit: a
-zombie paused mid-commit, resumed by the test's SIGCONT.
+to process. With ``--pause-after N``, once it handled N records the member prints
+``pausing`` and stops itself (SIGSTOP) right before its next commit: a zombie paused
+mid-commit, resumed by the test's SIGCONT (at a point of its own: a test that signalled
+it could come too late on a loaded machine, after the member had read everything).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 from dafka import CommitError, Consumer
 
@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--max-records", type=int, default=50)
     parser.add_argument("--commit-idle", action="store_true")
     parser.add_argument("--work", type=float, default=0.0, help="seconds of work per poll")
-    parser.add_argument("--pause-file", type=Path, default=None)
+    parser.add_argument("--pause-after", type=int, default=0)
     args = parser.parse_args()
     manual = args.commit_every > 0
     with Consumer(
@@ -67,8 +67,8 @@ def main() -> None:
             due = since >= args.commit_every or (args.commit_idle and since and not values)
             if not manual or not due:
                 continue
-            if args.pause_file is not None and args.pause_file.exists():
-                args.pause_file.unlink()
+            if args.pause_after and handled >= args.pause_after:
+                args.pause_after = 0
                 emit("pausing", handled=handled)
                 os.kill(os.getpid(), signal.SIGSTOP)  # a zombie, mid-commit
             since = 0

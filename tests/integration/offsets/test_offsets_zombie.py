@@ -3,7 +3,7 @@ over: its late commit is refused and the group's position never moves (issue 20)
 
 Real processes: the cluster (``LocalCluster``: a tower, two stores) and two members
 (``group_member.py``). Member A reads alone, committing every 20 records; it stops itself
-right before a commit (``--pause-file``: SIGSTOP, a zombie mid-commit). Member B joins,
+right before a commit (``--pause-after``: SIGSTOP, a zombie mid-commit). Member B joins,
 takes every partition from the group's commits (A is silent past ``session_timeout``),
 reads the rest and commits it: the group's commits reach every partition's end. Then A is
 resumed (SIGCONT) straight into its commit of positions B has long passed. Before, that
@@ -60,7 +60,7 @@ def _after(proc: Proc, mark: str, events: tuple[str, ...]) -> dict[str, Any] | N
 
 
 def test_a_paused_members_late_commit_is_refused_and_moves_nothing(
-    cluster: LocalCluster, procs: Processes, tmp_path: Path
+    cluster: LocalCluster, procs: Processes
 ) -> None:
     ends: dict[tuple[str, str], int] = {}
     with Producer(
@@ -75,11 +75,8 @@ def test_a_paused_members_late_commit_is_refused_and_moves_nothing(
                 ends[key] = max(ends.get(key, 0), meta.offset + 1)
     assert len(ends) == 4
 
-    pause = tmp_path / "pause-a"
-    a = _member(procs, cluster, "member-a", "--work", "0.05", "--pause-file", str(pause))
-    a.wait_event("committed", lambda e: e["handled"] >= 60, timeout=60)
-    pause.touch()
-    a.wait_event("pausing", timeout=30)  # stopped right before a commit
+    a = _member(procs, cluster, "member-a", "--work", "0.05", "--pause-after", "70")
+    a.wait_event("pausing", timeout=90)  # stopped itself right before a commit
     handled_a, committed_a = _handled(a.events())
     assert committed_a < len(handled_a) < TOTAL
 
@@ -128,7 +125,7 @@ def _eos_member(procs: Processes, cluster: LocalCluster, name: str, *extra: str)
 
 
 def test_a_paused_members_transaction_with_lost_offsets_is_aborted(
-    cluster: LocalCluster, procs: Processes, tmp_path: Path
+    cluster: LocalCluster, procs: Processes
 ) -> None:
     # The exactly-once loop: each member its own transactional id (nothing fences one
     # member's producer when another takes its partitions). A stops itself inside a
@@ -147,11 +144,8 @@ def test_a_paused_members_transaction_with_lost_offsets_is_aborted(
                 key = (meta.topic, meta.partition)
                 ends[key] = max(ends.get(key, 0), meta.offset + 1)
 
-    pause = tmp_path / "pause-eos"
-    a = _eos_member(procs, cluster, "zeos-a", "--work", "0.05", "--pause-file", str(pause))
-    a.wait_event("txn", lambda e: e["n"] >= 3, timeout=90)
-    pause.touch()
-    a.wait_event("pausing", timeout=30)
+    a = _eos_member(procs, cluster, "zeos-a", "--work", "0.05", "--pause-after", "3")
+    a.wait_event("pausing", timeout=90)
 
     _eos_member(procs, cluster, "zeos-b")
     with Consumer(
