@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from dafka.client import Consumer, ConsumerSettings
 from dafka.errors import DafkaError
@@ -35,6 +36,8 @@ from dafka.spark._options import PLAINTEXT, ClientSecurity
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+_Columns = Mapping[Key, tuple[list[int], list[int]]]
+_T = TypeVar("_T")
 
 
 class _Counts:
@@ -192,15 +195,9 @@ class MessageCounter:
     ) -> dict[Key, int]:
         """:func:`plan_messages` over the counts so far, after dropping what lies before
         ``begin`` (Spark's start: planned already); raises if the reader died."""
-        with self._lock:
-            if self._error is not None:
-                raise DafkaError(f"the source's message counter failed: {self._error}")
-            for key, position in begin.items():
-                found = self._counts.get(key)
-                if found is not None:
-                    found.forget_before(position)
-            counts = {k: (c.ends, c.cums) for k, c in self._counts.items()}
-            return plan_messages(begin, heads, counts, cap, share)
+        return self._over_counts(
+            begin, lambda counts: plan_messages(begin, heads, counts, cap, share)
+        )
 
     def counted(self, begin: Mapping[Key, int], end: Mapping[Key, int]) -> int:
         """Messages counted so far in ``[begin, end)`` over every partition of ``end``
@@ -208,6 +205,12 @@ class MessageCounter:
         so RECORDs the counter has not read yet count as nothing (the batch waits for them,
         or for ``maxTriggerDelay``). Forgets what lies before ``begin`` (planned already);
         raises if the reader died."""
+        return self._over_counts(begin, lambda counts: count_messages(begin, end, counts))
+
+    def _over_counts(self, begin: Mapping[Key, int], use: Callable[[_Columns], _T]) -> _T:
+        """``use`` of the counts so far, each partition's from its ``begin`` on (what lies
+        before was planned already: forgotten), under the lock (the reader appends to the
+        lists ``use`` reads); raises if the reader died."""
         with self._lock:
             if self._error is not None:
                 raise DafkaError(f"the source's message counter failed: {self._error}")
@@ -215,8 +218,7 @@ class MessageCounter:
                 found = self._counts.get(key)
                 if found is not None:
                     found.forget_before(position)
-            counts = {k: (c.ends, c.cums) for k, c in self._counts.items()}
-            return count_messages(begin, end, counts)
+            return use({k: (c.ends, c.cums) for k, c in self._counts.items()})
 
     def wait_counted(self, targets: Mapping[Key, int], timeout: float) -> bool:
         """Wait (at most ``timeout`` s) until every partition is counted up to its target
