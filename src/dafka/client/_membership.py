@@ -185,6 +185,9 @@ class Membership:
                     self._client._forget_partition((topic, partition))
             if event.kind == "lost":  # at once: no commit may carry them from now on
                 self._client._forget_positions(event.partitions)
+                with self._lock:  # nor a handover still queued (it would commit them later,
+                    for key in event.partitions:  # maybe once they are this member's again)
+                        self._handing.pop(key, None)
         with self._lock:
             self._events += events
         self.wake()
@@ -297,8 +300,10 @@ class Membership:
 
         def commit_then_release() -> None:
             committed: dict[Key, Handed] = {}
+            with self._lock:  # lost while queued: not this member's to commit any more
+                live = {k: p for k, p in positions.items() if self._handing.get(k) == token}
             try:
-                committed = self._client._commit_handover(positions)
+                committed = self._client._commit_handover(live)
             except Exception:  # reported, and the partitions released all the same
                 log.exception("group %s: the handover commit of %s failed", group, keys)
             finally:

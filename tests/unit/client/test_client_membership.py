@@ -225,3 +225,51 @@ def test_a_takeover_does_not_wait_behind_a_handover_commit() -> None:
         stop.set()
         poller.join(WAIT)
         membership.close()
+
+
+def test_a_queued_handover_of_partitions_lost_meanwhile_commits_nothing() -> None:
+    """m1's handover of p2 (m3 crashed) waits behind a slow earlier handover commit; then m1
+    is paused past session_timeout and counts itself lost. When the handover thread comes
+    to p2 it must not commit it: another member may read and commit p2 by then, and m1 may
+    even own p2 again, so an old position committed late would move the group back. Before,
+    the queued handover committed p2's position all the same."""
+    group = Group()
+    membership, client = group.membership, group.client
+
+    def rebalance() -> None:
+        if membership.pending:
+            membership.rebalance(lambda fn: fn(group.now))
+
+    group.tick(0.0)
+    for step in range(1, 5):  # the join window, then beats every 0.5 s
+        group.tick(step * 0.5)
+        rebalance()
+    assert group.consumer.member.assignment() == {(TOPIC, "p2"), (TOPIC, "p3")}
+
+    client.hold = True  # an earlier handover's commit is slow: the handover thread is busy
+    membership._hand_over([], {}, lambda fn: fn(group.now))
+    group.alive.discard("m3")  # m3 crashes after its beat at 2.0 s
+    t = 2.0
+    while (TOPIC, "p2") not in group.listener.revoked:  # revoked: its handover is queued
+        t += 0.5
+        assert t < 6.0, "m1 never handed p2 over"
+        group.tick(t)
+        rebalance()
+    m2 = group.others["m2"]
+    while t < 9.0:  # m1 is paused: only m2 beats, for longer than session_timeout (2 s)
+        t += 0.5
+        group.now = t
+        m2.on_timer(t)
+        group.alive.discard("m1")
+        group.exchange()
+        group.alive.add("m1")
+    group.consumer.member.on_timer(t)  # m1 resumes: it counts itself lost first
+    group.exchange()
+    rebalance()
+    client.release.set()
+    deadline = time.monotonic() + WAIT
+    while len(client.committing) < 2:
+        assert time.monotonic() < deadline, "the queued handover never ran"
+        time.sleep(0.005)
+    membership.close()
+    assert client.committing == [set(), set()], client.committing
