@@ -86,7 +86,11 @@ def read(consumer: Consumer, count: int, max_records: int = 10_000) -> list[Reco
     deadline = time.monotonic() + DEADLINE
     while len(got) < count:
         if time.monotonic() > deadline:
-            raise AssertionError(f"got {len(got)} of {count} records")
+            raise AssertionError(
+                f"got {len(got)} of {count} records: "
+                f"{[(r.partition, r.offset, r.value) for r in got][:20]}; positions "
+                f"{consumer.positions()}, heads {consumer.heads()}, {consumer.statistics()}"
+            )
         got += consumer.poll(timeout=0.2, max_records=max_records)
     return got
 
