@@ -50,6 +50,10 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
         self._stores = 0
         self._may_be_ours = True
         """HeadsMachine.may_be_ours (the runner thread publishes it)."""
+        self._all_ours = False
+        """HeadsMachine.all_ours (the runner thread publishes it)."""
+        self._greeted_at: float | None = None
+        """When the first store greeted this watcher (monotonic)."""
         self.last_refresh_answered = False
         """The last :meth:`refresh` ended on every store's "that is all", not on silence."""
         self._answered = 0
@@ -132,8 +136,25 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
     ) -> dict[tuple[str, str], int]:
         """Wait until nothing new was learnt for ``quiet`` seconds (at most ``timeout``), at
         least ``at_least`` seconds after the watcher started, and ``min_stores`` stores
-        greeted it (their answers are then in: a partition they did not name has no data)."""
-        return self._wait_quiet(quiet, timeout, at_least, lambda: self._stores >= min_stores)
+        greeted it and answered (a partition they did not name has no data).
+
+        A store's greeting comes before its heads (it answers our CONSUMER-HELLO): "answered"
+        is every greeted store's "that is all" (HEADS-END), or ``STALLED_ROUND`` seconds
+        after the first greeting for a store that never says it (a C store, one that has
+        not run ``peers_settle`` yet). Before, quiet alone decided: on a loaded machine the
+        heads came more than ``quiet`` after the greeting and a plan held no partition."""
+        if min_stores <= 0:
+            return self._wait_quiet(quiet, timeout, at_least)
+
+        def answered() -> bool:
+            greeted = self._greeted_at
+            return (
+                self._stores >= min_stores
+                and greeted is not None
+                and (self._all_ours or time.monotonic() >= greeted + STALLED_ROUND)
+            )
+
+        return self._wait_quiet(quiet, timeout, at_least, answered, poll=0.05)
 
     def wait_for(
         self, ready: Callable[[dict[tuple[str, str], int]], bool], timeout: float
@@ -167,7 +188,10 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
             heads = machine.heads()
             with self._changed:  # the store count and the heads it brought at once
                 self._stores = machine.stores
+                if self._stores and self._greeted_at is None:
+                    self._greeted_at = time.monotonic()
                 self._may_be_ours = machine.may_be_ours
+                self._all_ours = machine.all_ours
                 self._answered = machine.answered_round
                 self._publish(heads, time.monotonic())
 

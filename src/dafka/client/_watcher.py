@@ -45,10 +45,13 @@ class Watcher(Closing, Generic[S]):
         timeout: float,
         at_least: float,
         ready: Callable[[], bool] | None = None,
+        poll: float | None = None,
     ) -> S:
         """Wait until nothing new for ``quiet`` seconds, at least ``at_least`` seconds after
         start and ``ready()`` (checked under the lock; a publish wakes it), at most
-        ``timeout`` seconds; returns the latest snapshot."""
+        ``timeout`` seconds; returns the latest snapshot. ``poll``: how often ``ready`` is
+        asked again while it is false (for a ready that also depends on time), else only a
+        publish wakes the wait."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
@@ -62,8 +65,8 @@ class Watcher(Closing, Generic[S]):
                 if now >= deadline or settled:
                     return self._snapshot
                 wake = max(self._last_change + quiet, self._started + at_least)
-                if not is_ready:
-                    wake = deadline  # woken by the publish that makes it ready
+                if not is_ready:  # woken by the publish that makes it ready, or polled
+                    wake = deadline if poll is None else now + poll
                 self._changed.wait(max(min(deadline, wake) - now, 0.001))
 
     def close(self) -> None:

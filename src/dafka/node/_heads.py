@@ -210,7 +210,9 @@ class HeadsMachine:
             if not self._mine(message.recipient):
                 self._foreign += 1
                 return
-            self._ever_ended.add(message.store)
+            if message.store not in self._ever_ended:  # news: all_ours may have changed
+                self._ever_ended.add(message.store)
+                self.version += 1
             self._stores_counted = max(self._stores_counted, message.stores)
             if message.store not in self._stores:  # its greeting was lost or is late
                 self._stores.add(message.store)

@@ -154,3 +154,20 @@ def test_a_c_store_is_not_ours_and_never_answers_a_round() -> None:
     m.on_message(HeadsEnd("ME.1", "t", "OURS", "W", 0, 1), 1.0)
     assert not m.all_ours
     assert m.answered_round < round_
+
+
+def test_a_greeted_stores_first_that_is_all_is_news_for_the_watcher() -> None:
+    """A store greets before its heads come (it answers our CONSUMER-HELLO): its first
+    HEADS-END is what tells a waiting reader that its answers are in (``all_ours``), so it
+    must reach the watcher (a new ``version``) even when it brings no head. Before, it did
+    not, and a batch plan waited for quiet alone: on a loaded machine, quiet came between
+    the greeting and the heads, and the plan held no partition."""
+    m = _greeted(("S1",))
+    before = (m.version, m.all_ours)
+    m.on_message(HeadsEnd("ME", "t", "S1", "W1", 0, 1), 1.0)  # a CONSUMER-HELLO's answer
+    after = (m.version, m.all_ours)
+    assert (before[1], after[1]) == (False, True)
+    assert after[0] > before[0]
+    again = m.version
+    m.on_message(HeadsEnd("ME", "t", "S1", "W1", 0, 1), 2.0)  # nothing new
+    assert m.version == again
