@@ -32,10 +32,11 @@ from dafka.spark._options import Offsets, SourceOptions, Times
 from dafka.spark._read import RangePartition, read_partition
 
 _QUIET = 0.1
-"""Seconds without news, once a store has greeted the watcher (its heads came with the
-greeting), after which its first answers are taken as complete: other stores answer the
-same GET-HEADS within milliseconds; one slower than this only makes a batch read stop at
-the first store's heads (or a streaming ``latest`` start read a partition from 0)."""
+"""Seconds without news, once a store has greeted the watcher and answered (its "that is
+all", or ``STALLED_ROUND`` after the greeting: ``HeadWatcher.wait_quiet``), after which the
+first answers are taken as complete: other stores answer the same GET-HEADS within
+milliseconds; one slower than this only makes a batch read stop at the first store's heads
+(or a streaming ``latest`` start read a partition from 0)."""
 _FIRST_ANSWERS = 30.0
 """At most this long for a store's first answers (a cluster without stores): it ends as soon
 as a store greeted and ``_QUIET`` passed; 5 s was too short on a loaded machine, where a
@@ -48,10 +49,11 @@ _HEAD_INTERVAL = 1.2
 def _first_heads(watcher: HeadWatcher, options: SourceOptions) -> dict[tuple[str, str], int]:
     """The heads once the first answers are in (a pattern waits for a round of HEADs).
 
-    "In" means a store greeted the watcher (its DIRECT-HEADs came with the greeting) and
-    nothing new came for ``_QUIET`` seconds: quiet alone is not enough on a loaded machine,
-    where the watcher may not even have reached the tower within it - the plan then held no
-    partition at all (at most ``_FIRST_ANSWERS`` seconds: a cluster without stores)."""
+    "In" means a store greeted the watcher and answered (its DIRECT-HEADs answer our
+    CONSUMER-HELLO, after the greeting) and nothing new came for ``_QUIET`` seconds: quiet
+    alone is not enough on a loaded machine, where the watcher may not even have reached the
+    tower within it, nor heard the store's heads - the plan then held no partition at all
+    (at most ``_FIRST_ANSWERS`` seconds: a cluster without stores)."""
     least = max(_HEAD_INTERVAL, watcher.discovery_time) if options.pattern is not None else 0.0
     heads = watcher.wait_quiet(_QUIET, least + _FIRST_ANSWERS, at_least=least, min_stores=1)
     return _assigned(options, heads)
