@@ -142,6 +142,20 @@ class _Peer:
     included_me: bool = False
     handed: dict[Key, Handover] = field(default_factory=dict)
 
+    @classmethod
+    def heard(cls, message: MemberBeat, key: str, view: frozenset[str], now: float) -> _Peer:
+        """A member first heard of by its beat ``message``."""
+        return cls(
+            message.member,
+            key,
+            message.sequence,
+            now,
+            message.started,
+            frozenset(message.topics),
+            view,
+            frozenset(message.claims),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class GroupStatistics:
@@ -477,16 +491,7 @@ class GroupMember(SubscriptionNotices):
                     or (since is not None and state.taken_no[k] > since)
                 ]
             )
-            peer = _Peer(
-                member,
-                key,
-                message.sequence,
-                now,
-                message.started,
-                frozenset(message.topics),
-                view,
-                frozenset(message.claims),
-            )
+            peer = _Peer.heard(message, key, view, now)
             self._peers[member] = peer
             self._beat_now = True  # acknowledge it
         else:
@@ -523,16 +528,7 @@ class GroupMember(SubscriptionNotices):
         member = message.member
         pending = self._pending.get(member)
         if pending is None:
-            pending = _Peer(
-                member,
-                key,
-                message.sequence,
-                now,
-                message.started,
-                frozenset(message.topics),
-                view,
-                frozenset(message.claims),
-            )
+            pending = _Peer.heard(message, key, view, now)
             self._pending[member] = pending
             self._pending_since.setdefault(member, self._state.takes)
             self._beat_now = True  # acknowledge it: then it counts this member alive
