@@ -195,6 +195,11 @@ class StoreConfig:
     * ``stores_remembered`` - seconds a store that left (its ``W`` subscription ended) is
       still counted in HEADS-END: askers then wait for its answer or their settle window
       rather than trust the others' lower heads (a store paused for a moment, or cut off).
+    * ``max_fence_ahead`` - seconds a fencing GET-HEADS' epoch (a new run's start, wall
+      clock ms) may be past this store's wall clock: a later one is refused (counted
+      ``fences_refused``, logged; the heads are answered), so that a fence naming run
+      2**64-1 cannot fence a producer's every later run (docs/guarantees.md, "Fencing
+      resume"). Hosts kept in time by NTP differ by far less.
     """
 
     fetch: FetchPolicy = FetchPolicy()
@@ -211,9 +216,12 @@ class StoreConfig:
     ask_topics: tuple[str, ...] = ()
     peers_settle: float | None = None
     stores_remembered: float = 60.0
+    max_fence_ahead: float = 60.0
 
     def __post_init__(self) -> None:
         _message_limit("store", self.max_message_bytes)
+        if not self.max_fence_ahead >= 0:
+            raise ConfigError(f"store max_fence_ahead must be >= 0, got {self.max_fence_ahead!r}")
         if self.peers_settle is not None and not self.peers_settle >= 0:
             raise ConfigError(f"store peers_settle must be >= 0, got {self.peers_settle!r}")
         _positive("store stores_remembered", self.stores_remembered)

@@ -230,6 +230,9 @@ class StoreStatistics:
     taken instead."""
     runs_refused: int = 0
     """RECORDs and heads naming a known run with another start (malformed: dropped)."""
+    fences_refused: int = 0
+    """Fencing GET-HEADS whose epoch was more than ``max_fence_ahead`` past the store's
+    wall clock: nothing fenced (answered as a plain GET-HEADS)."""
 
 
 class _Reply:
@@ -258,11 +261,14 @@ class StoreMachine(
         reader: RecordReader,
         config: StoreConfig | None = None,
         now: float | None = None,
+        wall: float | None = None,
     ) -> None:
         """Recovers the heads of every partition from ``reader`` (a restarted store).
 
         ``now``: when the store started (``peers_settle`` counts from it); None: the time
-        of its first input."""
+        of its first input. ``wall``: the wall clock then (seconds since the Unix epoch),
+        which bounds a fencing GET-HEADS' epoch (``StoreConfig.max_fence_ahead``); None: not
+        bounded (the machine reads no clock: ``dafka.server.StoreNode`` gives it)."""
         wid = check_name("store writer id", writer_id)
         rid = check_name("store reader id", reader_id)
         self.writer_id = writer_id
@@ -302,6 +308,7 @@ class StoreMachine(
         self._listening: dict[bytes, dict[str, None]] = {b"K": {}, b"L": {}}
         """Ids subscribed to their ACKs (K) and to STORE-HELLO (L), from the XPUB notices."""
         self._started = now
+        self._wall = wall
         self._vouched = False
         """``peers_settle`` has passed since the start: HEADS-END goes with heads answers."""
         self._stores: dict[str, float | None] = {}
@@ -337,6 +344,9 @@ class StoreMachine(
         self._runs: dict[Cursor, Runs] = {}
         """The producer runs of each partition that named them (``_runs.py``)."""
         self._fenced = 0
+        self._fences_refused = 0
+        self.last_fence_refused = ""
+        """What the last refused fence was (for the driver's log line)."""
         self._superseded = 0
         self._runs_refused = 0
         self.last_fenced = ""
@@ -770,10 +780,24 @@ class StoreMachine(
 
         Only partitions the store already tracks: a fence creates no partition, so a
         GET-HEADS naming 2**32 partitions costs a look at the topic's partitions, not new
-        cursors (found by the chaos soak's hostile node: a store made thousands)."""
-        del now
+        cursors (found by the chaos soak's hostile node: a store made thousands). An
+        epoch more than ``max_fence_ahead`` past the store's wall clock fences nothing
+        (``fences_refused``): the epochs of runs are their start in wall ms, and a fence
+        naming run 2**64-1 would refuse every later run of the producer until the store
+        restarts (the heads are answered all the same)."""
         prefix = request.requester[:-1]  # "name."
         epoch = request.epoch
+        if self._wall is not None and self._started is not None:
+            limit = int((self._wall + now - self._started + self.config.max_fence_ahead) * 1000)
+            if epoch > limit:
+                # a run's epoch is its start in wall ms: one this far ahead of our clock
+                # would fence the producer's every later run until this store restarts
+                self._fences_refused += 1
+                self.last_fence_refused = (
+                    f"{request.topic}/{request.requester} run {epoch}: more than "
+                    f"{self.config.max_fence_ahead:g} s past this store's clock ({limit})"
+                )
+                return
         count = request.partitions
         fences = self._fences
         for producer, cursor in self._by_topic.get(request.topic, {}).items():
@@ -790,6 +814,11 @@ class StoreMachine(
     def records_fenced(self) -> int:
         """Records and heads refused so far because a newer producer run owns their place."""
         return self._fenced
+
+    @property
+    def fences_refused(self) -> int:
+        """Fencing GET-HEADS refused so far: their epoch was too far ahead (``_fence``)."""
+        return self._fences_refused
 
     def _begin_run(
         self, cursor: Cursor, runs: Runs | None, epoch: int, run_start: int, now: float
@@ -970,6 +999,7 @@ class StoreMachine(
             records_fenced=self._fenced,
             records_superseded=self._superseded,
             runs_refused=self._runs_refused,
+            fences_refused=self._fences_refused,
         )
 
     # -- writer ----------------------------------------------------------------------------

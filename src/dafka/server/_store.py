@@ -122,7 +122,12 @@ class StoreNode(Running):
         self.writer_id, self.reader_id = _load_ids(self.data_dir)
         self.storage = storage
         self.machine = StoreMachine(
-            self.writer_id, self.reader_id, storage, self._store_config, now=time.monotonic()
+            self.writer_id,
+            self.reader_id,
+            storage,
+            self._store_config,
+            now=time.monotonic(),
+            wall=time.time(),
         )
         self.persistence = StorePersistence(storage, self.machine, self._name)
         self._reapply_deletes(storage, self.persistence)
@@ -143,6 +148,8 @@ class StoreNode(Running):
         self._trim_due = 0.0
         self._fenced_logged = 0
         self._fence_log_due = 0.0
+        self._refused_logged = 0
+        self._refused_log_due = 0.0
         try:
             self.runner.start(ready_timeout)
         except BaseException:
@@ -188,6 +195,21 @@ class StoreNode(Running):
                 machine.last_fenced,
             )
             self._fenced_logged = machine.records_fenced
+        if (
+            machine is not None
+            and machine.fences_refused != self._refused_logged
+            and now >= self._refused_log_due
+        ):
+            self._refused_log_due = now + FENCE_LOG_INTERVAL
+            log.warning(
+                "%s: %d fencing GET-HEADS refused since the last line (its run's epoch is "
+                "too far past this store's clock: a sender's clock far ahead, or a forged "
+                "fence); nothing fenced, the heads answered; last: %s",
+                self._name,
+                machine.fences_refused - self._refused_logged,
+                machine.last_fence_refused,
+            )
+            self._refused_logged = machine.fences_refused
         if self.scrubber is not None:
             self.scrubber.turn(now)
         if now >= self._trim_due:

@@ -149,3 +149,53 @@ def test_a_fence_passes_over_partition_names_that_are_not_a_decimal_index() -> N
     assert store.statistics().records_fenced == 2  # w.0 and w.1 only
     for name in odd:
         assert log.contents(T, name) == [b"g1:0", b"g1:1"]
+
+
+WALL = 1_800_000_000.0
+"""The store's wall clock at ``now`` 0 (s since the Unix epoch): runs' epochs are wall ms."""
+
+
+def test_a_fence_far_past_the_stores_clock_fences_nothing() -> None:
+    """A fencing GET-HEADS naming run 2**64 - 1 (forged, or a clock far ahead) is answered
+    and fences nothing: before, it refused the live run's records and every later run's
+    (each run's epoch is its start in wall ms, all below it) until the store restarted."""
+    log = MemoryLog()
+    store = StoreMachine(WID, RID, log, StoreConfig(heads_refresh=None), now=0.0, wall=WALL)
+    peer = ScriptedPeer(store, log=log)
+    peer.recv_all()
+    run1 = int(WALL * 1000) - 60_000
+    peer.send(*records("w.0", "g1", run1, 0, 0, 3))
+    peer.recv_all()
+    peer.send(GetHeads(T, "w.0", (1 << 64) - 1, 1))
+    heads = [m for m in peer.recv_all() if isinstance(m, DirectHead)]
+    assert [h.sequence for h in heads] == [2]  # answered all the same
+    assert store.statistics().fences_refused == 1
+    assert "run 18446744073709551615" in store.last_fence_refused
+    peer.send(*records("w.0", "g1", run1, 0, 3, 4))  # the live run goes on
+    assert log.contents(T, "w.0")[-1] == b"g1:3"
+    assert store.statistics().records_fenced == 0
+    peer.advance(10.0)  # a new run, 10 s later: its fence and records are taken
+    run2 = int(WALL * 1000) + 10_000
+    peer.send(GetHeads(T, "w.0", run2, 1))
+    peer.send(*records("w.0", "g1", run1, 0, 4, 5))  # the older run, fenced by run 2
+    assert store.statistics().records_fenced == 1
+    peer.send(*records("w.0", "g2", run2, 4, 4, 6))
+    assert log.contents(T, "w.0")[3:] == [b"g1:3", b"g2:4", b"g2:5"]
+    assert store.statistics().fences_refused == 1
+
+
+def test_a_fence_within_max_fence_ahead_of_the_stores_clock_is_taken() -> None:
+    """A producer's clock may run ahead of the store's: up to ``max_fence_ahead`` its fence
+    holds as any other."""
+    log = MemoryLog()
+    config = StoreConfig(heads_refresh=None, max_fence_ahead=30.0)
+    store = StoreMachine(WID, RID, log, config, now=0.0, wall=WALL)
+    peer = ScriptedPeer(store, log=log)
+    peer.recv_all()
+    peer.send(*records("w.0", "g1", 1, 0, 0, 2))
+    peer.send(GetHeads(T, "w.0", int(WALL * 1000) + 29_000, 1))
+    peer.send(*records("w.0", "g1", 1, 0, 2, 3))
+    assert store.statistics().records_fenced == 1
+    assert store.statistics().fences_refused == 0
+    peer.send(GetHeads(T, "wx.0", int(WALL * 1000) + 31_000, 1))
+    assert store.statistics().fences_refused == 1
