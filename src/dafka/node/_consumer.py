@@ -16,12 +16,13 @@ existed when we subscribed. Subscribing sends GET-HEADS so that stores tell us t
 partitions (also those whose producers are gone); a STORE-HELLO (a store saw us subscribe) is
 answered with CONSUMER-HELLO listing our topics, which the store answers with DIRECT-HEADs
 too. A partition first heard of (HEAD, DIRECT-HEAD or record) within ``latest_settle``
-seconds of subscribing counts as existing at start: it is read after that head (or from that
-record on). One first heard of later is *new*: it is read from its beginning, so that a live
-``latest`` consumer does not lose the first records of a producer that starts after it (as
-Spark's Kafka source does for new partitions). A partition that existed but was not heard of
-within the window (stores unreachable that long) is therefore read from the beginning: extra
-records, never lost ones.
+seconds of subscribing, and before every store said "that is all" (HEADS-END, see
+:meth:`ConsumerMachine.heads_answered`), counts as existing at start: it is read after that
+head (or from that record on). One first heard of later is *new*: it is read from its
+beginning, so that a live ``latest`` consumer does not lose the first records of a producer
+that starts after it (as Spark's Kafka source does for new partitions). A partition that
+existed but was not heard of within the window (stores unreachable that long) is therefore
+read from the beginning: extra records, never lost ones.
 
 Assigned partitions (:meth:`ConsumerMachine.assign`) are read by FETCH only, from a start
 sequence and optionally up to an end (exclusive): no ``M`` subscription; HEADs and GET-HEADS
@@ -362,8 +363,8 @@ class ConsumerMachine(
         nothing of them is read until they are resumed."""
         if self._in_order.dirty:
             return False
-        for topic, due in self._settle.items():
-            if now < due and not self.heads_answered(topic):
+        for topic in self._settle:
+            if not self._settled(topic, now):
                 return False
         for cursor in self._cursors.values():
             if cursor.last < cursor.known_head or cursor.ahead:
@@ -371,6 +372,14 @@ class ConsumerMachine(
             if cursor.limit != NO_LIMIT and cursor.last < cursor.limit:
                 return False
         return True
+
+    def _settled(self, topic: str, now: float) -> bool:
+        """Every partition that existed when ``topic`` was subscribed is known: its settle
+        window is over, or every store said "that is all". A partition first heard of after
+        that is *new* (read from its beginning): one rule for :meth:`at_end` and for where
+        ``latest`` starts (a partition first heard of between the two was read from the
+        record heard, and a producer started just after ``at_end`` lost its first ones)."""
+        return now >= self._settle.get(topic, now) or self.heads_answered(topic)
 
     def heads_answered(self, topic: str) -> bool:
         """Every store that greeted us - and at least as many as any store counts - said
@@ -824,7 +833,7 @@ class ConsumerMachine(
         start = self._starts.pop(key, None)
         if start is not None:
             last = start - 1
-        elif self._earliest or now >= self._settle.get(topic, now):
+        elif self._earliest or self._settled(topic, now):
             last = -1
         else:
             last = latest_last

@@ -1,4 +1,4 @@
-"""A tower and one or more stores in ONE process, on ephemeral loopback ports.
+"""A tower and one or more stores in ONE process, on loopback ports.
 
 For the throughput demo (``dafka bench``), which reads each store's heads directly; everything
 else runs :class:`dafka.server.LocalCluster` (a process per member, ~20x faster).
@@ -13,6 +13,7 @@ from pathlib import Path
 from dafka.config import tower_spec
 from dafka.lifecycle import Running
 from dafka.node import StoreConfig
+from dafka.server._ports import free_port_pair
 from dafka.server._store import StoreNode
 from dafka.storage import StorageConfig
 from dafka.transport.config import TransportConfig
@@ -37,8 +38,8 @@ class InProcessCluster(Running):
     ) -> None:
         self.data_dir = Path(data_dir)
         self._host = host
-        sub = f"tcp://{host}:{tower_port if tower_port else '*'}"
-        pub = f"tcp://{host}:{tower_port + 1 if tower_port else '*'}"
+        port = tower_port or free_port_pair(host)  # not a kernel pick: see free_port_pair
+        sub, pub = f"tcp://{host}:{port}", f"tcp://{host}:{port + 1}"
         self._context = context
         self.tower = Tower(sub, pub, context=context)
         self._store_count = stores

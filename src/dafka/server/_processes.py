@@ -25,7 +25,6 @@ import ctypes
 import logging
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dafka.config import SETTINGS
-from dafka.errors import ConfigError, DafkaError
+from dafka.errors import ConfigError
 from dafka.lifecycle import Running
+from dafka.server._ports import ClusterError, free_port_pair
 from dafka.transport.config import TransportConfig
 
 log = logging.getLogger("dafka.cluster")
@@ -48,27 +48,6 @@ _BACKOFF_FIRST = 0.5
 _BACKOFF_MAX = 10.0
 _YOUNG = 10.0
 """A member that dies sooner than this after its start doubles the next back-off."""
-
-
-class ClusterError(DafkaError):
-    """A cluster member could not start (its last output lines are in the message)."""
-
-
-def free_port_pair(host: str = "127.0.0.1") -> int:
-    """A port P such that P and P+1 were both free just now (a tower's XSUB and XPUB)."""
-    for _ in range(200):
-        with socket.socket() as a:
-            a.bind((host, 0))
-            port = int(a.getsockname()[1])
-            if port >= 65535:
-                continue
-            with socket.socket() as b:
-                try:
-                    b.bind((host, port + 1))
-                except OSError:
-                    continue
-                return port
-    raise ClusterError("no two consecutive free ports")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec

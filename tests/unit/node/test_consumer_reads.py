@@ -20,6 +20,7 @@ from dafka.protocol import (
     Fetch,
     GetHeads,
     Head,
+    HeadsEnd,
     Record,
     StoreHello,
 )
@@ -255,3 +256,23 @@ def test_a_pipelined_late_read_streams_in_order_from_one_store(pipeline: bool) -
     assert stats.fetches_sent == 10  # one per window either way
     served = [store.statistics().records_served for store in stores]
     assert sorted(served) == [0, 1000]  # one store served it all, each record once
+
+
+def test_a_partition_first_heard_after_every_store_answered_is_new() -> None:
+    """``at_end`` ends the settle window early once every store said "that is all"; a
+    partition first heard of after that is in no store's heads, so it is new and read from
+    its beginning. It was taken as existing (read from the record heard) until the window
+    ran out: a producer started just after ``at_end`` lost its first record when its PUB
+    connected after that record was sent (seen in CI: 5 of 6 records)."""
+    consumer, peer = make(settle=1.0)
+    consumer.subscribe("t", peer.clock.now)
+    peer.drain()
+    peer.send(StoreHello(CID, "S1"), DirectHead(CID, "t", "OLD", 9))
+    consumer.on_message(HeadsEnd(CID, "t", "S1", "W1", 1, 1), peer.clock.now)
+    assert consumer.at_end(peer.clock.now)  # well within the 1 s window
+    peer.advance(0.1)
+    peer.drain()
+    peer.send(Record("t", "NEW", 1, b"new-1"))  # its record 0 went out before we connected
+    fetches = [m for m in peer.recv_all() if isinstance(m, Fetch)]
+    assert [(f.producer, f.sequence, f.count) for f in fetches] == [("NEW", 0, 2)]
+    assert consumer.positions()[("t", "OLD")].next_sequence == 10
