@@ -1008,8 +1008,8 @@ class Consumer(Closing):
         committed: dict[Key, Handed] = {}
         if group is not None and self.settings.enable_auto_commit and positions:
             try:
-                self._refuse_lost(positions)  # lost meanwhile (a pause): no handover commit
-                group.commit(positions, None, "")
+                tenures = self._refuse_lost(positions)  # lost meanwhile: no handover commit
+                group.commit(positions, None, "", tenures=tenures)
             except (CommitError, NodeFailedError) as exc:
                 log.warning(
                     "consumer: the handover commit of %s failed: %s", sorted(positions), exc
@@ -1023,12 +1023,14 @@ class Consumer(Closing):
                         committed[key] = (done.offset, done.index, version)
         return committed
 
-    def _refuse_lost(self, keys: Iterable[Key]) -> None:
+    def _refuse_lost(self, keys: Iterable[Key]) -> dict[Key, int] | None:
         """A group member's commit: :class:`CommitFailedError` for partitions it lost
-        (``Membership.refuse_lost``); nothing to check for a consumer that is not a member."""
+        (``Membership.refuse_lost``), else the tenures its commit carries; nothing to check
+        (None) for a consumer that is not a member."""
         membership = self._membership
-        if membership is not None:
-            membership.refuse_lost(keys, self._runner.call)
+        if membership is None:
+            return None
+        return membership.refuse_lost(keys, self._runner.call)
 
     def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:
         """Start newly assigned partitions where their previous owner handed them over
@@ -1050,6 +1052,10 @@ class Consumer(Closing):
 
         def start(now: float) -> None:
             owned = member.assignment()
+            for key in keys:  # its commits rank above every commit read (a clock behind)
+                read = found.get(key)
+                if read is not None and read.tenure:
+                    member.tenure_read(key, read.tenure)
             with self._lock:
                 for key in keys:
                     if key not in owned:
@@ -1093,8 +1099,8 @@ class Consumer(Closing):
         member may read them) raises :class:`CommitFailedError` and commits nothing."""
         group = self._needs_group("commit")
         positions = self._to_commit(offsets)
-        self._refuse_lost(positions)
-        group.commit(positions, timeout, metadata)
+        tenures = self._refuse_lost(positions)
+        group.commit(positions, timeout, metadata, tenures=tenures)
 
     def commit_async(
         self, offsets: Mapping[Key, Position] | None = None, *, metadata: str = ""
@@ -1103,8 +1109,8 @@ class Consumer(Closing):
         member's commit of partitions it lost raises :class:`CommitFailedError` at once)."""
         group = self._needs_group("commit_async")
         positions = self._to_commit(offsets)
-        self._refuse_lost(positions)
-        return group.commit_async(positions, metadata)
+        tenures = self._refuse_lost(positions)
+        return group.commit_async(positions, metadata, tenures=tenures)
 
     def committed(
         self, partitions: Iterable[Key] | None = None, *, timeout: float | None = None
@@ -1181,11 +1187,11 @@ class Consumer(Closing):
         assert group is not None
         positions = self._to_commit(None)
         try:
-            self._refuse_lost(positions)
+            tenures = self._refuse_lost(positions)
         except CommitFailedError as exc:  # the next poll's rebalance drops them (on_lost)
             log.warning("consumer: auto-commit: %s", exc)
             return
-        future = group.commit_async(positions)
+        future = group.commit_async(positions, tenures=tenures)
         future.add_done_callback(_log_failed_commit)
 
     def _group_starts(

@@ -203,20 +203,24 @@ class Membership:
         return set(self._assignment)
 
     def refuse_lost(
-        self, keys: Iterable[Key], run: Callable[[Callable[[float], frozenset[Key]]], object]
-    ) -> None:
+        self, keys: Iterable[Key], run: Callable[[Callable[[float], object]], object]
+    ) -> dict[Key, int]:
         """Raise :class:`CommitFailedError` if this member may not commit some of ``keys``
         (``run`` executes a function in the runner thread, where the member lives): they are
         partitions of its topics that it no longer reads or hands over. The member checks
         first whether it was silent for a session timeout (a paused process), so the first
-        commit after a pause is refused even before the runner handled anything else."""
+        commit after a pause is refused even before the runner handled anything else.
+        Returns the tenure of each key it owns, in the same look: the commit carries them,
+        so that if it is written late - the process paused after this check - it ranks
+        below the next owner's commits (docs/groups.md, "Tenures")."""
         wanted = list(keys)
         if not wanted:
-            return
+            return {}
         member = self.machine.member
-        refused = run(functools.partial(_refused, member, wanted))
+        answer = run(functools.partial(_refused, member, wanted))
+        assert isinstance(answer, tuple)
+        refused, tenures = answer
         if refused:
-            assert isinstance(refused, frozenset)
             raise CommitFailedError(
                 f"group {member.config.group_id}: commit refused: this member no longer owns "
                 f"{sorted(refused)} (it lost them: counted dead - beats lost, or its process "
@@ -224,6 +228,7 @@ class Membership:
                 "now); nothing was committed, their new owner reads again from the group's "
                 "last commit"
             )
+        return dict(tenures)
 
     def rebalance(self, run: Callable[[Callable[[float], object]], object]) -> None:
         """Handle the member's events in order (``run`` executes a function in the runner
@@ -334,8 +339,10 @@ class Membership:
             handovers.shutdown(wait=False)
 
 
-def _refused(member: GroupMember, keys: list[Key], now: float) -> frozenset[Key]:
-    return member.refused_commits(keys, now)
+def _refused(
+    member: GroupMember, keys: list[Key], now: float
+) -> tuple[frozenset[Key], dict[Key, int]]:
+    return member.refused_commits(keys, now), member.tenures(keys)
 
 
 __all__ = ["ConsumerRebalanceListener", "Membership", "RebalanceListener", "listener_of"]

@@ -11,7 +11,9 @@ I/O (docs/groups.md, "Committed offsets"):
 * :class:`GroupOffsets` - one committer of one group: its own partition of
   :data:`OFFSETS_TOPIC` (a producer named ``f"{group}~{nonce}"``, fresh per instance:
   nothing to resume), the snapshot of what it committed, and the versions seen so that a
-  commit of a partition taken over from another member always ranks above it.
+  commit of a partition taken over from another member always ranks above it; a group
+  member's commits carry the tenure under which it owns each partition (its member gives
+  them at the ownership check), others the highest tenure this committer saw.
 """
 
 from __future__ import annotations
@@ -300,6 +302,9 @@ class GroupOffsets(Closing):
         self._lock = threading.Lock()
         self._own: dict[Key, CommittedOffset] = {}
         self._seen: dict[Key, int] = {}
+        self._tenures: dict[Key, int] = {}
+        """The highest tenure seen per partition (read or committed): what a commit made
+        without a member's tenure carries (it ranks among that owner's commits by version)."""
         self._pending: dict[Key, CommittedOffset] = {}
         """Offsets sent in the open transaction (``commit_async(txn=)``), not decided yet."""
         self._last: Future[None] | None = None
@@ -329,7 +334,12 @@ class GroupOffsets(Closing):
     # -- writing ----------------------------------------------------------------------------
 
     def commit_async(
-        self, offsets: Mapping[Key, Position], metadata: str = "", *, txn: TxnRef | None = None
+        self,
+        offsets: Mapping[Key, Position],
+        metadata: str = "",
+        *,
+        txn: TxnRef | None = None,
+        tenures: Mapping[Key, int] | None = None,
     ) -> Future[None]:
         """Commit ``offsets``; the future resolves once the stores hold the record (fails
         with :class:`CommitError`). Unchanged offsets keep their version; nothing changed
@@ -337,7 +347,9 @@ class GroupOffsets(Closing):
 
         ``txn``: the offsets are sent in that transaction (they count once its INTENT is
         in the log; :meth:`transaction_decided` / :meth:`transaction_aborted` then tell
-        this committer which way it went)."""
+        this committer which way it went). ``tenures``: the tenure under which a group
+        member owns each partition (``Membership.refuse_lost``); a partition without one
+        carries the highest tenure this committer saw of it."""
         requested = {key: as_committed(key, pos, metadata) for key, pos in offsets.items()}
         with self._lock:
             if self._closed:
@@ -346,18 +358,25 @@ class GroupOffsets(Closing):
             into = self._own if txn is None else self._pending
             changed = txn is not None
             for key, want in requested.items():
+                if tenures is not None and key in tenures:
+                    tenure = tenures[key]
+                else:
+                    tenure = self._tenures.get(key, 0)
                 held = into.get(key) or self._own.get(key)
-                if held is not None and (held.offset, held.index, held.metadata) == (
-                    want.offset,
-                    want.index,
-                    want.metadata,
-                ):
+                if held is not None and (
+                    held.offset,
+                    held.index,
+                    held.metadata,
+                    held.tenure,
+                ) == (want.offset, want.index, want.metadata, tenure):
                     into[key] = held
                     continue
                 seen = max(self._seen.get(key, 0), held.version if held else 0)
                 version = next_version(now_us, seen)
-                into[key] = CommittedOffset(want.offset, want.index, version, want.metadata)
+                into[key] = CommittedOffset(want.offset, want.index, version, want.metadata, tenure)
                 self._seen[key] = version
+                if tenure > self._tenures.get(key, 0):
+                    self._tenures[key] = tenure
                 changed = True
             if not changed and self._last is not None:
                 return self._last
@@ -423,10 +442,11 @@ class GroupOffsets(Closing):
         metadata: str = "",
         *,
         txn: TxnRef | None = None,
+        tenures: Mapping[Key, int] | None = None,
     ) -> None:
         """:meth:`commit_async` and wait until the stores hold it."""
         timeout = self._settings.commit_timeout if timeout is None else timeout
-        future = self.commit_async(offsets, metadata, txn=txn)
+        future = self.commit_async(offsets, metadata, txn=txn, tenures=tenures)
         try:
             future.result(timeout)
         except TimeoutError:
@@ -481,6 +501,8 @@ class GroupOffsets(Closing):
             for key, offset in found.items():
                 if offset.version > self._seen.get(key, 0):
                     self._seen[key] = offset.version
+                if offset.tenure > self._tenures.get(key, 0):
+                    self._tenures[key] = offset.tenure
         if partitions is None:
             return found
         return {key: found[key] for key in partitions if key in found}

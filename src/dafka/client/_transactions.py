@@ -978,11 +978,12 @@ class TransactionalProducer(Closing):
                     writer=self.transactional_id,
                     context=self._context,
                 )
+            tenures = None
             if consumer is not None:
-                consumer._refuse_lost(positions)  # a member that lost them: refused at once
+                tenures = consumer._refuse_lost(positions)  # lost them: refused at once
                 committer.seen(consumer.committed_versions())
             ref = TxnRef(self.log_partition, self._log_next, self._txn)
-            committer.commit(positions, timeout, txn=ref)
+            committer.commit(positions, timeout, txn=ref, tenures=tenures)
             if consumer is not None:
                 self._offset_owners.append((consumer, list(positions)))
 

@@ -177,6 +177,13 @@ class GroupStatistics:
     silences: int = 0
     """Times this member found it had sent no beat for ``session_timeout`` (its process
     was paused: every partition lost, docs/groups.md "Paused")."""
+    pending: int = 0
+    """Members heard whose beats do not acknowledge this one yet (not counted alive until
+    one does: docs/groups.md, "Counting a member alive"); this member takes nothing
+    meanwhile."""
+    tenure: int = 0
+    """Its tenure clock: the highest tenure it gave a take or heard of (docs/groups.md,
+    "Tenures")."""
 
 
 def rendezvous(key: str, topic: str, partition: str) -> bytes:
@@ -196,6 +203,8 @@ class _State:
     takes: int = 0
     """When each owned partition was taken (a member re-admitted drops what was taken since
     it was counted dead)."""
+    tenures: dict[Key, int] = field(default_factory=dict)
+    """The tenure of each partition read or handed over: its commits carry it."""
 
 
 _EXPIRED_KEPT = 1024
@@ -231,6 +240,9 @@ class GroupMember(SubscriptionNotices):
         self.topics = topic_set
         self._now = now
         self._started = started
+        self._born = now
+        self._clock = 0
+        """The highest tenure given or heard of (a hybrid clock: see :meth:`_tenure`)."""
         self._peers: dict[str, _Peer] = {}
         self._pending: dict[str, _Peer] = {}
         """Members heard whose beats do not acknowledge this one yet (they have not heard
@@ -327,6 +339,8 @@ class GroupMember(SubscriptionNotices):
             conflicts=self._conflicts,
             agreed=self.agreed(),
             silences=self._silences,
+            pending=len(self._pending),
+            tenure=self._clock,
         )
 
     def owner(self, key: Key) -> str | None:
@@ -351,7 +365,28 @@ class GroupMember(SubscriptionNotices):
             k for k in keys if k[0] in topics and k not in state.owned and k not in state.revoking
         )
 
+    def tenures(self, keys: Iterable[Key]) -> dict[Key, int]:
+        """The tenure under which this member reads or hands over each of ``keys`` (the
+        others are absent): its commits of them carry it, so that a commit it writes late,
+        after losing them, ranks below their next owner's (docs/groups.md, "Tenures")."""
+        tenures = self._state.tenures
+        return {k: tenures[k] for k in keys if k in tenures}
+
+    def pending_members(self) -> frozenset[str]:
+        """The keys of the members heard whose beats do not acknowledge this one yet."""
+        return frozenset(p.key for p in self._pending.values())
+
     # -- inputs ----------------------------------------------------------------------------
+
+    def tenure_read(self, key: Key, tenure: int) -> None:
+        """The driver read a commit of ``key`` made under ``tenure`` (the group's committed
+        offset, where it starts a partition taken): later takes rank above it, and so does
+        this member's own tenure of ``key`` if it reads it (a take whose tenure came from a
+        clock behind the committer's host, without a beat of that committer heard)."""
+        self._clock = max(self._clock, tenure)
+        tenures = self._state.tenures
+        if key in tenures and tenures[key] <= tenure:
+            tenures[key] = self._clock = self._clock + 1
 
     def restart_join(self, now: float) -> None:
         """Start the join window now (a driver that built the member before its node was
@@ -402,6 +437,8 @@ class GroupMember(SubscriptionNotices):
                     self._handed[key] = (position, until)
         if done:
             revoking.difference_update(done)
+            for key in done:
+                self._state.tenures.pop(key, None)
             self._beat_now = True
             self._update(now)
 
@@ -443,6 +480,8 @@ class GroupMember(SubscriptionNotices):
         if message.sequence <= last:
             self._stale += 1
             return
+        # a take of ours from now on ranks above its sender's takes
+        self._clock = max(self._clock, message.tenure)
         if message.leaving:
             until = now + self.config.session_timeout
             for t, p, o, i, v in message.handed:  # a goodbye: its handovers outlive it
@@ -689,11 +728,25 @@ class GroupMember(SubscriptionNotices):
         if take:
             state.owned.update(take)
             state.taken_at.update(dict.fromkeys(take, now))
+            state.tenures.update(dict.fromkeys(take, self._tenure(now)))
             state.takes += 1
             state.taken_no.update(dict.fromkeys(take, state.takes))
             starts = self._handovers(take)
             self._events.append(GroupEvent("assigned", tuple(take), self.generation, starts))
             self._beat_now = True
+
+    def _tenure(self, now: float) -> int:
+        """A new take's tenure: the wall clock in microseconds (this incarnation's start
+        plus the time since), but above every tenure given or heard of - a hybrid clock. A
+        member takes a partition from another only after hearing it (the beat that claims
+        it, or the one without the claim: a handover; beats carry the clock) or after
+        counting it dead - ``session_timeout`` after its last beat, sent after its take - so
+        the new tenure is above the old owner's: by the clock heard, and by the wall clocks
+        of hosts less than ``session_timeout`` apart when every beat of the old owner since
+        its take was lost."""
+        wall = self._started * 1000 + int((now - self._born) * 1_000_000)
+        self._clock = max(wall, self._clock + 1)
+        return self._clock
 
     def _handovers(self, keys: list[Key]) -> tuple[tuple[Key, Handover], ...]:
         """Where the partitions just taken were handed over, when the beats say so with one
@@ -762,6 +815,7 @@ class GroupMember(SubscriptionNotices):
         state.revoking.clear()
         state.taken_at.clear()
         state.taken_no.clear()
+        state.tenures.clear()
         self._beat_now = True
         if lost:
             self._lost += 1
@@ -803,6 +857,7 @@ class GroupMember(SubscriptionNotices):
                     tuple(
                         sorted((t, p, *position) for (t, p), (position, _) in self._handed.items())
                     ),
+                    self._clock,
                 )
             )
         )

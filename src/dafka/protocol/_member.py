@@ -33,6 +33,9 @@ _KEYS = (
 )
 _HANDED = "handed"
 """Present only when a member lists handovers: a beat without any has the original form."""
+_TENURE = "tenure"
+"""Present only when the member's tenure clock is above 0 (the same rule)."""
+_OPTIONAL = (_HANDED, _TENURE)
 _MAX_DIGEST = 64
 MAX_STATE_BYTES = 16 * 1024 * 1024
 """The largest frame 1 decoded (about 200,000 claimed partitions)."""
@@ -108,6 +111,10 @@ def _state(m: MemberBeat) -> bytes:
     }
     if handed:
         state[_HANDED] = handed
+    if not (type(m.tenure) is int and 0 <= m.tenure < 1 << 63):
+        raise EncodeError(f"tenure must be an int in [0, 2**63), got {m.tenure!r}")
+    if m.tenure:
+        state[_TENURE] = m.tenure
     return _dump(state)
 
 
@@ -185,9 +192,13 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         state = json.loads(body)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(f"state is not JSON: {exc}", layout.name) from None
-    if not isinstance(state, dict) or tuple(sorted(k for k in state if k != _HANDED)) != _KEYS:
+    if (
+        not isinstance(state, dict)
+        or tuple(sorted(k for k in state if k not in _OPTIONAL)) != _KEYS
+    ):
         raise DecodeError(
-            f"state must be an object with exactly {list(_KEYS)} (and {_HANDED!r})", layout.name
+            f"state must be an object with exactly {list(_KEYS)} (and {list(_OPTIONAL)})",
+            layout.name,
         )
     claims_raw = state["claims"]
     if not isinstance(claims_raw, list):
@@ -233,6 +244,9 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         if not all(type(n) is int and 0 <= n < 1 << 63 for n in numbers):
             raise DecodeError("state: a handover's numbers are not ints in [0, 2**63)", layout.name)
         handed.append((topic, partition, numbers[0], numbers[1], numbers[2]))
+    tenure = state.get(_TENURE, 0)
+    if type(tenure) is not int or not 0 <= tenure < 1 << 63:
+        raise DecodeError("state: tenure is not an int in [0, 2**63)", layout.name)
     beat = MemberBeat(
         text(group),
         text(member),
@@ -247,6 +261,7 @@ def decode_member(frames: Sequence[bytes]) -> MemberBeat:
         digest,
         tuple(acks),
         tuple(handed),
+        tenure,
     )
     try:
         canonical = _state(beat)

@@ -226,6 +226,10 @@ class MemberBeat:
     """Recent handovers: (topic, partition, offset, index, version) of each partition this
     member gave up with a commit - where the next owner starts, without reading the
     commits (docs/groups.md, "Handover")."""
+    tenure: int = 0
+    """The highest tenure this member gave a take of its own or heard of (its tenure
+    clock): a member that takes a partition after hearing it gives the take a higher one,
+    so its commits rank above the earlier owner's (docs/groups.md, "Tenures")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,17 +10,22 @@ offsets, so they are records like any other, stored and replicated by the stores
 * each :class:`CommitRecord` is a *snapshot*: every offset that committer has committed
   so far (not only the ones that changed), so a reader needs only the last RECORD of each
   partition, not its history;
-* each offset carries a ``version`` that orders the commits of one (topic, partition)
-  across committers: a hybrid clock, ``max(wall clock in us, highest version seen + 1)``,
-  so a member that took a partition over (and read its committed offset first) always
-  commits above its predecessor, whatever the hosts' clocks say;
+* each offset carries a ``tenure`` and a ``version`` that order the commits of one
+  (topic, partition) across committers, the tenure first: the tenure is the take under
+  which a group member owned the partition when it committed (a hybrid clock read at the
+  take, above every tenure the member heard of: ``GroupMember``), so a commit of an owner
+  that lost the partition - written late, after a pause between its last ownership check
+  and the write - never overrides its successor's, whatever its version; the version
+  orders the commits of one tenure, a hybrid clock too, ``max(wall clock in us, highest
+  version seen + 1)``;
 * a commit sent inside a transaction carries a :class:`TxnRef`: its new offsets count only
   if the transaction log holds that transaction's INTENT (the commit point,
   docs/exactly-once.md) at the named offset; until then (or if it aborted) only its
   ``base`` counts - the snapshot of offsets whose transactions had committed.
 
 :func:`fold_commits` turns the last record of every partition of a group into the group's
-committed offsets: per (topic, partition) the one with the highest ``(version, writer)``.
+committed offsets: per (topic, partition) the one with the highest ``(tenure, version,
+writer)``.
 """
 
 from __future__ import annotations
@@ -62,15 +67,22 @@ def commit_group(partition: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class CommittedOffset:
     """Where a group resumes a partition: RECORD ``offset``, skipping its first ``index``
-    messages (a batch a poll cut: those were handed out), ordered by ``version``."""
+    messages (a batch a poll cut: those were handed out), ordered by ``tenure`` and then
+    ``version`` (see the module docstring)."""
 
     offset: int
     index: int = 0
     version: int = 0
     metadata: str = ""
+    tenure: int = 0
+    """The take under which the committer owned the partition (0: a commit written without
+    one, by an earlier version)."""
 
     def to_json(self) -> list[Any]:
-        return [self.offset, self.index, self.version, self.metadata]
+        out: list[Any] = [self.offset, self.index, self.version, self.metadata]
+        if self.tenure:  # without one, the earlier form
+            out.append(self.tenure)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +117,17 @@ def _offsets_json(offsets: Mapping[Key, CommittedOffset]) -> list[list[Any]]:
 
 def _offsets_from(doc: Any) -> dict[Key, CommittedOffset]:
     out: dict[Key, CommittedOffset] = {}
-    for topic, partition, offset, index, version, metadata in doc:
-        committed = CommittedOffset(int(offset), int(index), int(version), str(metadata))
-        if committed.offset < 0 or committed.index < 0:
+    for entry in doc:
+        if not isinstance(entry, list) or len(entry) not in (6, 7):
+            raise ValueError(
+                f"an offset is [topic, partition, offset, index, version, metadata"
+                f"(, tenure)], got {entry!r}"
+            )
+        topic, partition, offset, index, version, metadata, *tenure = entry
+        committed = CommittedOffset(
+            int(offset), int(index), int(version), str(metadata), int(tenure[0]) if tenure else 0
+        )
+        if committed.offset < 0 or committed.index < 0 or committed.tenure < 0:
             raise ValueError(f"negative offset in {committed}")
         out[(str(topic), str(partition))] = committed
     return out
@@ -163,13 +183,15 @@ def fold_commits(
     records: Iterable[CommitRecord], committed: Callable[[TxnRef], bool] = lambda _: False
 ) -> dict[Key, CommittedOffset]:
     """The group's committed offsets from the last record of each of its partitions: per
-    (topic, partition) the offset of the highest ``(version, writer)``."""
-    best: dict[Key, tuple[int, str, int, int, str, CommittedOffset]] = {}
+    (topic, partition) the offset of the highest ``(tenure, version, writer)``: a later
+    owner's commits rank above an earlier owner's, whenever they were written."""
+    best: dict[Key, tuple[int, int, str, int, int, str, CommittedOffset]] = {}
     for record in records:
         for key, offset in visible_offsets(record, committed).items():
             # the offset itself last: equal (version, writer) never happens between real
             # commits, but the fold must not depend on the order it reads partitions in
             rank = (
+                offset.tenure,
                 offset.version,
                 record.writer,
                 offset.offset,
@@ -178,9 +200,9 @@ def fold_commits(
                 offset,
             )
             held = best.get(key)
-            if held is None or rank[:5] > held[:5]:
+            if held is None or rank[:6] > held[:6]:
                 best[key] = rank
-    return {key: rank[5] for key, rank in best.items()}
+    return {key: rank[6] for key, rank in best.items()}
 
 
 def next_version(now_us: int, seen: int) -> int:

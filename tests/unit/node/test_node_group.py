@@ -32,6 +32,7 @@ from dafka.node import (
 )
 from dafka.node.actions import Action, SubscriptionNotices
 from dafka.protocol import DataMessage, Fetch, MemberBeat, Record
+from dafka.records import CommitRecord, CommittedOffset, fold_commits
 from dafka.testing import ManualClock, MemoryNetwork
 
 Key = tuple[str, str]
@@ -755,6 +756,77 @@ def test_a_paused_member_loses_everything_before_it_commits_or_takes_anything(fi
     group.run_until(group.converged)
     after = b.events[paused_events + 1 :]
     assert all(e.kind != "revoked" or not set(e.partitions) & b_parts for e in after), after
+
+
+@pytest.mark.parametrize("b_clock_ahead_ms", [0, 60_000])
+def test_a_commit_written_after_a_pause_past_its_check_ranks_below_the_new_owners(
+    b_clock_ahead_ms: int,
+) -> None:
+    # The check-to-write window (docs/groups.md, "Tenures"): b checks that it owns its
+    # partitions, and its process is paused (SIGSTOP) before its commit RECORD leaves. a
+    # counts it dead, takes them over and commits them further; b resumes and its commit
+    # is written - after a's, with a later version (its clock reads later). The fold of the
+    # two records must give a's positions. Before the tenures (rank by version alone) it
+    # gave b's: the group's position moved back. With b's host clock a minute ahead of a's,
+    # a's tenure is still above b's: b's beats carried its tenure clock, and a's take ranks
+    # above what it heard.
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    a = group.join("a")
+    b = group.join("b", started=b_clock_ahead_ms)
+    group.run_until(group.converged)
+    group.run(1.0)  # b reads a while (its beats since its take reach a) before it commits
+    b_parts = b.member.assignment()
+    assert b_parts
+    assert not b.member.refused_commits(b_parts, group.clock.now)  # b's last check: passes
+    b_tenures = b.member.tenures(b_parts)
+    assert set(b_tenures) == b_parts
+    group.net.pause("b")  # ... and b is stopped before its write
+    del group.members["b"]
+    group.run_until(lambda: a.member.assignment() == set(PARTS))
+    assert not a.member.refused_commits(b_parts, group.clock.now)
+    a_tenures = a.member.tenures(b_parts)
+    a_version = int(group.clock.now * 1_000_000)
+    a_commit = CommitRecord(
+        "g", "a", {k: CommittedOffset(12, 0, a_version, "", a_tenures[k]) for k in b_parts}
+    )
+    group.run(1.0)
+    group.net.resume("b")  # b's commit leaves now, its version from its clock (ahead)
+    b_version = int(group.clock.now * 1_000_000) + b_clock_ahead_ms * 1000
+    assert b_version > a_version
+    b_commit = CommitRecord(
+        "g", "b", {k: CommittedOffset(7, 0, b_version, "", b_tenures[k]) for k in b_parts}
+    )
+    folded = fold_commits([a_commit, b_commit])
+    moved = {p: c.offset for (_, p), c in folded.items() if c.offset != 12}
+    assert not moved, f"b's late commit moved the group's position back to {moved}"
+    assert fold_commits([b_commit, a_commit]) == folded
+
+
+def test_a_take_ranks_above_every_tenure_heard_and_read() -> None:
+    # a's wall clock reads 0 and b's a minute ahead: a's take after hearing b is above b's
+    # tenures all the same, and a tenure read from the stores (a committer whose beats a
+    # never heard) raises a's own above it
+    group = Group()
+    for p in PARTS:
+        group.add_partition(p)
+    a = group.join("a")
+    b = group.join("b", started=60_000)
+    group.run_until(group.converged)
+    group.run(1.0)
+    b_parts = b.member.assignment()
+    b_top = max(b.member.tenures(b_parts).values())
+    assert b_top >= 60_000_000
+    assert a.member.statistics().tenure >= b_top  # heard in b's beats
+    assert min(a.member.tenures(a.member.assignment()).values()) < b_top  # taken before
+    group.crash("b")
+    group.run_until(lambda: a.member.assignment() == set(PARTS))
+    assert all(t > b_top for t in a.member.tenures(b_parts).values())
+    key = sorted(a.member.assignment())[0]
+    a.member.tenure_read(key, 10**15)
+    assert a.member.tenures([key])[key] > 10**15
+    assert a.member.statistics().tenure == a.member.tenures([key])[key]
 
 
 def _newcomer_names() -> tuple[str, str, Key]:

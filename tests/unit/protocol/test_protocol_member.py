@@ -30,6 +30,14 @@ def test_handovers_are_a_key_of_their_own_absent_when_there_are_none() -> None:
     assert b"handed" not in encode(BEAT)[1]  # the original form: older members read it
 
 
+def test_the_tenure_clock_is_a_key_of_its_own_absent_while_zero() -> None:
+    beat = MemberBeat("g", "m1", 3, tenure=1_700_000_000_000_001)
+    frames = encode(beat)
+    assert frames[1].endswith(b',"tenure":1700000000000001,"topics":[],"view":[]}')
+    assert decode_data(frames) == beat
+    assert b"tenure" not in encode(BEAT)[1]  # the original form: older members read it
+
+
 def _state(**changes: str) -> bytes:
     fields = {
         "acks": "{}",
@@ -71,6 +79,10 @@ def _state(**changes: str) -> bytes:
         _state(handed='[["t","p",1,0,-1]]'),
         _state(handed='[["t","p",1,0,1.5]]'),
         _state(handed='{"t":1}'),
+        _state(tenure="0"),
+        _state(tenure="-1"),
+        _state(tenure="1.5"),
+        _state(tenure='"1"'),
         b"[" * 100_000,
     ],
 )
@@ -95,3 +107,5 @@ def test_bad_fields_are_encode_errors() -> None:
         encode(MemberBeat("g", "m", 0, claims=(("t",),)))  # type: ignore[arg-type]
     with pytest.raises(EncodeError, match="started"):
         encode(MemberBeat("g", "m", 0, started=-1))
+    with pytest.raises(EncodeError, match="tenure"):
+        encode(MemberBeat("g", "m", 0, tenure=-1))

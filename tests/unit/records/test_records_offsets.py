@@ -32,6 +32,16 @@ def test_a_commit_record_round_trips() -> None:
         "g", "tid", {A: CommittedOffset(7, 0, 12)}, TxnRef("t~n.0", 4, 3), {B: CommittedOffset(1)}
     )
     assert decode_commit(encode_commit(txn)) == txn
+    tenured = CommitRecord("g", "m", {A: CommittedOffset(5, 0, 10, "", 9)})
+    assert b'["orders","w.0",5,0,10,"",9]' in encode_commit(tenured)
+    assert decode_commit(encode_commit(tenured)) == tenured
+
+
+def test_a_commit_without_a_tenure_keeps_the_earlier_form() -> None:
+    untenured = CommitRecord("g", "m", {A: CommittedOffset(5, 0, 10)})
+    content = encode_commit(untenured)
+    assert b'["orders","w.0",5,0,10,""]' in content
+    assert decode_commit(content).offsets[A].tenure == 0
 
 
 @pytest.mark.parametrize(
@@ -44,6 +54,9 @@ def test_a_commit_record_round_trips() -> None:
         b'{"type":"epoch","v":1}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",-1,0,0,""]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p"]]}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",-1]]}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",1,2]]}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":["t"]}',
     ],
 )
 def test_anything_else_is_a_corrupt_commit(content: bytes) -> None:
@@ -62,6 +75,17 @@ def test_the_highest_version_wins_whoever_wrote_it() -> None:
     new = CommitRecord("g", "m2", {A: CommittedOffset(40, 0, 6)})  # a seek back counts
     assert fold_commits([old, new]) == {A: CommittedOffset(40, 0, 6), B: CommittedOffset(3, 0, 9)}
     assert fold_commits([new, old]) == fold_commits([old, new])
+
+
+def test_a_later_tenure_wins_whatever_the_versions() -> None:
+    # a paused owner's commit written after its successor's: a later version, an earlier
+    # tenure (docs/groups.md, "Tenures")
+    successor = CommitRecord("g", "m2", {A: CommittedOffset(12, 0, 500, "", 300)})
+    zombie = CommitRecord("g", "m1", {A: CommittedOffset(7, 0, 900, "", 200)})
+    assert fold_commits([successor, zombie]) == {A: CommittedOffset(12, 0, 500, "", 300)}
+    assert fold_commits([zombie, successor]) == fold_commits([successor, zombie])
+    within = CommitRecord("g", "m3", {A: CommittedOffset(3, 0, 600, "", 300)})
+    assert fold_commits([successor, within])[A].offset == 3  # one tenure: the version
 
 
 def test_a_transaction_commit_counts_only_once_its_intent_is_found() -> None:
@@ -83,6 +107,8 @@ offsets = st.builds(
     st.integers(0, 1000),
     st.integers(0, 5),
     st.integers(0, 50),
+    st.just(""),
+    st.integers(0, 3),
 )
 records = st.lists(
     st.builds(
@@ -104,5 +130,7 @@ def test_the_fold_does_not_depend_on_the_order_it_reads_partitions(
     folded = fold_commits(found)
     assert fold_commits(shuffled) == folded
     for key, chosen in folded.items():
-        ranks = [(o.version, r.writer) for r in found for k, o in r.offsets.items() if k == key]
-        assert max(ranks)[0] == chosen.version
+        ranks = [
+            (o.tenure, o.version, r.writer) for r in found for k, o in r.offsets.items() if k == key
+        ]
+        assert max(ranks)[:2] == (chosen.tenure, chosen.version)
