@@ -1,27 +1,33 @@
 """Exactly-once costs against the plain paths of the same run (tower + stores in processes).
 
     .venv/bin/python bench/eos.py [--messages 100000] [--txn 100,1000,10000] [--stores 1,2]
-        [--partitions 4] [--size 100] [--lease 1.0] [--call produce_many|send] [--reads 5]
+        [--partitions 4] [--size 100] [--lease 1.0] [--call produce_many|send] [--rounds 3]
+        [--reads 5]
 
-For each store count (a fresh local cluster each, default fsync ``ms:5``):
+For each store count (a fresh local cluster each, default fsync ``ms:5``) and transaction
+size, ``--rounds`` rounds, each alternating the plain path with the transactional one -
+``baseline, commit, baseline, nowait`` - so that the shared machine's load falls on both
+alike (one baseline per store count moved 9x between two of them once):
 
-* the batched producer (``produce_many`` in calls of ``--txn`` messages, flushed at the
-  end): the plain rate every transactional figure is a ratio of;
-* per transaction size, twice (``commit``: ``commit_transaction()`` after each;
-  ``nowait``: pipelined, ``commit_transaction_nowait()``, group commits): a fresh
-  transactional id, its ready time (constructor: read the logs, claim, one ``txn_lease``,
-  the data partitions' resume) and its first commit, then ``--messages`` messages with
-  ``produce_many`` in transactions of that size: msg/s, the ratio to the batched producer,
-  commit latency p50/p99 (flush the data, INTENT stored; the ACKs are stored in the
-  background; for ``nowait`` from the request to the decision);
-* the topic of the largest transaction size (both runs) read from the start by a fresh
-  consumer each time, ``--reads`` rounds of four reads alternated - read uncommitted and
-  read committed, with ``poll`` and with ``poll_columns``, each kind first in every other
-  round - so that the load of the shared machine falls on both alike: the median
-  messages/s of each, the ratio of the medians committed / uncommitted (wall time), the
-  load average, the consumer's CPU per message (this process's CPU time during the read:
-  steadier than wall time on a loaded machine), and how many spans the read-committed
-  consumer replayed from the stores because they left its ring.
+* ``baseline``: the batched producer (``produce_many`` in calls of ``--txn`` messages,
+  flushed at the end), the plain rate the transactional run after it is a ratio of;
+* ``commit`` (``commit_transaction()`` after each transaction) and ``nowait`` (pipelined,
+  ``commit_transaction_nowait()``, group commits): a fresh transactional id, its ready time
+  (constructor) and its first commit, then ``--messages`` messages with ``produce_many``
+  in transactions of that size: msg/s, the ratio to the baseline just before it, commit
+  latency p50/p99 (flush the data, INTENT stored; the ACKs are stored in the background;
+  for ``nowait`` from the request to the decision).
+
+Each round prints its line; then the medians over the rounds: msg/s of each, and the median
+of the rounds' ratios (issue 25's aims: transactions of 1,000 >= 0.5x, of 100 >= 0.2x).
+
+Then the topic of the largest transaction size (both runs of the first round) is read from
+the start by a fresh consumer each time, ``--reads`` rounds of four reads alternated - read
+uncommitted and read committed, with ``poll`` and with ``poll_columns``, each kind first in
+every other round: the median messages/s of each, the ratio of the medians committed /
+uncommitted (wall time), the load average, the consumer's CPU per message (this process's
+CPU time during the read: steadier than wall time on a loaded machine), and how many spans
+the read-committed consumer replayed from the stores because they left its ring.
 """
 
 from __future__ import annotations
@@ -80,8 +86,18 @@ def _plain(common: dict[str, Any], args: argparse.Namespace, chunk: int, value: 
         return sent / took
 
 
+def _topic(txn: int, round_: int) -> str:
+    """The topic the transactional runs of ``txn`` write in round ``round_``."""
+    return f"bench-eos-{txn}-{round_}"
+
+
 def _transactional(
-    common: dict[str, Any], args: argparse.Namespace, txn: int, value: bytes, nowait: bool
+    common: dict[str, Any],
+    args: argparse.Namespace,
+    txn: int,
+    value: bytes,
+    nowait: bool,
+    round_: int,
 ) -> tuple[float, float, float, list[float]]:
     """(ready s, first commit s, msg/s, commit latencies) of one fresh transactional id;
     ``nowait``: pipelined commits (``commit_transaction_nowait``, all awaited at the end;
@@ -89,8 +105,8 @@ def _transactional(
     keys = [b"%d" % i for i in range(txn)]
     t0 = time.perf_counter()
     producer = TransactionalProducer(
-        f"bench-eos-{txn}",
-        transactional_id=f"bench-{txn}-{'nowait' if nowait else 'sync'}",
+        _topic(txn, round_),
+        transactional_id=f"bench-{txn}-{'nowait' if nowait else 'sync'}-{round_}",
         partitions=args.partitions,
         txn_lease=args.lease,
         **common,
@@ -134,6 +150,38 @@ def _ms(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] * 1000
 
 
+def _produce_rounds(
+    common: dict[str, Any], args: argparse.Namespace, txn: int, value: bytes
+) -> None:
+    """``--rounds`` rounds of baseline, commit, baseline, nowait for transactions of
+    ``txn``: each round's line, then the medians (rates, and the rounds' ratios)."""
+    rates: dict[str, list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    for round_ in range(args.rounds):
+        for nowait in (False, True):
+            how = "nowait" if nowait else "commit"
+            plain = _plain(common, args, txn, value)
+            ready, first, rate, commits = _transactional(common, args, txn, value, nowait, round_)
+            rates.setdefault("baseline", []).append(plain)
+            rates.setdefault(how, []).append(rate)
+            ratios.setdefault(how, []).append(rate / plain)
+            print(
+                f"txn {txn:>6} round {round_ + 1} {how}: {rate:>10,.0f} msg/s = "
+                f"{rate / plain:.2f}x batched ({plain:,.0f} msg/s just before); commit p50 "
+                f"{_ms(commits, 50):.1f} ms, p99 {_ms(commits, 99):.1f} ms ({len(commits)} "
+                f"commits); ready {ready:.2f} s, first commit done {first:.2f} s"
+            )
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    median = statistics.median
+    for how in ("commit", "nowait"):
+        print(
+            f"txn {txn:>6} {how}, medians of {args.rounds} rounds: {median(rates[how]):,.0f} "
+            f"msg/s, batched {median(rates['baseline']):,.0f} msg/s, ratio "
+            f"{median(ratios[how]):.2f}x (rounds: "
+            f"{', '.join(f'{r:.2f}' for r in ratios[how])}) [load {load}]"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=100_000)
@@ -146,11 +194,14 @@ def main() -> None:
         "--call", choices=("produce_many", "send"), default="produce_many", help="in a txn"
     )
     parser.add_argument(
+        "--rounds", type=int, default=3, help="alternated produce rounds (medians printed)"
+    )
+    parser.add_argument(
         "--reads", type=int, default=5, help="alternated read rounds (medians printed)"
     )
     args = parser.parse_args()
-    if args.reads < 1:
-        parser.error("--reads must be at least 1")
+    if args.reads < 1 or args.rounds < 1:
+        parser.error("--reads and --rounds must be at least 1")
     sizes = [int(t) for t in args.txn.split(",")]
     value = os.urandom(args.size)
     print(
@@ -169,17 +220,8 @@ def main() -> None:
             }
             print(f"-- {stores} store(s)")
             for txn in sizes:
-                plain = _plain(common, args, txn, value)
-                for nowait in (False, True):
-                    ready, first, rate, commits = _transactional(common, args, txn, value, nowait)
-                    how = "nowait" if nowait else "commit"
-                    print(
-                        f"txn {txn:>6} {how}: {rate:>10,.0f} msg/s = {rate / plain:.2f}x batched"
-                        f" ({plain:,.0f} msg/s); commit p50 {_ms(commits, 50):.1f} ms, "
-                        f"p99 {_ms(commits, 99):.1f} ms ({len(commits)} commits); ready "
-                        f"{ready:.2f} s, first commit done {first:.2f} s"
-                    )
-            topic, expect = f"bench-eos-{sizes[-1]}", 2 * (args.messages + 1)
+                _produce_rounds(common, args, txn, value)
+            topic, expect = _topic(sizes[-1], 0), 2 * (args.messages + 1)
             rates: dict[tuple[bool, bool], list[float]] = {}
             cpus: dict[tuple[bool, bool], list[float]] = {}
             replayed = 0
