@@ -80,7 +80,7 @@ from dafka.records import (
     TransactionError,
     TxnRef,
     ack_uuid,
-    decode_record,
+    decode_at,
     encode_batch,
     encode_record,
     instance_state,
@@ -411,19 +411,28 @@ class TransactionalProducer(Closing):
 
     def _check_fenced(self) -> None:
         """Fenced once the shared log holds an EPOCH after ours (a later instance's claim;
-        or, of the earlier layout, a newer instance's log): release, then raise."""
+        or, of the earlier layout, a newer instance's log): release, then raise. A record
+        after ours that does not decode stops this instance too (``decode_at``'s rule: it
+        may be a later instance's EPOCH), logged at ERROR and named by every later call."""
         mine = self._mine
         if mine is not None and not self._status.fenced:
-            contents = self._logs.get(self.log_partition, [])
+            log_name = self.log_partition
+            contents = self._logs.get(log_name, [])
             while self._scanned < len(contents):
                 at = self._scanned
                 self._scanned += 1
                 try:
-                    record = decode_record(contents[at])
-                except CorruptLogError:
-                    continue  # not ours to judge: a record we cannot read never fences us
+                    record = decode_at(log_name, at, contents[at])
+                except CorruptLogError as exc:
+                    log.error("transactional_id %r stops: %s", self.transactional_id, exc)
+                    if self._status.fence(
+                        f"transactional_id {self.transactional_id!r}: stopped, it cannot tell "
+                        f"whether a later instance claimed the id: {exc}"
+                    ):
+                        self._release()
+                    break
                 if isinstance(record, EpochRecord):
-                    self._fence(f"{self.log_partition}@{at}")
+                    self._fence(f"{log_name}@{at}")
                     break
         self._status.raise_if_fenced()
 

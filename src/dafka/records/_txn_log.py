@@ -61,11 +61,11 @@ def log_segments(log: str, contents: Sequence[bytes]) -> list[tuple[str, list[by
     """The instances of a shared log, in log order: each EPOCH record starts one, named
     ``f"{log}@{offset}"`` (its EPOCH's offset), with the records up to the next EPOCH -
     each is an instance's log for :func:`instance_state` and :func:`obligations`.
-    :class:`CorruptLogError` if a record does not decode or the log does not start with an
-    EPOCH."""
+    :class:`CorruptLogError` if a record does not decode (naming it, :func:`decode_at`) or
+    the log does not start with an EPOCH."""
     out: list[tuple[str, list[bytes]]] = []
     for offset, content in enumerate(contents):
-        if isinstance(decode_record(content), EpochRecord):
+        if isinstance(decode_at(log, offset, content), EpochRecord):
             out.append((f"{log}@{offset}", [content]))
         elif not out:
             raise CorruptLogError(f"log {log} does not start with an EPOCH record")
@@ -178,6 +178,23 @@ def decode_record(content: bytes) -> LogRecord:
         raise CorruptLogError(f"transaction log record does not decode: {exc}") from None
 
 
+def decode_at(log: str, offset: int, content: bytes) -> LogRecord:
+    """:func:`decode_record` of the record at ``offset`` of ``log``, whose
+    :class:`CorruptLogError` names it. The one rule for a record of a shared log that does
+    not decode: it is never skipped - it may be an INTENT (skipping it would roll back a
+    committed transaction whose ACKs readers saw) or a later instance's EPOCH (skipping it
+    would let two instances write) - so whoever reads it stops and names it: a starting
+    instance raises this, a running one stops as fenced (docs/exactly-once.md,
+    "Recovery")."""
+    try:
+        return decode_record(content)
+    except CorruptLogError as exc:
+        raise CorruptLogError(
+            f"{exc} (record {offset} of {log}); an instance of its id cannot tell what it "
+            'decided, so none runs until it is repaired (docs/exactly-once.md, "Recovery")'
+        ) from None
+
+
 def ack_uuid(producer: ProducerID, clock: int) -> bytes:
     """The 16 UUID bytes of ``producer``'s ACK at ``clock``."""
     return build_uuid(producer, clock, Flags.ACK_TXN).bytes
@@ -261,6 +278,7 @@ __all__ = [
     "Pin",
     "RecoveredRecord",
     "ack_uuid",
+    "decode_at",
     "decode_record",
     "encode_record",
     "instance_state",

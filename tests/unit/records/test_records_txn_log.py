@@ -15,6 +15,7 @@ from dafka.records import (
     Pin,
     RecoveredRecord,
     ack_uuid,
+    decode_at,
     decode_record,
     encode_record,
     instance_state,
@@ -148,3 +149,17 @@ def test_a_shared_log_splits_into_its_instances_each_resolved_as_a_log_of_its_ow
     assert owed[0].last_acks["w.1"] == ack_uuid(P1, 11)
     with pytest.raises(CorruptLogError, match="does not start with an EPOCH"):
         log_segments("w~.0", contents[1:])
+
+
+def test_a_shared_log_record_that_does_not_decode_is_named_never_skipped() -> None:
+    """The one rule for an unreadable record of a shared log (``decode_at``): it may be an
+    INTENT or a later EPOCH, so the split stops there and names it (a starting instance
+    raises it; a running one stops, tests/integration/eos/test_eos_log_records.py)."""
+    one = epoch(1, P1, 10)
+    intent = IntentRecord(0, (("w.1", ack_uuid(P1, 11)),))
+    contents = [encode_record(one), b"{not json", encode_record(intent)]
+    with pytest.raises(CorruptLogError, match=r"does not decode.*\(record 1 of w~\.0\)"):
+        log_segments("w~.0", contents)  # before: no record named
+    with pytest.raises(CorruptLogError, match=r"record 7 of w~\.0"):
+        decode_at("w~.0", 7, b'{"type":"nope"}')
+    assert decode_at("w~.0", 0, contents[0]) == one
