@@ -172,6 +172,10 @@ class RunLog(Protocol):
 MAX_LEARNED_TOPICS = 10_000
 """Topics a store learns from GET-HEADS without holding a partition of them (_learn_topic)."""
 
+MAX_NAME_FENCES = 10_000
+"""Fences kept for producer names with partitions the store does not hold yet (``_fence``):
+past it, the oldest is forgotten."""
+
 
 _MAX_LISTENING = 65_536
 """Ids remembered per kind of subscription (``K``, ``L``): beyond it the oldest are
@@ -337,6 +341,10 @@ class StoreMachine(
         """Partitions where a record of an older run came from its producer and was
         refused since the last turn: each gets an ACK naming the newer run (its epoch and
         start)."""
+        self._name_fences: dict[tuple[str, str], tuple[int, int]] = {}
+        """(topic, ``"name."``) -> (epoch, partition count) of the last fencing GET-HEADS of
+        that name: a partition of it the store did not hold then is fenced when it is first
+        made (``_cursor``), as it would have been had the store held it."""
         self._fences: dict[Cursor, int] = {}
         """Partition -> the epoch of a newer run that resumed (a fencing GET-HEADS) and has
         not begun here yet: the older runs' own records past what the store holds are
@@ -778,9 +786,11 @@ class StoreMachine(
         new run begins forgets it, and takes the older run's late records as it did before
         fences (the new run's first record sets them aside).
 
-        Only partitions the store already tracks: a fence creates no partition, so a
-        GET-HEADS naming 2**32 partitions costs a look at the topic's partitions, not new
-        cursors (found by the chaos soak's hostile node: a store made thousands). An
+        A fence creates no partition, so a GET-HEADS naming 2**32 partitions costs a look
+        at the topic's partitions, not new cursors (found by the chaos soak's hostile node: a
+        store made thousands); the partitions of the name it holds nothing of yet are fenced
+        when first made, from one entry per name (``_name_fences``, at most
+        ``MAX_NAME_FENCES``: an empty store fences too). An
         epoch more than ``max_fence_ahead`` past the store's wall clock fences nothing
         (``fences_refused``): the epochs of runs are their start in wall ms, and a fence
         naming run 2**64-1 would refuse every later run of the producer until the store
@@ -809,6 +819,16 @@ class StoreMachine(
             runs = self._runs.get(cursor)
             if (runs is None or epoch > runs.newest()[0]) and epoch > fences.get(cursor, 0):
                 fences[cursor] = epoch
+        # partitions the store holds nothing of yet: fenced when first made, by one entry per
+        # name (a fence naming 2**32 partitions costs one), so that an older run's record
+        # coming after the answer is refused there too - else it was taken and ACKed, then
+        # set aside when the new run's first record came on the same sequence
+        names = self._name_fences
+        key = (request.topic, prefix)
+        known = names.pop(key, None)
+        names[key] = (epoch, count) if known is None or epoch > known[0] else known
+        if len(names) > MAX_NAME_FENCES:
+            del names[next(iter(names))]
 
     @property
     def records_fenced(self) -> int:
@@ -1017,6 +1037,13 @@ class StoreMachine(
         cursor = Cursor(topic, producer, -1)
         self._cursors[topic, producer] = cursor
         self._by_topic.setdefault(topic, {})[producer] = cursor
+        if self._name_fences:
+            dot = producer.rfind(".") + 1
+            fence = self._name_fences.get((topic, producer[:dot])) if dot else None
+            if fence is not None:
+                index = _partition_index(producer[dot:])
+                if index is not None and index < fence[1]:
+                    self._fences[cursor] = fence[0]
         return cursor
 
     def _on_record(self, cursor: Cursor | None, record: Record | DirectRecord, now: float) -> None:

@@ -15,7 +15,7 @@ import pytest
 from dafka.client import TransactionalProducer, TransactionState
 from dafka.records import CorruptLogError, ProducerFencedError
 from dafka.server import LocalCluster
-from tests.integration.eos.test_eos_cluster import DEADLINE, common
+from tests.integration.eos.test_eos_cluster import DEADLINE, common, read_all, values
 
 pytestmark = pytest.mark.integration
 
@@ -44,3 +44,31 @@ def test_an_undecodable_log_record_stops_the_running_instance_and_the_next_start
             running.begin_transaction()
     with pytest.raises(CorruptLogError, match=rf"record {at} of corrupt-id~\.0"):
         TransactionalProducer("corrupt-topic", "corrupt-id", **settings)
+
+
+def test_an_instance_on_a_cluster_whose_only_store_is_empty_is_ready_and_fences() -> None:
+    """The only store holds nothing: each claim fences the log's and data partitions' names
+    there (``StoreMachine._name_fences``), and the instance's own first records begin its
+    run - they are taken, so it is ready within a 5 s delivery timeout, not refused by its
+    own fence; its successor's claim fences it (its commit raises ProducerFencedError)."""
+    with LocalCluster(stores=1, beacon_interval=0.2) as empty:
+        settings = {
+            **common(empty),
+            "partitions": 2,
+            "txn_lease": 0.4,
+            "delivery_timeout": 5.0,
+            "resume_timeout": 5.0,
+        }
+        first = TransactionalProducer("empty-topic", "empty-id", **settings)
+        try:
+            first.begin_transaction()
+            first.send(b"first", key=b"k")
+            with TransactionalProducer("empty-topic", "empty-id", **settings) as second:
+                with pytest.raises(ProducerFencedError):
+                    first.commit_transaction()
+                with second.transaction():
+                    second.send(b"second", key=b"k")
+        finally:
+            first.close()
+        got = read_all(empty, "empty-topic", committed=True, expect=1)
+        assert values(got) == [b"second"]

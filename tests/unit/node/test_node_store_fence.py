@@ -12,6 +12,7 @@ catching up keeps catching up), and the new run's own first record or HEAD begin
 from __future__ import annotations
 
 from dafka.node import KeepRuns, StoreConfig, StoreMachine
+from dafka.node._store import MAX_NAME_FENCES
 from dafka.protocol import Ack, DirectHead, DirectRecord, GetHeads, Head, Record
 from dafka.testing import MemoryLog, ScriptedPeer
 
@@ -199,3 +200,40 @@ def test_a_fence_within_max_fence_ahead_of_the_stores_clock_is_taken() -> None:
     assert store.statistics().fences_refused == 0
     peer.send(GetHeads(T, "wx.0", int(WALL * 1000) + 31_000, 1))
     assert store.statistics().fences_refused == 1
+
+
+def test_a_store_holding_nothing_of_the_partitions_fences_them_when_they_come() -> None:
+    """A store that holds nothing of a name's partitions (a new or emptied store) fences
+    them all the same: run 1's record that comes after run 2's answer is refused, not
+    ACKed (before: taken and ACKed, then set aside when run 2's first record came on the
+    same sequence - an acknowledged record lost), and run 2 begins there at once."""
+    store, peer, log = make()
+    peer.send(GetHeads(T, "w.0", 2, 2))  # run 2 of "w" (2 partitions) resumes: nothing held
+    assert not [m for m in peer.recv_all() if isinstance(m, DirectHead)]
+    assert store.statistics().partitions == 0  # still no partition made for a fence
+    peer.send(*records("w.0", "g1", 1, 0, 0, 2), *records("w.1", "g1", 1, 0, 0, 1))
+    peer.send(*records("w.2", "g1", 1, 0, 0, 1), *records("wx.0", "g1", 1, 0, 0, 1))
+    assert not [m for m in peer.recv_all() if isinstance(m, Ack) and m.producer in ("w.0", "w.1")]
+    assert store.statistics().records_fenced == 3  # w.0 twice, w.1; not w.2 nor wx.0
+    assert log.contents(T, "w.2") == [b"g1:0"]
+    assert log.contents(T, "wx.0") == [b"g1:0"]
+    peer.send(DirectRecord(WID, T, "w.1", 0, b"g1:0", 1, 0))  # another store's copy: taken
+    assert log.contents(T, "w.1") == [b"g1:0"]
+    peer.send(*records("w.0", "g2", 2, 0, 0, 2))  # run 2 begins at 0
+    assert log.contents(T, "w.0") == [b"g2:0", b"g2:1"]
+    acks = [m for m in peer.recv_all() if isinstance(m, Ack) and m.producer == "w.0"]
+    assert acks[-1] == Ack("w.0", T, 1, 2, 0)
+    assert store.statistics().records_superseded == 0
+
+
+def test_fences_of_names_the_store_holds_nothing_of_are_bounded() -> None:
+    """One entry per name, the oldest forgotten past ``MAX_NAME_FENCES``."""
+    store, peer, _log = make()
+    for n in range(MAX_NAME_FENCES + 5):
+        peer.send(GetHeads(T, f"n{n}.0", 2, (1 << 32) - 1))
+    peer.recv_all()
+    assert store.statistics().partitions == 0
+    peer.send(
+        *records("n0.0", "g1", 1, 0, 0, 1), *records(f"n{MAX_NAME_FENCES}.7", "g1", 1, 0, 0, 1)
+    )
+    assert store.statistics().records_fenced == 1  # n0 was forgotten
