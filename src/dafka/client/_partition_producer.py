@@ -1,8 +1,12 @@
 """The public producer: publish records of one partition (its id) on one topic.
 
-``publish`` runs in the application's thread and only queues the content; the node's
-runner thread hands queued records to the ``ProducerMachine`` in batches, so the
-application pays a deque append and an occasional wake-up, not a socket send.
+``publish`` runs in the application's thread and queues the content; the node's runner
+thread hands queued records to the ``ProducerMachine`` in batches, so the application pays a
+deque append and an occasional wake-up, not a socket send. A *lone* record - published
+:data:`DIRECT_GAP` or more after the previous one, nothing queued, the runner between turns -
+is handed to the machine and sent by the caller's thread itself (``NodeRunner.run_here``):
+one thread wake-up less on its way (at 1,000 records/s, about a quarter of the publish ->
+consumer latency), while a loop's records still leave in batches from the runner.
 
 Backpressure: at most ``ProducerConfig.max_unacked_records`` records may be published and not
 yet ACKed by stores. ``publish`` then blocks until ACKs arrive (``backpressure="block"``,
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import threading
 import time
 
@@ -23,6 +28,12 @@ from dafka.protocol import new_node_id
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner, RunnerStats
 from dafka.transport.sockets import ZmqContext
+
+DIRECT_GAP = 50e-6
+"""A record published at least this many seconds after the previous one may be sent by the
+caller's thread (a lone record); closer ones are queued for the runner, which sends them in
+runs: sending in the caller costs it ~5 us more per record than queueing, a wake-up saved
+only when the runner would have slept between two records."""
 
 DRAIN_SLICE = 4096
 """Records handed to the machine (and sent) per runner turn; see ``Producer._drain``."""
@@ -48,6 +59,7 @@ class PartitionProducer(Closing):
         self._machine = ProducerMachine(topic, self.producer_id, self.config)
         self._pending: collections.deque[bytes] = collections.deque()
         self._scheduled = False
+        self._last_publish = 0.0  # time.monotonic() of the previous publish
         self._next = 0
         self._acked_next = 0  # every sequence below it is ACKed (updated by the runner)
         self._lock = threading.Lock()
@@ -60,6 +72,7 @@ class PartitionProducer(Closing):
             context=context,
             after_turn=self._after_turn,
             name=f"producer-{topic}",
+            direct=True,
         )
         self._runner.failure.add_listener(self._on_failure)
         self._runner.start(ready_timeout)  # stops its thread itself when it raises
@@ -96,6 +109,16 @@ class PartitionProducer(Closing):
                 self._wait_for_room(limit, timeout)
             sequence = self._next
             self._next = sequence + 1
+            now = time.monotonic()
+            lone = now - self._last_publish >= DIRECT_GAP
+            self._last_publish = now
+            if (
+                lone
+                and not self._pending
+                and not self._scheduled
+                and self._runner.run_here(functools.partial(self._publish_here, content))
+            ):
+                return sequence
             self._pending.append(content)
             if not self._scheduled:
                 self._scheduled = True
@@ -178,6 +201,14 @@ class PartitionProducer(Closing):
                     raise BackpressureError(self._next - self._acked_next, 0)
                 self._progress.wait(remaining)
 
+    def _publish_here(self, content: bytes, now: float) -> bool:
+        """In the caller's thread, the runner's turn lock held (``run_here``): hand a lone
+        record to the machine, unless records wait in the queue (a drain took them out and
+        the byte bound put them back meanwhile: order) or the bound refuses it."""
+        if self._pending or self._scheduled:
+            return False
+        return self._machine.publish_many([content], now) == 1
+
     def _drain(self, now: float) -> None:
         """Hand queued records to the machine, at most ``DRAIN_SLICE`` per runner turn.
 
@@ -221,4 +252,4 @@ class PartitionProducer(Closing):
                 self._progress.notify_all()
 
 
-__all__ = ["DRAIN_SLICE", "PartitionProducer"]
+__all__ = ["DIRECT_GAP", "DRAIN_SLICE", "PartitionProducer"]

@@ -110,9 +110,14 @@ class Executor:
         self._on_peer = on_peer
         self._reach = reach
         self._pubs = [e.pub for e in sockets.endpoints]
+        self._deferred: list[Action] = []
+        """What a caller's :meth:`execute_here` left to the runner, run first next turn."""
 
     def execute(self, now: float) -> None:
         """Execute both outboxes until empty (persisting may make the store send ACKs)."""
+        if self._deferred:
+            deferred, self._deferred = self._deferred, []
+            self.execute_actions(deferred)
         discovery_actions = self._discovery.take_actions()
         if discovery_actions:
             self.execute_actions(discovery_actions)
@@ -125,6 +130,24 @@ class Executor:
             advanced = persistence is not None and persistence.report_durable(now)
             if not advanced and not actions:
                 return
+
+    def execute_here(self) -> bool:
+        """In a caller's thread holding the turn lock (``_turns.py``): execute the machine's
+        outbox if it holds only sends - they go out on the data XPUBs, the sockets the lock
+        lends - else keep it, in order, for the runner's next turn; True: the runner must be
+        woken for it."""
+        actions = self._machine.take_actions()
+        if self._deferred:  # an earlier caller's, not yet run: these go after them
+            self._deferred += actions
+            return True
+        for action in actions:
+            kind = action.__class__
+            if kind is not SendRecords and kind is not Send:
+                self._deferred += actions
+                return True
+        if actions:
+            self.execute_actions(actions)
+        return False
 
     def shutdown(self, now: float) -> None:
         """The last turn: execute, make everything durable, and send the last ACKs."""

@@ -16,6 +16,10 @@ Reading a batch before executing the outbox is what makes the store write once a
 per partition per burst of records. While the application has paused receiving
 (``receive_paused``, a consumer whose queue is full) only the beacons and the mailbox are
 polled, at least every 10 ms, so that the loop notices the pause end.
+
+With :class:`~dafka.transport._turns.Turns` (a node whose callers may send a lone record
+themselves) the whole turn runs under its lock, released only around the poll, and the data
+XPUBs are polled by descriptor and asked their readiness under the lock (``_turns.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dafka.transport._persistence import Persistence
 from dafka.transport._reach import ReachWatch
 from dafka.transport._receive import OnNotice, Receiver
 from dafka.transport._socket_set import PeerSockets, SocketSet
+from dafka.transport._turns import Turns, readable
 from dafka.transport.memory import release_free_memory
 
 _PAUSED_POLL_MS = 10
@@ -57,8 +62,10 @@ class PollLoop:
         receive_paused: Callable[[], bool] | None,
         after_turn: Callable[[float], None] | None,
         reach: ReachWatch,
+        turns: Turns | None = None,
     ) -> None:
         self._machine = machine
+        self._turns = turns
         self._reach = reach
         self._discovery = discovery
         self._sockets = sockets
@@ -75,6 +82,19 @@ class PollLoop:
 
     def run(self) -> None:
         """Turn until stopped; the last turn flushes (``Executor.shutdown``)."""
+        turns = self._turns
+        if turns is None:
+            self._run(None)
+            return
+        with turns.lock:
+            turns.open = True
+            try:
+                self._run(turns)
+            finally:
+                turns.open = False
+
+    def _run(self, turns: Turns | None) -> None:
+        """The loop; with ``turns`` its lock is held, and released only around the poll."""
         machine = self._machine
         discovery = self._discovery
         persistence = self._persistence
@@ -92,8 +112,14 @@ class PollLoop:
         endpoints = self._sockets.endpoints
         subs = [e.sub for e in endpoints]
         xpubs = [(e.pub, e.identity.xpub, e.identity.topic) for e in endpoints]
-        for sock in (*subs, *(pub for pub, _, _ in xpubs)):
+        for sock in subs:
             poller.register(sock, zmq.POLLIN)
+        for pub, _, _ in xpubs:
+            if turns is None:
+                poller.register(pub, zmq.POLLIN)
+            else:  # used by callers too: its descriptor only, its readiness under the lock
+                poller.register(pub.get(zmq.FD), zmq.POLLIN)
+                turns.pubs.append(pub)
         reach = self._reach
         peer_senders: dict[zmq.Socket[bytes], str] = {}
         peer_keys: dict[zmq.Socket[bytes], bytes] = {}
@@ -114,11 +140,20 @@ class PollLoop:
             )
             timeout_ms = -1 if deadline is None else max(0, int((deadline - now) * 1000) + 1)
             receiving = paused is None or not paused()
-            if receiving:
-                events = dict(poller.poll(timeout_ms))
-            else:
-                limit = _PAUSED_POLL_MS if timeout_ms < 0 else min(timeout_ms, _PAUSED_POLL_MS)
-                events = dict(control.poll(limit))
+            if turns is not None:
+                if turns.notices_waiting():
+                    timeout_ms = 0
+                turns.sleeping_until = deadline
+                turns.lock.release()
+            try:
+                if receiving:
+                    events = dict(poller.poll(timeout_ms))
+                else:
+                    limit = _PAUSED_POLL_MS if timeout_ms < 0 else min(timeout_ms, _PAUSED_POLL_MS)
+                    events = dict(control.poll(limit))
+            finally:
+                if turns is not None:
+                    turns.lock.acquire()
             now = clock()
             if wake in events:
                 self._mailbox.drain(wake, now)
@@ -136,7 +171,7 @@ class PollLoop:
                         if sock in events:
                             receiver.data(sock, now, sender, peer_keys.get(sock))
             for sock, machine_sees, topic in xpubs:
-                if sock in events:
+                if (sock in events) if turns is None else readable(sock):
                     handler = on_subscription if machine_sees else None
                     receiver.notices(sock, reach, handler, now, topic)
             due = machine.next_deadline()

@@ -11,6 +11,9 @@ class RunnerStats:
 
     received: int = 0
     sent: int = 0
+    sent_here: int = 0
+    """Of ``sent``: sent by a caller's thread itself (``NodeRunner.run_here``: a producer's
+    lone records), not by the runner's."""
     undecodable: int = 0
     injected_drops: int = 0
     """Messages dropped by the fault injector (``drop_inbound``; tests and chaos only)."""

@@ -1,0 +1,101 @@
+"""A lone record leaves from the publishing thread; a loop's records still go in runs.
+
+``PartitionProducer.publish`` sends a record itself when it comes ``DIRECT_GAP`` or more after
+the previous one with nothing queued (``NodeRunner.run_here``: one thread wake-up less on
+its way), and queues it for the runner otherwise. On a real cluster (a tower and a store in
+this process, a live consumer): every record is ACKed and read back once, in order, whether
+it went directly or through the queue, and also when the two alternate from two threads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka import Consumer
+from dafka.client import PartitionProducer
+from dafka.records import Record
+from tests.integration.client.test_producer import FAST, Cluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    with Cluster(tmp_path, stores=1) as c:
+        yield c
+
+
+def _read(consumer: Consumer, count: int) -> list[bytes]:
+    got: list[Record] = []
+    deadline = time.monotonic() + 30
+    while len(got) < count and time.monotonic() < deadline:
+        got += consumer.poll(timeout=0.2)
+    return [r.value for r in got]
+
+
+def _consumer(cluster: Cluster, topic: str) -> Consumer:
+    return Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST)
+
+
+def test_lone_records_are_sent_by_the_publishing_thread(cluster: Cluster) -> None:
+    with (
+        _consumer(cluster, "lone") as consumer,
+        PartitionProducer("lone", cluster.client_transport()) as producer,
+    ):
+        for i in range(40):  # each after the previous one was stored: lone
+            producer.publish(f"lone-{i}".encode())
+            assert producer.flush(10)
+        assert _read(consumer, 40) == [f"lone-{i}".encode() for i in range(40)]
+        stats = producer.transport_statistics()
+    assert stats.sent_here >= 20, stats  # the others met the runner in a turn (an ACK's)
+
+
+def test_a_loop_still_goes_in_runs_from_the_runner(cluster: Cluster) -> None:
+    count = 20_000
+    with (
+        _consumer(cluster, "loop") as consumer,
+        PartitionProducer("loop", cluster.client_transport()) as producer,
+    ):
+        for i in range(count):
+            producer.publish(b"%d" % i)
+        assert producer.flush(30)
+        assert _read(consumer, count) == [b"%d" % i for i in range(count)]
+        stats = producer.transport_statistics()
+    assert stats.sent_here <= count // 4, stats
+
+
+def test_direct_and_queued_records_of_two_threads_keep_the_order_of_their_sequences(
+    cluster: Cluster,
+) -> None:
+    per_thread = 3_000
+    with (
+        _consumer(cluster, "mixed") as consumer,
+        PartitionProducer("mixed", cluster.client_transport()) as producer,
+    ):
+        sequences: dict[bytes, int] = {}
+        lock = threading.Lock()
+
+        def publish(name: str) -> None:
+            for i in range(per_thread):
+                value = f"{name}-{i}".encode()
+                with lock:  # the sequence and the value, paired
+                    sequences[value] = producer.publish(value)
+                if i % 50 == 0:
+                    time.sleep(0.0002)  # a gap: the next one may go directly
+
+        threads = [threading.Thread(target=publish, args=(n,)) for n in ("a", "b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert producer.flush(30)
+        got = _read(consumer, 2 * per_thread)
+    assert len(got) == 2 * per_thread
+    assert [sequences[v] for v in got] == list(range(2 * per_thread))
+    for name in ("a", "b"):
+        assert [v for v in got if v.startswith(name.encode())] == [
+            f"{name}-{i}".encode() for i in range(per_thread)
+        ]
