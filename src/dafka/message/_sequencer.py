@@ -557,6 +557,7 @@ class Sequencer(Generic[M]):
         self._ring_first[head] = first
         self._weight += weight
         self._add_at_head(env, partial, last)
+        partial.max_clock = last  # as its messages one by one: a later clock <= it is a dup
         self._offsets[partition] = env[2]
         return outcome
 
