@@ -58,7 +58,7 @@ import logging
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -183,7 +183,9 @@ class Consumer(Closing):
     :class:`ConsumerSettings` field as a keyword. ``transport``/``config`` (the runner's and
     the machine's own config objects), ``context`` and ``drop_inbound`` (the runner's fault
     injector: True drops a received message, by its raw frames, as if lost in transit) are
-    for the CLI and tests.
+    for the CLI and tests, as is ``commit_fault`` (called with the partitions of each
+    commit of a group member after its ownership check and before the write, e.g.
+    :func:`dafka.testing.stop_mid_commit`: a process paused in between).
     """
 
     quiet_errors = (NodeFailedError,)  # after an error in the block: it says more
@@ -201,6 +203,7 @@ class Consumer(Closing):
         config: ConsumerConfig | None = None,
         context: ZmqContext | None = None,
         drop_inbound: DropInbound | None = None,
+        commit_fault: Callable[[Sequence[Key]], object] | None = None,
         listener: object = None,
         on_assign: Callback | None = None,
         on_revoke: Callback | None = None,
@@ -292,6 +295,7 @@ class Consumer(Closing):
         self._handover_cut: dict[Key, tuple[int, int]] = {}
         """A revoked partition's batch that a poll had cut: its (offset, messages handed)."""
         self._membership: Membership | None = None
+        self._commit_fault = commit_fault
         machine: NodeMachine = self._machine
         if group_member:
             session, heartbeat = self.settings.group_timing()
@@ -1030,7 +1034,12 @@ class Consumer(Closing):
         membership = self._membership
         if membership is None:
             return None
-        return membership.refuse_lost(keys, self._runner.call)
+        keys = list(keys)
+        tenures = membership.refuse_lost(keys, self._runner.call)
+        fault = self._commit_fault
+        if fault is not None:
+            fault(keys)
+        return tenures
 
     def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:
         """Start newly assigned partitions where their previous owner handed them over

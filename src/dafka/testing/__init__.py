@@ -9,6 +9,8 @@
   ``Consumer(drop_inbound=)``): drops a seeded share of the RECORDs it receives;
 * :func:`crash_mid_commit` - ``TransactionalProducer(commit_fault=)``: SIGKILLs the process
   with a chosen number of a commit's ACKs stored;
+* :func:`stop_mid_commit` - ``Consumer(commit_fault=)``: SIGSTOPs the process between a group
+  member's ownership check and the write of its commit;
 * :func:`fail_sink_task` - the Spark sink's ``fault``: the first attempt of a task fails
   after it stored some rows;
 * :class:`Hosts` - hosts made of Linux network namespaces joined by a router, with links to
@@ -16,7 +18,14 @@
 """
 
 from dafka.testing._clock import ManualClock, Timed
-from dafka.testing._crash import CrashMidCommit, FailSinkTask, crash_mid_commit, fail_sink_task
+from dafka.testing._crash import (
+    CrashMidCommit,
+    FailSinkTask,
+    StopMidCommit,
+    crash_mid_commit,
+    fail_sink_task,
+    stop_mid_commit,
+)
 from dafka.testing._faults import LossyRecords, lossy_records
 from dafka.testing._hosts import Host, Hosts, HostsError, hosts_problem
 from dafka.testing._memory_log import LogContractError, MemoryLog
@@ -39,6 +48,7 @@ __all__ = [
     "NetworkStalledError",
     "NetworkStatistics",
     "ScriptedPeer",
+    "StopMidCommit",
     "Timed",
     "crash_mid_commit",
     "fail_sink_task",
@@ -46,4 +56,5 @@ __all__ = [
     "hosts_problem",
     "lossy_records",
     "prefix_of",
+    "stop_mid_commit",
 ]

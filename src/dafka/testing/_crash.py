@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 
 class CrashMidCommit:
@@ -29,6 +29,31 @@ class CrashMidCommit:
 def crash_mid_commit(after_acks: int) -> CrashMidCommit:
     """Kill the process in a commit's fan-out with exactly ``after_acks`` ACKs stored."""
     return CrashMidCommit(after_acks)
+
+
+class StopMidCommit:
+    """A ``Consumer(commit_fault=)`` that stops this process (SIGSTOP) in the next commit of
+    a group member once :attr:`armed`: after the member's ownership check passed and before
+    the commit is written - a zombie paused mid-commit, resumed by the test's SIGCONT.
+    ``before``: called first (the process says it stops)."""
+
+    def __init__(self, before: Callable[[], object] | None = None) -> None:
+        self.armed = False
+        self.before = before
+
+    def __call__(self, keys: Sequence[tuple[str, str]]) -> None:
+        if not self.armed or not keys:
+            return
+        self.armed = False
+        if self.before is not None:
+            self.before()
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def stop_mid_commit(before: Callable[[], object] | None = None) -> StopMidCommit:
+    """Stop the process between a group member's ownership check and its commit's write,
+    once armed (``.armed = True``)."""
+    return StopMidCommit(before)
 
 
 class FailSinkTask:

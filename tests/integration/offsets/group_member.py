@@ -13,7 +13,9 @@ when a poll finds nothing new. A test SIGKILLs it: what it printed after its las
 to process. With ``--pause-after N``, once it handled N records the member prints
 ``pausing`` and stops itself (SIGSTOP) right before its next commit: a zombie paused
 mid-commit, resumed by the test's SIGCONT (at a point of its own: a test that signalled
-it could come too late on a loaded machine, after the member had read everything).
+it could come too late on a loaded machine, after the member had read everything). With
+``--pause-in-commit N`` it stops inside that commit instead: after its member's ownership
+check passed, before the write (``dafka.testing.stop_mid_commit``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import signal
 import time
 
 from dafka import CommitError, Consumer
+from dafka.testing import stop_mid_commit
 
 
 def emit(event: str, **fields: object) -> None:
@@ -41,8 +44,11 @@ def main() -> None:
     parser.add_argument("--commit-idle", action="store_true")
     parser.add_argument("--work", type=float, default=0.0, help="seconds of work per poll")
     parser.add_argument("--pause-after", type=int, default=0)
+    parser.add_argument("--pause-in-commit", type=int, default=0)
     args = parser.parse_args()
     manual = args.commit_every > 0
+    handled = 0
+    stop = stop_mid_commit(lambda: emit("pausing", handled=handled))
     with Consumer(
         args.topic,
         towers=",".join(args.tower),
@@ -50,12 +56,13 @@ def main() -> None:
         offset_reset="earliest",
         group_id=args.group,
         enable_auto_commit=not manual,
+        commit_fault=stop,
         auto_commit_interval_ms=200,
         on_assign=lambda keys: emit("assigned", partitions=sorted(p for _, p in keys)),
         on_lost=lambda keys: emit("lost", partitions=sorted(p for _, p in keys)),
     ) as consumer:
         emit("ready")
-        handled = since = 0
+        since = 0
         while True:
             records = consumer.poll(0.5, max_records=args.max_records)
             values = [r.value.decode() for r in records]
@@ -71,6 +78,9 @@ def main() -> None:
                 args.pause_after = 0
                 emit("pausing", handled=handled)
                 os.kill(os.getpid(), signal.SIGSTOP)  # a zombie, mid-commit
+            if args.pause_in_commit and handled >= args.pause_in_commit:
+                args.pause_in_commit = 0
+                stop.armed = True  # stops past the commit's ownership check
             since = 0
             try:
                 consumer.commit()

@@ -31,10 +31,35 @@ TOPIC = "zombie-in"
 GROUP = "g-zombie"
 
 
-def _member(procs: Processes, cluster: LocalCluster, name: str, *extra: str) -> Proc:
-    argv = [sys.executable, str(MEMBER), "--tower", cluster.towers, "--topic", TOPIC]
-    argv += ["--group", GROUP, "--commit-every", "20", "--max-records", "10", "--commit-idle"]
+def _member(
+    procs: Processes,
+    cluster: LocalCluster,
+    name: str,
+    *extra: str,
+    topic: str = TOPIC,
+    group: str = GROUP,
+) -> Proc:
+    argv = [sys.executable, str(MEMBER), "--tower", cluster.towers, "--topic", topic]
+    argv += ["--group", group, "--commit-every", "20", "--max-records", "10", "--commit-idle"]
     return procs.spawn(name, [*argv, *extra])
+
+
+def _produce(cluster: LocalCluster, topic: str, name: str) -> dict[tuple[str, str], int]:
+    """``TOTAL`` messages to 4 partitions in batched RECORDs (cut by the members' polls);
+    returns each partition's end."""
+    ends: dict[tuple[str, str], int] = {}
+    with Producer(
+        topic, towers=cluster.towers, beacon_interval=0.2, name=name, partitions=4
+    ) as producer:
+        for start in range(0, TOTAL, 50):
+            futures = [producer.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
+            assert producer.flush(30) == 0
+            for future in futures:
+                meta = future.result()
+                key = (meta.topic, meta.partition)
+                ends[key] = max(ends.get(key, 0), meta.offset + 1)
+    assert len(ends) == 4
+    return ends
 
 
 def _handled(events: list[dict[str, Any]]) -> tuple[list[str], int]:
@@ -62,19 +87,7 @@ def _after(proc: Proc, mark: str, events: tuple[str, ...]) -> dict[str, Any] | N
 def test_a_paused_members_late_commit_is_refused_and_moves_nothing(
     cluster: LocalCluster, procs: Processes
 ) -> None:
-    ends: dict[tuple[str, str], int] = {}
-    with Producer(
-        TOPIC, towers=cluster.towers, beacon_interval=0.2, name="zombie-w", partitions=4
-    ) as producer:
-        for start in range(0, TOTAL, 50):  # batched RECORDs, cut by the members' polls
-            futures = [producer.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
-            assert producer.flush(30) == 0
-            for future in futures:
-                meta = future.result()
-                key = (meta.topic, meta.partition)
-                ends[key] = max(ends.get(key, 0), meta.offset + 1)
-    assert len(ends) == 4
-
+    ends = _produce(cluster, TOPIC, "zombie-w")
     a = _member(procs, cluster, "member-a", "--work", "0.05", "--pause-after", "70")
     a.wait_event("pausing", timeout=90)  # stopped itself right before a commit
     handled_a, committed_a = _handled(a.events())
@@ -106,6 +119,65 @@ def test_a_paused_members_late_commit_is_refused_and_moves_nothing(
     assert outcome["error"] == "CommitFailedError", outcome
     assert [e for e in a.events() if e["event"] == "lost"], "A never learnt it lost its partitions"
 
+    handled_b, _ = _handled(b.events())
+    everything = {str(i) for i in range(TOTAL)}
+    assert set(handled_a) | set(handled_b) == everything  # nothing lost
+    twice = set(handled_a) & set(handled_b)
+    tail = set(handled_a[committed_a:])
+    assert twice <= tail, f"read twice before A's last commit: {sorted(twice - tail)[:10]}"
+
+
+def test_a_commit_paused_past_its_ownership_check_ranks_below_the_new_owners(
+    cluster: LocalCluster, procs: Processes
+) -> None:
+    # The check-to-write window: A stops itself inside a commit, after its member's
+    # ownership check passed and before the write (dafka.testing.stop_mid_commit). B takes
+    # every partition over and commits their ends; A resumes and its commit - positions B
+    # has long passed - is written and stored: no check can refuse it any more. Before the
+    # tenures it ranked above B's (the later version: its wall clock) and the group's
+    # position went back; now it carries the tenure of A's take, below B's, and the
+    # position stays at the ends (docs/groups.md, "Tenures").
+    topic, group = "window-in", "g-window"
+    ends = _produce(cluster, topic, "window-w")
+    a = _member(
+        procs,
+        cluster,
+        "window-a",
+        "--work",
+        "0.05",
+        "--pause-in-commit",
+        "70",
+        topic=topic,
+        group=group,
+    )
+    a.wait_event("pausing", timeout=90)
+    handled_a, committed_a = _handled(a.events())  # its last commit stored before the pause
+    assert committed_a < len(handled_a) < TOTAL
+
+    b = _member(procs, cluster, "window-b", topic=topic, group=group)
+    with Consumer(
+        assign=dict.fromkeys(ends, 0), group_id=group, towers=cluster.towers, beacon_interval=0.2
+    ) as watcher:
+
+        def committed() -> dict[tuple[str, str], int]:
+            found = watcher.committed(list(ends))
+            return {k: -1 if c is None else c.offset for k, c in found.items()}
+
+        wait_until(lambda: committed() == ends, "B's commits to reach every end", timeout=90)
+
+        a.send_signal(signal.SIGCONT)  # the zombie resumes, into the write of its commit
+        outcome = wait_until(
+            lambda: _after(a, "pausing", ("committed", "commit_failed")),
+            "the zombie's commit to end",
+            timeout=60,
+        )
+        wait_until(lambda: _after(a, "pausing", ("lost",)), "A to learn it lost", timeout=60)
+        after = committed()
+        moved = {k: (ends[k], after[k]) for k in ends if after[k] != ends[k]}
+        assert not moved, f"the zombie's late commit moved the group's position (end, now): {moved}"
+    assert outcome["event"] == "committed", f"the check refused it: not this window: {outcome}"
+
+    handled_a, _ = _handled(a.events())
     handled_b, _ = _handled(b.events())
     everything = {str(i) for i in range(TOTAL)}
     assert set(handled_a) | set(handled_b) == everything  # nothing lost
