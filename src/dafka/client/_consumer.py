@@ -1027,15 +1027,18 @@ class Consumer(Closing):
                         committed[key] = (done.offset, done.index, version)
         return committed
 
-    def _refuse_lost(self, keys: Iterable[Key]) -> dict[Key, int] | None:
+    def _refuse_lost(
+        self, keys: Iterable[Key], *, held: Mapping[Key, int] | None = None
+    ) -> dict[Key, int] | None:
         """A group member's commit: :class:`CommitFailedError` for partitions it lost
-        (``Membership.refuse_lost``), else the tenures its commit carries; nothing to check
-        (None) for a consumer that is not a member."""
+        (``Membership.refuse_lost``; ``held``: or that it no longer holds under these
+        tenures), else the tenures its commit carries; nothing to check (None) for a
+        consumer that is not a member."""
         membership = self._membership
         if membership is None:
             return None
         keys = list(keys)
-        tenures = membership.refuse_lost(keys, self._runner.call)
+        tenures = membership.refuse_lost(keys, self._runner.call, held)
         fault = self._commit_fault
         if fault is not None:
             fault(keys)

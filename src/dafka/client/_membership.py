@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
@@ -203,7 +203,10 @@ class Membership:
         return set(self._assignment)
 
     def refuse_lost(
-        self, keys: Iterable[Key], run: Callable[[Callable[[float], object]], object]
+        self,
+        keys: Iterable[Key],
+        run: Callable[[Callable[[float], object]], object],
+        held: Mapping[Key, int] | None = None,
     ) -> dict[Key, int]:
         """Raise :class:`CommitFailedError` if this member may not commit some of ``keys``
         (``run`` executes a function in the runner thread, where the member lives): they are
@@ -212,7 +215,13 @@ class Membership:
         commit after a pause is refused even before the runner handled anything else.
         Returns the tenure of each key it owns, in the same look: the commit carries them,
         so that if it is written late - the process paused after this check - it ranks
-        below the next owner's commits (docs/groups.md, "Tenures")."""
+        below the next owner's commits (docs/groups.md, "Tenures").
+
+        ``held``: the tenures under which the member owned the partitions when the commit
+        was prepared (a transaction's offsets, sent before its INTENT): a partition it
+        holds under another tenure now was lost and taken again since - the new owner
+        meanwhile read from the group's commits and may have processed what this commit
+        covers - and is refused too."""
         wanted = list(keys)
         if not wanted:
             return {}
@@ -220,6 +229,8 @@ class Membership:
         answer = run(functools.partial(_refused, member, wanted))
         assert isinstance(answer, tuple)
         refused, tenures = answer
+        if held is not None:
+            refused = refused | {k for k, t in held.items() if tenures.get(k, 0) != t}
         if refused:
             raise CommitFailedError(
                 f"group {member.config.group_id}: commit refused: this member no longer owns "

@@ -213,9 +213,10 @@ class TransactionalProducer(Closing):
         """The offset of this instance's next log record (it is the log's only writer)."""
         self._offsets: dict[str, GroupOffsets] = {}
         """Per group: the committer of the offsets sent in transactions."""
-        self._offset_owners: list[tuple[Consumer, list[tuple[str, str]]]] = []
-        """The open transaction's offsets sent for a group member: checked again just
-        before the INTENT (the member may have lost them since: a paused process)."""
+        self._offset_owners: list[tuple[Consumer, dict[tuple[str, str], int]]] = []
+        """The open transaction's offsets sent for a group member, with the tenure under
+        which it owned each: checked again just before the INTENT (the member may have lost
+        them since - a paused process - and maybe taken them again)."""
         self.resolved: list[str] = []
         """Log partitions of predecessors this instance resolved at start."""
         # Pipelined commits (commit_transaction_nowait): see _run_commits.
@@ -994,7 +995,8 @@ class TransactionalProducer(Closing):
             ref = TxnRef(self.log_partition, self._log_next, self._txn)
             committer.commit(positions, timeout, txn=ref, tenures=tenures)
             if consumer is not None:
-                self._offset_owners.append((consumer, list(positions)))
+                held = dict.fromkeys(positions, 0) | (tenures or {})
+                self._offset_owners.append((consumer, held))
 
     def _check_offset_owners(self, timeout: float | None) -> None:
         """Before the INTENT: every group member whose offsets this transaction sends still
@@ -1003,8 +1005,8 @@ class TransactionalProducer(Closing):
         output would duplicate the new owner's: abort it and raise
         :class:`CommitFailedError`."""
         try:
-            for consumer, keys in self._offset_owners:
-                consumer._refuse_lost(keys)
+            for consumer, held in self._offset_owners:
+                consumer._refuse_lost(held, held=held)
         except CommitFailedError:
             self.abort_transaction(timeout)
             raise

@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
+import pytest
+
 from dafka.client._membership import ConsumerRebalanceListener, Handed, Membership
-from dafka.client._offsets import Position
+from dafka.client._offsets import CommitFailedError, Position
 from dafka.node import (
     ConsumerMachine,
     GroupConfig,
@@ -273,3 +275,56 @@ def test_a_queued_handover_of_partitions_lost_meanwhile_commits_nothing() -> Non
         time.sleep(0.005)
     membership.close()
     assert client.committing == [set(), set()], client.committing
+
+
+def test_a_transactions_offsets_are_refused_if_their_partitions_were_taken_again_since() -> None:
+    """m1 sends a transaction's offsets of p2 and p3 (its ownership check gives their
+    tenures), then is paused past session_timeout: it counts itself lost and takes p2 and p3
+    again once the group agrees. The check before the INTENT must refuse them: m1 owns them
+    again, but another member may have read them from the group's commits meanwhile and
+    written the same outputs. Before, the check looked at ownership alone and passed (in
+    tests/integration/offsets/test_offsets_zombie.py at load 15, the paused member's
+    transaction committed: 5 outputs twice)."""
+    group = Group()
+    membership = group.membership
+
+    def run(fn: Callable[[float], object]) -> object:
+        return fn(group.now)
+
+    def rebalance() -> None:
+        if membership.pending:
+            membership.rebalance(run)
+
+    group.tick(0.0)
+    for step in range(1, 5):  # the join window, then beats every 0.5 s
+        group.tick(step * 0.5)
+        rebalance()
+    keys = [(TOPIC, "p2"), (TOPIC, "p3")]
+    assert group.consumer.member.assignment() == set(keys)
+    sent = membership.refuse_lost(keys, run)  # send_offsets_to_transaction's check
+    assert set(sent) == set(keys)
+
+    t = 2.0
+    while t < 5.0:  # m1 is paused: only the others beat, for longer than session_timeout
+        t += 0.5
+        group.now = t
+        for member in group.others.values():
+            member.on_timer(t)
+        group.alive.discard("m1")
+        group.exchange()
+        group.alive.add("m1")
+    t += 0.5
+    group.tick(t)  # m1 resumes: it counts itself lost (and may take its share at once)
+    rebalance()
+    assert group.consumer.member.statistics().lost == 1
+    while t < 12.0 and group.consumer.member.assignment() != set(keys):
+        t += 0.5  # m1 joins again and gets its share back
+        group.tick(t)
+        rebalance()
+    assert group.consumer.member.assignment() == set(keys)
+    assert group.consumer.member.statistics().silences == 1
+    again = membership.refuse_lost(keys, run)  # owned again: a new commit may carry them
+    assert all(again[k] > sent[k] for k in keys)
+    with pytest.raises(CommitFailedError):
+        membership.refuse_lost(keys, run, sent)  # the check before the INTENT
+    membership.close()
