@@ -84,16 +84,56 @@ def _clock_of(i: int) -> int:
     )
 
 
+_LOW_BYTE = bytes(k >> 4 for k in range(4096))
+"""Byte 3 of the UUID of clock ``c`` is ``_LOW_BYTE[c & 0xFFF]`` (time_low's low byte: the
+clock's bits 4-11), so that of consecutive clocks from ``c`` is a slice of this table."""
+_COUNTER_AT = bytes((k & 15) << 2 for k in range(4096))
+"""Byte 8's counter bits (``& 0x3C``) of clock ``c`` are ``_COUNTER_AT[c & 0xFFF]``."""
+_COUNTER_BITS = bytes(b & 0x3C for b in range(256))
+"""``bytes.translate`` table keeping byte 8's counter bits (the clock's bits 0-3)."""
+
+
+def _consecutive(content: bytes, lo: int, n: int) -> bool:
+    """Whether the ``n`` UUIDs at ``content[lo:]`` are equal but for the clock's bits 0-11,
+    which run through ``n`` consecutive values: what a transactional producer writes in a
+    RECORD (``produce_many`` stamps a run of clocks from ``Clock.tick_many``).
+
+    No Python step per message either, and no decoded column: a copy of the UUIDs with the
+    bytes that move blanked (byte 3, byte 8's counter bits) equals its first UUID repeated
+    (one compare), and the moving bytes, two strided slices, equal slices of two tables of
+    the 4096 values of the clock's low 12 bits (a run that crosses a multiple of 4096 moves
+    byte 2 too: it is checked the general way)."""
+    hi = lo + 16 * n
+    block = bytearray(content[lo:hi])
+    low = block[3::16]
+    byte8 = block[8::16]
+    block[3::16] = bytes(n)
+    block[8::16] = byte8.translate(_BYTE_8_FIXED)
+    if block != block[:16] * n:
+        return False
+    k0 = low[0] << 4 | (byte8[0] & 0x3C) >> 2
+    k1 = k0 + n
+    return (
+        k1 <= 4096
+        and low == _LOW_BYTE[k0:k1]
+        and byte8.translate(_COUNTER_BITS) == _COUNTER_AT[k0:k1]
+    )
+
+
 def _run_of(batch: CheckedBatch, start: int, stop: int) -> tuple[int, int, int] | None:
     """``(producer, first clock, last clock)`` when messages ``[start, stop)`` of ``batch``
     (two or more) are CONTINUE messages of one producer with strictly increasing clocks - a
     run the sequencer queues as one entry - else None.
 
     Why it is cheap (no Python step per message): the UUID column is contiguous in the
-    RECORD (16 bytes a message), so each byte that must be equal in every message is one
-    strided slice compared in C; with those equal, two UUIDs compare as bytes exactly as
-    their clocks compare (time_low in bytes 0-3, then the counter in byte 8, the rest equal),
-    so increasing clocks are increasing UUIDs, one ``map(lt, ...)`` over the decoded column.
+    RECORD (16 bytes a message). Most often the clocks are consecutive (a transactional
+    producer's ``produce_many``): :func:`_consecutive` checks that in the RECORD's bytes,
+    without decoding them (the application's read decodes the RECORD later, when it is
+    released, as a plain read does: ~10 us of 250 messages less than the general check).
+    Else each byte that must be equal in every message is one strided slice compared in C;
+    with those equal, two UUIDs compare as bytes exactly as their clocks compare (time_low
+    in bytes 0-3, then the counter in byte 8, the rest equal), so increasing clocks are
+    increasing UUIDs, one ``map(lt, ...)`` over the decoded column.
     """
     at = batch.layout.uuids_at
     if at < 0:
@@ -102,20 +142,22 @@ def _run_of(batch: CheckedBatch, start: int, stop: int) -> tuple[int, int, int] 
     n = stop - start
     lo = at + 16 * start
     hi = lo + 16 * n
+    first = int.from_bytes(content[lo : lo + 16], "big")
+    if (first >> 48) & 0x3FF != _CONTINUE_FLAGS:
+        return None
+    first_clock = _clock_of(first)
+    if first_clock == 0:
+        return None
+    if _consecutive(content, lo, n):
+        return first & 0xFFFFFFFFFFFF, first_clock, first_clock + n - 1
     for k in _SAME_IN_A_RUN:
         if content[lo + k : hi : 16] != content[lo + k : lo + k + 1] * n:
             return None
     fixed = content[lo + 8] & 0xC3
     if content[lo + 8 : hi : 16].translate(_BYTE_8_FIXED) != bytes((fixed,)) * n:
         return None
-    first = int.from_bytes(content[lo : lo + 16], "big")
-    if (first >> 48) & 0x3FF != _CONTINUE_FLAGS:
-        return None
     uuids = cast(list[bytes], batch.columns().uuids[start:stop])  # flags checked: no None
     if not all(map(lt, uuids, islice(uuids, 1, None))):
-        return None
-    first_clock = _clock_of(first)
-    if first_clock == 0:
         return None
     last = int.from_bytes(content[hi - 16 : hi], "big")
     return first & 0xFFFFFFFFFFFF, first_clock, _clock_of(last)

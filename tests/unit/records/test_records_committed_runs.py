@@ -91,7 +91,7 @@ group = st.tuples(
     ),
     st.integers(0, 1),  # producer
     st.integers(1, 5),  # messages of a run
-    st.integers(1, 3),  # clock step inside a run
+    st.sampled_from([1, 2, 3, 17]),  # clock step in a run (17: counter +1, byte 3 +1)
     st.integers(0, 10**6),  # which earlier message a dup copies
 )
 records = st.lists(
@@ -99,9 +99,12 @@ records = st.lists(
 )
 
 
-def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
+def build(
+    spec: list[tuple[int, list[tuple[str, int, int, int, int]]]],
+    starts: tuple[int, int] = (1000, 5000),
+) -> Log:
     log = Log()
-    clocks = [1000, 5000]
+    clocks = list(starts)
     last_ack: dict[tuple[str, int], int] = {}
     minted: dict[str, list[Message]] = {}
     serial = 0
@@ -163,6 +166,17 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     cuts=[],
     restore_at=0,
     as_records=False,
+    clocks_from=(1000, 5000),
+)
+@example(  # consecutive clocks across a multiple of 4096 (4091..4100): checked in general
+    spec=[(0, [("run", 0, 5, 1, 0), ("run", 0, 5, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
+    buffer=8192,
+    ring_bytes=32 << 20,
+    recent=True,
+    cuts=[],
+    restore_at=0,
+    as_records=False,
+    clocks_from=(4090, 5000),
 )
 @example(  # a clock going back inside a RECORD: not a run
     spec=[(0, [("run", 0, 4, 1, 0), ("back", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -172,6 +186,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     cuts=[],
     restore_at=0,
     as_records=False,
+    clocks_from=(1000, 5000),
 )
 @example(  # flags 0x101 (in byte 8) inside a RECORD of CONTINUEs: not a run
     spec=[(0, [("run", 0, 3, 1, 0), ("odd", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -181,6 +196,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     cuts=[],
     restore_at=0,
     as_records=False,
+    clocks_from=(1000, 5000),
 )
 @example(  # an ACK inside a run's clocks: the commit takes the run's first messages
     spec=[(0, [("run", 0, 4, 1, 0)]), (0, [("early", 0, 1, 2, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -190,6 +206,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     cuts=[],
     restore_at=0,
     as_records=False,
+    clocks_from=(1000, 5000),
 )
 @example(  # the same, the run stepped through after a replay of what left the ring
     spec=[
@@ -204,6 +221,7 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     cuts=[],
     restore_at=0,
     as_records=True,
+    clocks_from=(1000, 5000),
 )
 @given(
     spec=records,
@@ -213,6 +231,12 @@ def build(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]]) -> Log:
     cuts=st.lists(st.integers(0, 200), max_size=4),
     restore_at=st.integers(0, 200),
     as_records=st.booleans(),
+    # Where the producers' clocks start: runs of consecutive clocks are checked in the
+    # RECORD's bytes within an aligned 4096 (the clock's low 12 bits); crossing one (4090),
+    # time_low's wrap (2**36) and time_mid's (2**48) take the general check.
+    clocks_from=st.tuples(
+        st.sampled_from([1000, 4090, 2**36 - 6, 2**48 - 6]), st.sampled_from([5000, 8187])
+    ),
 )
 def test_runs_release_exactly_what_message_by_message_releases(
     spec: list[tuple[int, list[tuple[str, int, int, int, int]]]],
@@ -222,9 +246,10 @@ def test_runs_release_exactly_what_message_by_message_releases(
     cuts: list[int],
     restore_at: int,
     as_records: bool,
+    clocks_from: tuple[int, int],
 ) -> None:
     # as_records: feed_columns_records (ReadCommittedConsumer.poll), the same rows as Records.
-    log = build(spec)
+    log = build(spec, clocks_from)
     stream = log.stream()
     reference = CommittedFilter(replay=log.replay, buffer=buffer)
     expected = reference.feed(stream)
