@@ -152,7 +152,9 @@ def group_rows(
     messages: MessageCounter | None = None,
 ) -> list[Group]:
     """Plain data (JSON-ready): per group its live members (id, static instance id, the
-    partitions each reads), its partitions with the committed offset, the head, the lag in
+    partitions each reads, and ``pending``: the members it heard that have not heard it
+    yet - it counts them alive, and takes anything, only once they have: docs/groups.md),
+    its partitions with the committed offset, the head, the lag in
     messages (``lag``: None where no head is known or the messages were not counted -
     ``messages`` counted them) and in RECORDs (``lag_records``: None where no head is
     known), and the totals (``lag`` None if a partition's is)."""
@@ -181,13 +183,16 @@ def group_rows(
                     "lag_records": records,
                 }
             )
+        heard = beats.get(group, [])
+        keys = {b.member: b.instance or b.member for b in heard}
         live = [
             {
                 "member": b.member,
                 "instance": b.instance or None,
                 "partitions": [list(c) for c in sorted(b.claims)],
+                "pending": _pending(b, keys),
             }
-            for b in beats.get(group, [])
+            for b in heard
         ]
         out.append(
             {
@@ -199,6 +204,14 @@ def group_rows(
             }
         )
     return out
+
+
+def _pending(beat: MemberBeat, keys: Mapping[str, str]) -> list[str]:
+    """The members ``beat``'s sender heard and does not count alive yet: it acknowledges
+    every member it heard (``acks``, by member id) and counts alive those of its view (by
+    key: the static instance id, else the member id)."""
+    view = set(beat.view)
+    return sorted({keys.get(m, m) for m, _ in beat.acks} - view)
 
 
 def groups_report(settings: ConsumerSettings, group: str | None, timeout: float) -> list[Group]:
@@ -237,7 +250,9 @@ def group_lines(groups: list[Group]) -> list[str]:
         for m in members:
             instance = f" ({m['instance']})" if m["instance"] else ""
             reads = ", ".join(f"{t}/{p}" for t, p in m["partitions"]) or "-"
-            lines.append(f"  member {m['member']}{instance}: {reads}")
+            pending = m.get("pending") or []
+            waits = f" (pending: {', '.join(pending)})" if pending else ""
+            lines.append(f"  member {m['member']}{instance}: {reads}{waits}")
         rows = [("TOPIC", "PARTITION", "COMMITTED", "HEAD", "LAG", "LAG-RECORDS")]
         for p in found["partitions"]:
             committed = str(p["committed"]) + (f"+{p['index']}" if p["index"] else "")

@@ -29,7 +29,7 @@ from dafka.client._read_committed import ReadCommittedConsumer
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.errors import DafkaError, NodeFailedError
 from dafka.lifecycle import AsyncClosing
-from dafka.node import ConsumerStatistics
+from dafka.node import ConsumerStatistics, GroupStatistics
 from dafka.records import CommittedOffset, Record, RecordColumns
 
 _Taken = TypeVar("_Taken", list[Record], RecordColumns)
@@ -203,6 +203,11 @@ class AsyncConsumer(AsyncClosing):
 
     async def statistics(self) -> ConsumerStatistics:
         result: ConsumerStatistics = await self._run(self.consumer.statistics)
+        return result
+
+    async def group_statistics(self) -> GroupStatistics | None:
+        """:meth:`Consumer.group_statistics` (asked in a worker thread)."""
+        result: GroupStatistics | None = await self._run(self.consumer.group_statistics)
         return result
 
     def poll_statistics(self) -> PollStatistics:

@@ -86,6 +86,7 @@ from dafka.node import (
     GroupConfig,
     GroupConsumerMachine,
     GroupMember,
+    GroupStatistics,
     NodeMachine,
     check_name,
 )
@@ -492,6 +493,16 @@ class Consumer(Closing):
     def statistics(self) -> ConsumerStatistics:
         """The consumer machine's counters (FETCHes, drops, stores...)."""
         return self._runner.call(lambda _now: self._machine.statistics())
+
+    def group_statistics(self) -> GroupStatistics | None:
+        """A group member's counters (its generation, view, partitions read and handed over,
+        beats, expiries, losses, pending members...); None for a consumer that is not a
+        member."""
+        membership = self._membership
+        if membership is None:
+            return None
+        member = membership.machine.member
+        return self._runner.call(lambda _now: member.statistics())
 
     def poll_statistics(self) -> PollStatistics:
         with self._lock:

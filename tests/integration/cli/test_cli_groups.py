@@ -90,6 +90,7 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         live = wait_until(g2_members, "g2's member in dafka groups")
         assert len(live) == 1
         assert live[0]["partitions"] == [["cli-g", "w.0"]]
+        assert live[0]["pending"] == []
 
         # batched RECORDs: the lag counts their messages (before: RECORDs, 2 here)
         with Producer("cli-b", towers=cluster.towers, beacon_interval=0.2, name="b") as batched:

@@ -87,9 +87,11 @@ def test_callbacks_follow_the_assignment_and_close_hands_over(cluster: LocalClus
     assert second_listener.calls == [("assigned", second.assignment())]
     second.close()  # on_revoke, commit, goodbye: first takes them without a timeout
     assert [kind for kind, _ in second_listener.calls] == ["assigned", "revoked"]
-    started = time.monotonic()
     _poll_until([first], lambda: first.assignment() == parts)
-    assert time.monotonic() - started < 1.5  # before session_timeout_ms
+    stats = first.group_statistics()
+    assert stats is not None
+    # taken on the goodbye, not after session_timeout_ms (before: a time asserted < 1.5 s)
+    assert (stats.expired, stats.lost, stats.members, stats.pending) == (0, 0, 1, 0), stats
     first.close()
 
 
@@ -160,6 +162,9 @@ def test_an_async_member_reads_its_share(cluster: LocalCluster) -> None:
             while len(got) < 40:
                 assert asyncio.get_running_loop().time() < deadline, len(got)
                 got |= {r.value for r in await consumer.poll(0.2)}
+            stats = await consumer.group_statistics()
+            assert stats is not None
+            assert (stats.members, stats.pending, stats.assigned) == (1, 0, len(parts)), stats
             return consumer.consumer.assignment()
 
     assert asyncio.run(run()) == parts

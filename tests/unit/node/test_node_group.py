@@ -897,3 +897,16 @@ def test_two_newcomers_that_heard_nobody_never_read_one_partition_counting_each_
             check()
     assert a.view() == b.view() == {a.key, b.key}
     assert not a.assignment() & b.assignment()
+
+
+def test_pending_members_are_counted_until_they_acknowledge_this_one() -> None:
+    a = GroupMember("a", [TOPIC], GroupConfig("g", "", 0.5, 2.0, 0.5), 0.0)
+    a.take_actions()
+    b_first = MemberBeat("g", "b", 0, "", (TOPIC,), ("b",), (), generation=1)
+    a.on_message(b_first, 0.1)  # b has not heard a: pending
+    assert (a.statistics().pending, a.pending_members()) == (1, frozenset({"b"}))
+    assert a.view() == {"a"}
+    acked = MemberBeat("g", "b", 1, "", (TOPIC,), ("a", "b"), (), generation=2, acks=(("a", 1),))
+    a.on_message(acked, 0.2)
+    assert (a.statistics().pending, a.pending_members()) == (0, frozenset())
+    assert a.view() == {"a", "b"}
