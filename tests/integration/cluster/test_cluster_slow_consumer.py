@@ -47,8 +47,11 @@ def test_slow_consumer_does_not_grow_producer_or_store(procs: Processes, tmp_pat
     assert done["acked"] == RECORDS
     behind = consumer.require("progress")["received"]
     assert behind < RECORDS * 0.9, f"the consumer was not slow ({behind} read): nothing shown"
-    # Stores ACK at their own pace: the producer held a fraction of what it published.
-    assert done["peak_unacked"] < RECORDS // 4, done
+    # Stores ACK at their own pace: the producer held a fraction of what it published. Were
+    # ACKs held to the consumer's pace (8,000/s against 20,000/s published), ~36,000 would be
+    # unacked as publishing ends; a store starved of CPU (the suite at load 17 on 2 cores)
+    # held 16,491 with ACKs at its own pace, so the bound is half.
+    assert done["peak_unacked"] < RECORDS // 2, done
     assert done["rss_kb"] < RSS_BOUND_KB
 
     def consumer_done() -> bool:
