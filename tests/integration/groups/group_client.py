@@ -46,6 +46,8 @@ def member(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {}
     if args.session_ms:
         fields["session_timeout_ms"] = args.session_ms
+    if args.heartbeat_ms:
+        fields["heartbeat_interval_ms"] = args.heartbeat_ms
     if args.instance:
         fields["group_instance_id"] = args.instance
     emit("start")
@@ -121,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beacon-interval", type=float, default=0.2)
     parser.add_argument("--group", default="g")
     parser.add_argument("--session-ms", type=float, default=0.0, help="member: 0 = default")
+    parser.add_argument("--heartbeat-ms", type=float, default=0.0, help="member: 0 = default")
     parser.add_argument("--commit-ms", type=float, default=200.0, help="member: auto-commit")
     parser.add_argument("--instance", default="", help="member: group_instance_id")
     parser.add_argument("--quiet", action="store_true", help="member: counts, not records")

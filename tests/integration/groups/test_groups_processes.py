@@ -33,7 +33,13 @@ __all__ = ["procs"]
 
 CLIENT = Path(__file__).with_name("group_client.py")
 TOPIC = "orders"
-SESSION_MS = "1500"
+SESSION_MS = "4000"
+HEARTBEAT_MS = "375"
+"""A member counts itself lost, and is counted dead, after SESSION_MS without a beat: a
+runner thread starved that long on a loaded runner (load 20 on 2 cores) re-reads from the
+group's commits and these tests count no message twice, so it is well above what a
+starved thread sees; beats (and so joins: two heartbeats) stay as quick as with 1.5 s. A
+SIGKILLed member's partitions move SESSION_MS after its last beat."""
 
 
 def _client(procs: Processes, name: str, tower: TowerProc, mode: str, *args: str) -> Proc:
@@ -53,7 +59,9 @@ def _client(procs: Processes, name: str, tower: TowerProc, mode: str, *args: str
 
 
 def _member(procs: Processes, tower: TowerProc, name: str) -> Proc:
-    proc = _client(procs, name, tower, "member", "--session-ms", SESSION_MS)
+    proc = _client(
+        procs, name, tower, "member", "--session-ms", SESSION_MS, "--heartbeat-ms", HEARTBEAT_MS
+    )
     proc.wait_event("ready")
     return proc
 

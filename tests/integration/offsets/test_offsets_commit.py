@@ -81,7 +81,14 @@ def test_a_subscribed_group_starts_at_its_commits_and_resets_only_elsewhere(
     with _consumer(cluster, group_id="g-sub") as setup:
         setup.commit({one: 3})
     # offset_reset="latest": only the partition without a commit starts at its head
-    with _consumer(cluster, topics="off-sub", group_id="g-sub", offset_reset="latest") as consumer:
+    with _consumer(
+        cluster,
+        topics="off-sub",
+        group_id="g-sub",
+        offset_reset="latest",
+        session_timeout_ms=4000,  # a runner starved for 0.4 s (the default here) under load
+        heartbeat_interval_ms=100,  # counted itself lost and read its partition twice
+    ) as consumer:
         got = []
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not consumer.at_end():
