@@ -168,7 +168,7 @@ def build(
     as_records=False,
     clocks_from=(1000, 5000),
 )
-@example(  # consecutive clocks across a multiple of 4096 (4091..4100): checked in general
+@example(  # consecutive clocks across a multiple of 4096 (4091..4100): two pieces
     spec=[(0, [("run", 0, 5, 1, 0), ("run", 0, 5, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
     buffer=8192,
     ring_bytes=32 << 20,
@@ -232,8 +232,8 @@ def build(
     restore_at=st.integers(0, 200),
     as_records=st.booleans(),
     # Where the producers' clocks start: runs of consecutive clocks are checked in the
-    # RECORD's bytes within an aligned 4096 (the clock's low 12 bits); crossing one (4090),
-    # time_low's wrap (2**36) and time_mid's (2**48) take the general check.
+    # RECORD's bytes in pieces within an aligned 4096 (the clock's low 12 bits), chained
+    # across one (4090), time_low's wrap (2**36) and time_mid's (2**48).
     clocks_from=st.tuples(
         st.sampled_from([1000, 4090, 2**36 - 6, 2**48 - 6]), st.sampled_from([5000, 8187])
     ),
