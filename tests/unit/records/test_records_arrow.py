@@ -24,6 +24,7 @@ from dafka.records import (
     decode_batch,
     encode_batch,
 )
+from dafka.records._columns import SMALL_SLICE
 from dafka.records.arrow import SCHEMA, TIMESTAMP, batch_arrays
 
 
@@ -307,3 +308,35 @@ def test_to_arrow_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delitem(sys.modules, "dafka.records.arrow")
     with pytest.raises(ImportError, match=r"dafka\[arrow\]"):
         columns.to_arrow()
+
+
+def test_small_batch_slices_are_gathered_into_one_chunk_with_the_same_rows() -> None:
+    """Slices of fewer than SMALL_SLICE messages (most RECORDs of a slow producer hold one)
+    become Arrow from their decoded columns, joined with their small neighbours; bigger
+    slices and plain runs between them keep their own chunks: the rows are the same."""
+    rng = random.Random(11)
+    parts: list[Part] = []
+    spec: list[tuple[str, str, int, bytes, int, int]] = []
+    offset = 0
+    for kind in ["small", "small", "big", "small", "headers", "plain", "small", "big"]:
+        if kind == "plain":
+            contents = [b"x1", b"x2"]
+            parts.append(PlainRun("t", "p", offset, contents))
+            spec += [("t", "p", offset + i, c, 0, 1) for i, c in enumerate(contents)]
+            offset += len(contents)
+            continue
+        n = SMALL_SLICE + 8 if kind == "big" else rng.randint(1, 3)
+        values = [rng.randbytes(rng.randint(0, 20)) for _ in range(n)]
+        keys = [rng.choice([None, b"k"]) for _ in range(n)]
+        stamps = [1_767_225_600_000 + rng.randint(0, 999) for _ in range(n)]
+        uuids = [rng.choice([bytes(16), rng.randbytes(16)]) for _ in range(n)]
+        hdrs = [[("h", b"v")] for _ in range(n)] if kind == "headers" else None
+        content = encode_batch(values, keys, hdrs, stamps, uuids)
+        checked = _checked("t", "p", offset, content)
+        start = 1 if kind == "big" else 0
+        parts.append(BatchSlice(checked, start, n))
+        spec.append(("t", "p", offset, content, start, n))
+        offset += 1
+    table = RecordColumns(parts).to_arrow()
+    assert table.schema == SCHEMA
+    assert _table_rows(table) == _arrow_rows(_reference(spec))
