@@ -7,7 +7,8 @@ the two. They are:
 * **parse** - a message is a reading when it is a JSON object with a string ``event_id`` and
   ``device`` and integer ``ts`` and ``temp``; a heartbeat when it has ``"heartbeat": true``
   and an integer ``ts``; anything else is a dead letter (kept byte for byte);
-* **deduplicate** - one reading per ``event_id``;
+* **deduplicate** - one reading per ``event_id`` (the job counts one per ``event_id`` in each
+  device's window: a duplicate is the same reading sent again, same device and event time);
 * **aggregate** - per device and tumbling event-time window of ``window_ms``: count, sum, min
   and max of ``temp``; the job emits a window once its watermark passed the window's end;
 * **enrich** - each aggregate carries the device's ``site`` and ``kind`` from the reference table.

@@ -110,3 +110,60 @@ def test_exact_output_across_batches_and_a_restart(spark: SparkSession, tmp_path
     written = to_message(spark.read.parquet(str(tmp_path / "aggregates")))
     back = from_message(written.select("value")).collect()
     assert sorted(Aggregate(**row.asDict()) for row in back) == full.aggregates
+
+
+def test_one_stateful_operator_and_no_join_per_micro_batch(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The deduplication is part of the window aggregation (one state store, one shuffle per
+    micro-batch: it was a second operator, ``dropDuplicatesWithinWatermark``), and the
+    reference table is a map in the plan (it was a broadcast join, which read the table and
+    broadcast it again in every micro-batch)."""
+    values = [m.value for m in generate(SPEC)][:500]
+    write_files(tmp_path / "in", values, per_file=500)
+    devices = spark.createDataFrame(
+        [(d.device, d.site, d.kind) for d in reference_table(SPEC.devices)],
+        "device STRING, site STRING, kind STRING",
+    )
+    raw = spark.readStream.schema("value BINARY").parquet(str(tmp_path / "in"))
+    aggregates = transform(raw, devices, SETTINGS).aggregates
+    query = (
+        aggregates.writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    progress = query.lastProgress
+    assert progress is not None
+    assert len(progress["stateOperators"]) == 1, progress["stateOperators"]
+    capsys.readouterr()
+    aggregates.explain(extended=True)
+    plan = capsys.readouterr().out
+    assert "Aggregate" in plan, plan
+    assert "Join" not in plan, plan
+    assert "Broadcast" not in plan, plan
+
+
+def test_a_duplicate_counts_once_whatever_it_carries(spark: SparkSession) -> None:
+    """One reading per event_id in a window, also when a re-sent reading carries another
+    temperature; readings of different events with equal values all count."""
+
+    def reading(event_id: str, temp: int, ts: int = 1_000) -> tuple[bytes]:
+        return (
+            f'{{"event_id": "{event_id}", "device": "d1", "ts": {ts}, "temp": {temp}}}'.encode(),
+        )
+
+    rows = [reading("a", 10), reading("a", 10), reading("a", 30), reading("b", 10)]
+    rows += [reading("c", 10), reading("d", -5, ts=6_000)]
+    raw = spark.createDataFrame(rows, "value BINARY")
+    devices = spark.createDataFrame(
+        [("d1", "oslo", "office")], "device STRING, site STRING, kind STRING"
+    )
+    got = sorted(
+        Aggregate(**row.asDict()) for row in transform(raw, devices, SETTINGS).aggregates.collect()
+    )
+    assert got == [
+        Aggregate(0, 5_000, "d1", "oslo", "office", 3, 30, 10, 10),
+        Aggregate(5_000, 10_000, "d1", "oslo", "office", 1, -5, -5, -5),
+    ]
