@@ -20,15 +20,23 @@ class MetricsHost(Protocol):
     def stop(self) -> None: ...
 
 
-def serve_metrics(host: MetricsHost | None, client: str, metrics: Callable[[], Any]) -> None:
-    """Serve ``dafka_<client>_*`` from ``metrics()`` snapshots on ``host`` (if any)."""
+def serve_metrics(
+    host: MetricsHost | None,
+    client: str,
+    metrics: Callable[[], Any],
+    extra: Callable[[Any], list[Any]] | None = None,
+) -> None:
+    """Serve ``dafka_<client>_*`` from ``metrics()`` snapshots on ``host`` (if any);
+    ``extra``: more samples from the same snapshot (a group member's lag in messages)."""
     if host is None:
         return
 
     def collect() -> Any:
         from dafka.metrics import client_samples
 
-        return client_samples(client, metrics())
+        snapshot = metrics()
+        samples = client_samples(client, snapshot)
+        return samples if extra is None else samples + extra(snapshot)
 
     host.start(collect, lambda: None)
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import click
 
 from dafka.cli._client_metrics import MetricsHost, serve_metrics
+from dafka.cli._groups import MemberLag
 from dafka.cli._output import Formatter
 from dafka.errors import DafkaError, DataLossError
 from dafka.node import ConsumerStatistics
@@ -69,7 +70,8 @@ def consume(
         commits = _GroupCommits(consumer) if group_id is not None else None
         if group_id is not None:
             _check_commits(consumer, group_id, exit_at_end, settle)
-        serve_metrics(metrics, "consumer", consumer.metrics)
+        lag = None if group_id is None or metrics is None else MemberLag(consumer, settle)
+        serve_metrics(metrics, "consumer", consumer.metrics, None if lag is None else lag.samples)
         if from_timestamp is not None and kind is Consumer:
             # one implementation: the client's binary search by the records' timestamps
             consumer.seek_to_timestamp(from_timestamp, timeout=4 * settle)

@@ -19,12 +19,22 @@ import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dafka.client import CommitReader, Consumer, ConsumerSettings, HeadWatcher, MemberWatcher
+from dafka.client import (
+    CommitReader,
+    Consumer,
+    ConsumerMetrics,
+    ConsumerSettings,
+    HeadWatcher,
+    MemberWatcher,
+)
 from dafka.errors import DafkaError
 from dafka.protocol import MemberBeat
 from dafka.records import CommittedOffset
+
+if TYPE_CHECKING:
+    from dafka.metrics import Sample  # prometheus-client is an extra: imported when serving
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +135,58 @@ class MessageCounter:
                 low = ranges.get(key, (offset.offset, head))[0]
                 ranges[key] = (min(low, offset.offset), head)
         self.update(ranges, timeout)
+
+
+class MemberLag:
+    """A group member's lag in messages for its ``/metrics`` (``dafka consume -G
+    --metrics-port``): ``consumer_group_lag_messages`` (total; absent while a partition's
+    messages are not counted) and ``..._by_partition``, over the partitions of its
+    ``group_lag`` (those it committed), from the group's committed offsets to the heads it
+    knows, counted by a :class:`MessageCounter` as ``dafka groups`` counts them (each
+    RECORD read once, at most :data:`MESSAGE_LAG_RECORDS` per scrape). The consumer's own
+    ``group_lag`` counts RECORDs: it knows the messages only of the RECORDs it received."""
+
+    def __init__(self, consumer: Consumer, timeout: float) -> None:
+        self._consumer = consumer
+        self._counter = MessageCounter(consumer.settings)
+        self._timeout = timeout
+
+    def samples(self, metrics: ConsumerMetrics) -> list[Sample]:
+        """The gauges, read now (a scrape)."""
+        from dafka.metrics import Sample
+
+        keys = sorted(metrics.group_lag_by_partition)
+        try:
+            found = self._consumer.committed(keys, timeout=self._timeout) if keys else {}
+            heads = self._consumer.heads()
+        except DafkaError as exc:  # counted next time
+            log.warning("consumer: the group lag in messages could not be read: %s", exc)
+            return []
+        committed = {k: c for k, c in found.items() if c is not None}
+        self._counter.count({"": committed}, heads, self._timeout)
+        help_ = "consumer: messages between the group's commit and the head"
+        out: list[Sample] = []
+        total: int | None = 0
+        for (topic, partition), offset in sorted(committed.items()):
+            head = heads.get((topic, partition))
+            lag = (
+                None
+                if head is None
+                else self._counter.lag((topic, partition), offset.offset, offset.index, head)
+            )
+            if lag is None:
+                total = None
+                continue
+            total = None if total is None else total + lag
+            labels = (("topic", topic), ("partition", partition))
+            out.append(
+                Sample(
+                    "consumer_group_lag_messages_by_partition", float(lag), help_, "gauge", labels
+                )
+            )
+        if total is not None:
+            out.append(Sample("consumer_group_lag_messages", float(total), help_, "gauge"))
+        return out
 
 
 def read_groups(
@@ -294,6 +356,7 @@ def status_groups(
 
 __all__ = [
     "MESSAGE_LAG_RECORDS",
+    "MemberLag",
     "MessageCounter",
     "group_lines",
     "group_rows",

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from dafka import Consumer, LocalCluster, Producer
+from dafka.cli._groups import MemberLag
 from tests.integration.cli.cli_run import dafka
 from tests.integration.cluster.cluster_procs import BEACON_INTERVAL, DAFKA, Processes, wait_until
 
@@ -111,6 +112,34 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         assert (found["lag"], found["lag_records"]) == (7 + 10, 2)
         g3_text = dafka("groups", "g3", *join).out.decode()
         assert "group g3: 0 member(s), lag 17 messages (2 RECORDs)" in g3_text
+
+        # a member's /metrics (dafka consume -G --metrics-port) has its group lag in messages
+        # too; its consumer's group_lag counts RECORDs (before: the only gauge, 2 here)
+        with Consumer(
+            ["cli-b"],
+            group_id="g4",
+            enable_auto_commit=False,
+            offset_reset="earliest",
+            towers=cluster.towers,
+            beacon_interval=0.2,
+            session_timeout_ms=4000,  # sound under load (docs/groups.md, "Timing")
+            heartbeat_interval_ms=100,
+        ) as g4_member:
+            got: list[object] = []
+
+            def read_13() -> bool:
+                got.extend(g4_member.poll(0.2, max_records=13 - len(got)))
+                return len(got) >= 13
+
+            wait_until(read_13, "13 messages read")
+            g4_member.commit()  # (1, 3): RECORD 1's first 3 messages were handed out
+            lag = MemberLag(g4_member, 10.0)
+            metrics = g4_member.metrics()
+            samples = {(s.name, s.labels): s.value for s in lag.samples(metrics)}
+        assert metrics.group_lag == 2
+        assert samples[("consumer_group_lag_messages", ())] == 17
+        labels = (("topic", "cli-b"), ("partition", "b.0"))
+        assert samples[("consumer_group_lag_messages_by_partition", labels)] == 17
 
 
 def test_consume_as_a_group_to_the_end_without_a_store_says_why_and_ends(
