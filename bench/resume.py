@@ -1,6 +1,7 @@
 """How long a client waits for the stores' heads before it is ready (tower + stores in processes).
 
     .venv/bin/python bench/resume.py [--runs 5] [--stores 2] [--beacon 1.0] [--lease 1.0]
+        [--commits 0]
 
 On a fresh local cluster (``LocalCluster``; its stores have run past their ``peers_settle``
 before the first measurement), each figure is the time a constructor or call takes:
@@ -11,6 +12,9 @@ before the first measurement), each figure is the time a constructor or call tak
   instance of the same id each run: ready (the constructor), and ready with its first
   transaction (one message) committed. Before the fencing claim (docs/exactly-once.md,
   "Fencing") the constructor waited one ``txn_lease``; now it waits none;
+  With ``--commits N`` an instance of the id first commits N transactions (one INTENT
+  each in the shared log ``bench-id~.0``, which every new instance reads): the ready time
+  with a long log;
 * ``committed()`` of a group consumer (after a commit);
 * ``offsets_for_times`` of one partition.
 
@@ -53,6 +57,7 @@ def main() -> None:
     parser.add_argument("--stores", type=int, default=2)
     parser.add_argument("--beacon", type=float, default=1.0)
     parser.add_argument("--lease", type=float, default=1.0)
+    parser.add_argument("--commits", type=int, default=0)
     args = parser.parse_args()
     beacon = {"beacon_interval": args.beacon, "beacon_timeout": 4 * args.beacon}
     with (
@@ -73,6 +78,17 @@ def main() -> None:
 
         _show("named producer restart (resume)", _timed(args.runs, restart))
 
+        if args.commits:
+            started = time.monotonic()
+            with TransactionalProducer(
+                "bench-txn", "bench-id", partitions=2, txn_lease=args.lease, **common
+            ) as txn:
+                for n in range(args.commits):
+                    txn.begin_transaction()
+                    txn.send(b"x", key=b"k%d" % (n % 2))
+                    txn.commit_transaction()
+            took = time.monotonic() - started
+            print(f"{args.commits} transactions committed first in {took:.1f} s", flush=True)
         ready: list[float] = []
         first: list[float] = []
         for _ in range(args.runs):

@@ -88,6 +88,7 @@ from dafka.records import (
     log_owner,
     log_segments,
     obligations,
+    segment_offset,
     shared_log_partition,
 )
 from dafka.transport.sockets import ZmqContext
@@ -104,6 +105,11 @@ class CommitFault(Protocol):
 
 
 log = logging.getLogger(__name__)
+
+LOG_WINDOW = 128
+"""Records of the shared log a starting instance reads first, back from its head; it reads
+further back only until it holds its predecessor's whole segment and the segments that one
+left unresolved (``_read_shared_log``, ``_epoch_before``)."""
 
 
 class _OpenBatch:
@@ -202,6 +208,13 @@ class TransactionalProducer(Closing):
         """How far the shared log was looked through for a later EPOCH."""
         self._stop = threading.Event()
         self._logs: dict[str, list[bytes]] = {}
+        """Logs of the earlier layout (one per instance), from 0: read only when the shared
+        log holds no instance yet."""
+        self._shared: dict[int, bytes] = {}
+        """Records of the shared log read so far, by offset (from its end back, then live)."""
+        self.log_records_read = 0
+        """Records of the shared log the start read to find its predecessor's (bounded by
+        the predecessor's segment and what it left unresolved, not by the log's length)."""
         self._commit_fault = commit_fault
         self._on_delivery = on_delivery
         self._room_bytes = s.max_message_bytes - HEADER_SIZE
@@ -250,7 +263,7 @@ class TransactionalProducer(Closing):
             [self._log_topic],
             settings=ConsumerSettings(
                 towers=s.towers,
-                offset_reset="earliest",
+                offset_reset="latest",  # the shared log is read by seek (_read_shared_log)
                 heads_refresh=max(0.25, self.txn_lease / 4),
                 beacon_interval=s.beacon_interval,
                 beacon_timeout=s.beacon_timeout,
@@ -273,20 +286,15 @@ class TransactionalProducer(Closing):
         head = self._log.start_offsets[log] - 1
         deadline = time.monotonic() + s.resume_timeout
         self._read_all_logs(deadline)
-        while len(self._logs.get(log, ())) <= head:
-            if time.monotonic() > deadline:
-                raise DeliveryError(
-                    f"transactional producer {self.transactional_id!r}: could not read its "
-                    f"log {log} through {head} within {s.resume_timeout}s"
-                )
-            self._ingest(timeout=0.05)
-        segments = dict(log_segments(log, self._logs.get(log, [])[: head + 1]))
+        segments = dict(self._read_shared_log(head, deadline))
+        self.log_records_read = len(self._shared)
         logs: dict[str, Sequence[bytes]] = {**self._logs, **segments}
         predecessor: InstanceState | None = None
         if segments:
             name, contents = list(segments.items())[-1]
             predecessor = instance_state(name, contents)
         else:  # the earlier layout: one log per instance, fenced by a lease
+            self._read_earlier_layout(deadline)
             older = {n: st for n, st in self._instances().items() if not is_shared_log(n)}
             predecessor = max(older.values(), key=InstanceState.key, default=None)
         epoch = 1 if predecessor is None else predecessor.epoch.epoch + 1
@@ -316,6 +324,14 @@ class TransactionalProducer(Closing):
             predecessor = instance_state(predecessor.log, logs[predecessor.log])
         todo: list[InstanceState] = []
         if predecessor is not None:
+            if segments and any(
+                segment_offset(log, pin.log) is None
+                for state in (predecessor, *(instance_state(n, c) for n, c in segments.items()))
+                if state is not None
+                for pin in state.unresolved_pins
+            ):  # a pin of the earlier layout: its log is read whole
+                self._read_earlier_layout(deadline)
+                logs = {**self._logs, **segments}
             todo = obligations(predecessor, logs)
         # The data partitions' resume fences the predecessor's data runs the same way.
         self._data = Producer(self.topic, settings=s, context=self._context)
@@ -361,8 +377,70 @@ class TransactionalProducer(Closing):
                 except Exception:  # the next call reports the node failure
                     return
 
+    def _read_shared_log(self, head: int, deadline: float) -> list[tuple[str, list[bytes]]]:
+        """The segments of the shared log through ``head`` (the claim's answer) that the
+        start needs: the predecessor's (the last) and those it left unresolved, read back
+        from the head - ``LOG_WINDOW`` records, then back to the EPOCH of the instance whose
+        record begins them (``_epoch_before``) and to every segment its obligations pin
+        (earlier segments are never read:
+        a start no longer reads every commit ever made, issue 23). Then the log is read
+        live after it (the fencing check)."""
+        log = self.log_partition
+        watch = self._watch
+        assert watch is not None
+        start = max(0, head + 1 - LOG_WINDOW)
+        while True:
+            watch.seek(self._log_topic, log, start)
+            if head < 0:
+                return []
+            at = start
+            while at <= head:
+                if at in self._shared:
+                    at += 1
+                    continue
+                if time.monotonic() > deadline:
+                    raise DeliveryError(
+                        f"transactional producer {self.transactional_id!r}: could not read "
+                        f"its log {log} through {head} within {self.settings.resume_timeout}s"
+                    )
+                self._ingest(timeout=0.05)
+            shared = self._shared
+            segments = log_segments(log, [shared[o] for o in range(start, head + 1)], start)
+            if not segments:  # no EPOCH in what was read: read back to it
+                start = _epoch_before(log, start, shared[start], head)
+                continue
+            pinned = _pinned_before(log, segments, start)
+            if pinned is None:
+                return segments
+            start = pinned
+
+    def _read_earlier_layout(self, deadline: float) -> None:
+        """Read every log of the earlier layout of this id from 0 (the shared log holds no
+        instance yet: the predecessor, if any, wrote one of those)."""
+        watch = self._watch
+        assert watch is not None
+        tid = self.transactional_id
+        heads = {
+            partition: head
+            for (topic, partition), head in watch.heads().items()
+            if topic == self._log_topic
+            and head >= 0
+            and log_owner(partition) == tid
+            and not is_shared_log(partition)
+        }
+        for partition in heads:
+            self._logs.pop(partition, None)
+            watch.seek(self._log_topic, partition, 0)
+        while any(len(self._logs.get(p, ())) <= head for p, head in heads.items()):
+            if time.monotonic() > deadline:
+                raise DeliveryError(
+                    f"transactional producer {tid!r}: could not read the logs of its "
+                    f"earlier instances ({sorted(heads)}) within {self.settings.resume_timeout}s"
+                )
+            self._ingest(timeout=0.05)
+
     def _read_all_logs(self, deadline: float) -> None:
-        """Read the log topic until a store greeted us and everything it holds is read:
+        """Wait until a store greeted us and every store answered the log topic's heads:
         once every store said "that is all" of the log topic (HEADS-END), or else a settle
         window after the first greeting (a store that does not say it)."""
         watch = self._watch
@@ -391,7 +469,11 @@ class TransactionalProducer(Closing):
         assert watch is not None
         records: list[Record] = watch.poll(timeout)
         tid = self.transactional_id
+        shared = self.log_partition
         for record in records:
+            if record.partition == shared:
+                self._shared[record.offset] = record.value
+                continue
             if log_owner(record.partition) != tid:
                 continue
             contents = self._logs.setdefault(record.partition, [])
@@ -418,12 +500,12 @@ class TransactionalProducer(Closing):
         mine = self._mine
         if mine is not None and not self._status.fenced:
             log_name = self.log_partition
-            contents = self._logs.get(log_name, [])
-            while self._scanned < len(contents):
+            shared = self._shared
+            while self._scanned in shared:
                 at = self._scanned
                 self._scanned += 1
                 try:
-                    record = decode_at(log_name, at, contents[at])
+                    record = decode_at(log_name, at, shared[at])
                 except CorruptLogError as exc:
                     log.error("transactional_id %r stops: %s", self.transactional_id, exc)
                     if self._status.fence(
@@ -1131,6 +1213,49 @@ class TransactionalProducer(Closing):
         if self._watch is not None:
             with contextlib.suppress(Exception):
                 self._watch.close()
+
+
+def _epoch_before(log: str, start: int, first: bytes, head: int) -> int:
+    """Where to read from next when ``[start, head]`` of the shared log holds no EPOCH: its
+    first record is one instance's, whose EPOCH is before it. An instance writes its EPOCH,
+    RECOVERED, then at most one INTENT per transaction it numbered (from 0), so an INTENT
+    of transaction ``t`` at ``start`` has its EPOCH at or after ``start - t - 2``, and a
+    RECOVERED its EPOCH right before it: one more read. Anything else: twice as far back."""
+    record = decode_at(log, start, first)
+    if isinstance(record, IntentRecord):
+        back = start - record.txn - 2
+    elif isinstance(record, RecoveredRecord):
+        back = start - 1
+    else:
+        back = start - (head + 1 - start)
+    return max(0, min(back, start - 1))  # always further back: a log that lies ends at 0
+
+
+def _pinned_before(log: str, segments: list[tuple[str, list[bytes]]], start: int) -> int | None:
+    """The lowest offset of a segment of ``log`` that the last of ``segments`` (read from
+    ``start``) still needs and that was not read: a predecessor that never wrote RECOVERED
+    left its own predecessors to resolve (``obligations``), pinned by name. None: all in."""
+    held = dict(segments)
+    lowest: int | None = None
+    todo = [instance_state(*segments[-1])]
+    seen: set[str] = set()
+    while todo:
+        state = todo.pop()
+        if state is None or state.log in seen:
+            continue
+        seen.add(state.log)
+        for pin in state.unresolved_pins:
+            offset = segment_offset(log, pin.log)
+            if offset is None:
+                continue  # a log of the earlier layout: read whole (_read_earlier_layout)
+            contents = held.get(pin.log)
+            if contents is not None:
+                todo.append(instance_state(pin.log, contents))
+            elif offset < start and (lowest is None or offset < lowest):
+                lowest = offset
+            elif offset >= start:
+                raise CorruptLogError(f"log {log}: a pin names {pin.log}, which is no EPOCH")
+    return lowest
 
 
 def _by_partition(

@@ -88,6 +88,7 @@ from dafka.records._txn_log import (
     log_partition,
     log_segments,
     obligations,
+    segment_offset,
     shared_log_partition,
 )
 
@@ -158,6 +159,7 @@ __all__ = [
     "next_version",
     "obligations",
     "plain_record",
+    "segment_offset",
     "shared_log_partition",
     "visible_offsets",
 ]

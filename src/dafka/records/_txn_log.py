@@ -57,21 +57,38 @@ def is_shared_log(partition: str) -> bool:
     return partition.endswith(f"{_SEPARATOR}.0")
 
 
-def log_segments(log: str, contents: Sequence[bytes]) -> list[tuple[str, list[bytes]]]:
+def log_segments(
+    log: str, contents: Sequence[bytes], first: int = 0
+) -> list[tuple[str, list[bytes]]]:
     """The instances of a shared log, in log order: each EPOCH record starts one, named
     ``f"{log}@{offset}"`` (its EPOCH's offset), with the records up to the next EPOCH -
     each is an instance's log for :func:`instance_state` and :func:`obligations`.
-    :class:`CorruptLogError` if a record does not decode (naming it, :func:`decode_at`) or
-    the log does not start with an EPOCH."""
+    ``contents`` are the log's records from offset ``first`` on: from 0, the log must start
+    with an EPOCH (else :class:`CorruptLogError`); from later, the records before the first
+    EPOCH among them belong to an instance that began earlier, not read here (decoded all
+    the same, so a record that does not decode is never passed over). :class:`CorruptLogError`
+    if a record does not decode (naming it, :func:`decode_at`)."""
     out: list[tuple[str, list[bytes]]] = []
-    for offset, content in enumerate(contents):
-        if isinstance(decode_at(log, offset, content), EpochRecord):
-            out.append((f"{log}@{offset}", [content]))
-        elif not out:
-            raise CorruptLogError(f"log {log} does not start with an EPOCH record")
-        else:
+    for at, content in enumerate(contents, first):
+        if isinstance(decode_at(log, at, content), EpochRecord):
+            out.append((f"{log}@{at}", [content]))
+        elif out:
             out[-1][1].append(content)
+        elif first == 0:
+            raise CorruptLogError(f"log {log} does not start with an EPOCH record")
     return out
+
+
+def segment_offset(log: str, segment: str) -> int | None:
+    """The EPOCH offset of ``segment`` if it is one of the shared log ``log``
+    (``f"{log}@{offset}"``), else None (a log of the earlier layout)."""
+    prefix = f"{log}@"
+    if not segment.startswith(prefix):
+        return None
+    text = segment[len(prefix) :]
+    if not (text.isascii() and text.isdigit() and len(text) <= 20):
+        raise CorruptLogError(f"log {log}: a pin names {segment!r}, not an instance of it")
+    return int(text)
 
 
 def log_owner(partition: str) -> str | None:
@@ -287,5 +304,6 @@ __all__ = [
     "log_partition",
     "log_segments",
     "obligations",
+    "segment_offset",
     "shared_log_partition",
 ]

@@ -1,9 +1,12 @@
-"""The shared transaction log ``tid~.0`` on a real cluster: records that do not decode.
+"""The shared transaction log ``tid~.0`` on a real cluster.
 
-One rule (``dafka.records.decode_at``, docs/exactly-once.md "Recovery"): a record of the
-shared log that does not decode is never skipped - it may be an INTENT (a commit point) or
-a later instance's EPOCH - so a running instance that reads one stops (as fenced, the
-record named), and a starting instance raises ``CorruptLogError`` naming it.
+* A record that does not decode: one rule (``dafka.records.decode_at``, docs/exactly-once.md
+  "Recovery"): never skipped - it may be an INTENT (a commit point) or a later instance's
+  EPOCH - so a running instance that reads one stops (as fenced, the record named), and a
+  starting instance raises ``CorruptLogError`` naming it.
+* A cluster whose only store is empty: an instance is ready and fences its predecessor.
+* A start reads the log back from its head until it holds its predecessor's segment, not
+  every commit ever made.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 import pytest
 
 from dafka.client import TransactionalProducer, TransactionState
+from dafka.client._transactions import LOG_WINDOW
 from dafka.records import CorruptLogError, ProducerFencedError
 from dafka.server import LocalCluster
 from tests.integration.eos.test_eos_cluster import DEADLINE, common, read_all, values
@@ -72,3 +76,30 @@ def test_an_instance_on_a_cluster_whose_only_store_is_empty_is_ready_and_fences(
             first.close()
         got = read_all(empty, "empty-topic", committed=True, expect=1)
         assert values(got) == [b"second"]
+
+
+def test_a_start_reads_its_predecessors_segment_not_every_commit_ever_made(
+    cluster: LocalCluster,
+) -> None:
+    """Each instance appends its EPOCH, INTENTs and RECOVERED to the shared log, which every
+    new instance read whole (ready time grew with every commit ever made). Now a start reads
+    back from the head only until it holds its predecessor's segment: the second instance
+    reads the first one's commits (its predecessor's), the third only the second's few
+    records, and both resolve correctly (what was committed is read back once)."""
+    settings = {**common(cluster), "partitions": 1, "txn_lease": 0.4}
+    commits = 2 * LOG_WINDOW + 50
+    with TransactionalProducer("long-topic", "long-id", **settings) as first:
+        for n in range(commits):
+            with first.transaction():
+                first.send(b"%d" % n, key=b"k")
+    with TransactionalProducer("long-topic", "long-id", **settings) as second:
+        assert second.log_records_read >= commits  # its predecessor's segment, all of it
+        with second.transaction():
+            second.send(b"second", key=b"k")
+    with TransactionalProducer("long-topic", "long-id", **settings) as third:
+        # before: the whole log, 2 + commits + 4 records and more each start
+        assert third.log_records_read <= LOG_WINDOW
+        with third.transaction():
+            third.send(b"third", key=b"k")
+    got = values(read_all(cluster, "long-topic", committed=True, expect=commits + 2))
+    assert sorted(got) == sorted([b"%d" % n for n in range(commits)] + [b"second", b"third"])

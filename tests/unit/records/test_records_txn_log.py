@@ -24,6 +24,7 @@ from dafka.records import (
     log_partition,
     log_segments,
     obligations,
+    segment_offset,
     shared_log_partition,
 )
 
@@ -163,3 +164,22 @@ def test_a_shared_log_record_that_does_not_decode_is_named_never_skipped() -> No
     with pytest.raises(CorruptLogError, match=r"record 7 of w~\.0"):
         decode_at("w~.0", 7, b'{"type":"nope"}')
     assert decode_at("w~.0", 0, contents[0]) == one
+
+
+def test_a_shared_log_read_from_an_offset_splits_from_its_first_epoch() -> None:
+    """A start reads the shared log back from its head (``first`` > 0): the records before
+    the first EPOCH read belong to an instance that began earlier - decoded, not folded."""
+    one = epoch(1, P1, 10)
+    intents = [IntentRecord(n, (("w.1", ack_uuid(P1, 11 + n)),)) for n in range(3)]
+    two = epoch(2, P2, 20, (Pin("w~.0@0", -1),))
+    records: list[LogRecord] = [one, *intents, RecoveredRecord(()), two]
+    contents = [encode_record(r) for r in records]
+    segments = log_segments("w~.0", contents[2:], first=2)
+    assert [(name, len(records)) for name, records in segments] == [("w~.0@5", 1)]
+    assert log_segments("w~.0", contents[2:5], first=2) == []
+    with pytest.raises(CorruptLogError, match=r"record 3 of w~\.0"):
+        log_segments("w~.0", [contents[2], b"junk", contents[5]], first=2)
+    assert segment_offset("w~.0", "w~.0@5") == 5
+    assert segment_offset("w~.0", "w~abc.0") is None  # a log of the earlier layout
+    with pytest.raises(CorruptLogError):
+        segment_offset("w~.0", "w~.0@x")
