@@ -75,4 +75,11 @@ def fail_sink_task(batches: Iterable[int], rows: int) -> FailSinkTask:
     return FailSinkTask(batches, rows)
 
 
-__all__ = ["CrashMidCommit", "FailSinkTask", "crash_mid_commit", "fail_sink_task"]
+__all__ = [
+    "CrashMidCommit",
+    "FailSinkTask",
+    "StopMidCommit",
+    "crash_mid_commit",
+    "fail_sink_task",
+    "stop_mid_commit",
+]
