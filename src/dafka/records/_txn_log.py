@@ -266,22 +266,31 @@ def instance_state(log: str, contents: Iterable[bytes]) -> InstanceState | None:
 
 
 def obligations(
-    predecessor: InstanceState, pinned_logs: Mapping[str, Sequence[bytes]]
+    predecessor: InstanceState,
+    pinned_logs: Mapping[str, Sequence[bytes]],
+    _within: frozenset[str] = frozenset(),
 ) -> list[InstanceState]:
     """The instances a successor of ``predecessor`` resolves, oldest first.
 
     ``predecessor`` itself always (it may have died anywhere); and, if it never wrote
     RECOVERED, the ones it had to resolve, read from ``pinned_logs`` (each log's contents,
-    already cut at its pin), recursively.
+    already cut at its pin), recursively. A pin back to an instance already on the way
+    (no instance pins itself or a later one) is :class:`CorruptLogError` (it recursed until
+    Python's limit: a RecursionError out of the producer's constructor).
     """
+    within = _within | {predecessor.log}
     out: list[InstanceState] = []
     for pin in predecessor.unresolved_pins:
+        if pin.log in within:
+            raise CorruptLogError(
+                f"transaction log {predecessor.log} pins {pin.log}, which is itself or pins it"
+            )
         contents = pinned_logs.get(pin.log)
         if contents is None:
             raise CorruptLogError(f"transaction log {pin.log} could not be read")
         state = instance_state(pin.log, contents if pin.head < 0 else contents[: pin.head + 1])
         if state is not None:
-            out.extend(obligations(state, pinned_logs))
+            out.extend(obligations(state, pinned_logs, within))
     out.append(predecessor)
     return out
 

@@ -183,3 +183,14 @@ def test_a_shared_log_read_from_an_offset_splits_from_its_first_epoch() -> None:
     assert segment_offset("w~.0", "w~abc.0") is None  # a log of the earlier layout
     with pytest.raises(CorruptLogError):
         segment_offset("w~.0", "w~.0@x")
+
+
+def test_a_pin_back_to_an_instance_on_the_way_is_a_corrupt_log_not_a_recursion() -> None:
+    """An EPOCH that pins itself (never written by dafka: an instance pins its predecessor)
+    recursed until Python's limit - a RecursionError out of the producer's constructor."""
+    looping = epoch(2, P2, 20, (Pin("w~.0@0", -1),))
+    segments = log_segments("w~.0", [encode_record(looping)])
+    state = instance_state(*segments[-1])
+    assert state is not None
+    with pytest.raises(CorruptLogError, match=r"pins w~\.0@0"):
+        obligations(state, dict(segments))
