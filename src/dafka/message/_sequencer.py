@@ -727,6 +727,28 @@ class Sequencer(Generic[M]):
         self._emit = None
         return None
 
+    def skip_commit(self) -> None:
+        """Decide the pending commit without its messages: the state :meth:`step` leaves
+        once it returned None (the producer's last ACK is the committing clock, the
+        read-through offset passes it, the span's ring slots are emptied), no replay.
+
+        For a reader that needs the decisions and not the messages (where nothing is
+        pending, the producers' states: the Spark source's planner), whose span left the
+        ring would otherwise be read again from the stores only to be dropped."""
+        emit = self._emit
+        if emit is None:
+            return
+        self._free_span(emit)
+        self._split.clear()
+        self._replay_it = None
+        self._replay_needed = False
+        self._offsets[emit.partition] = self._emit_end
+        emit.min_clock = emit.max_clock
+        emit.begin = emit.ring_start = emit.ring_stop = -1
+        self._dequeued = None
+        self._dequeued_clock = 0
+        self._emit = None
+
     def _fail_replay(self) -> None:
         """Drop a replay that failed; the next ``step`` asks for the range again."""
         self._replay_it = None

@@ -268,7 +268,11 @@ def _split(key: str) -> Key:
 
 
 class CommittedFilter:
-    """Committed records of a stream of records (see the module docstring). Not thread-safe."""
+    """Committed records of a stream of records (see the module docstring). Not thread-safe.
+
+    ``decisions_only=True``: a reader of the decisions alone (:meth:`last_stable_position`,
+    :meth:`checkpoint`), to which every feed returns nothing: a commit is decided without
+    its messages, so a span that left the ring is never replayed."""
 
     def __init__(
         self,
@@ -278,6 +282,7 @@ class CommittedFilter:
         buffer: int = 8192,
         recent_bytes: int = 32 << 20,
         ring_bytes: int = 32 << 20,
+        decisions_only: bool = False,
     ) -> None:
         offsets: dict[str, int] = {}
         states: list[ProducerState] = []
@@ -305,7 +310,12 @@ class CommittedFilter:
         self._recent_order: deque[tuple[str, int]] = deque()  # oldest first; may hold stale
         self._recent_size = 0
         self._recent_count = 0
-        self._recent_limit = max(0, int(recent_bytes))
+        self._recent_limit = 0 if decisions_only else max(0, int(recent_bytes))
+        # Decisions only (the Spark planner's cuts): every feed returns nothing and a commit
+        # is decided without its messages (Sequencer.skip_commit): never a replay, though a
+        # span larger than the ring (a Spark sink's transaction) read again from the stores
+        # cost the planner ~4 us per message (docs/exactly-once.md).
+        self._decisions_only = decisions_only
         self.replays = 0
         """Spans served by replaying RECORDs from the stores."""
         self.replays_recent = 0
@@ -489,6 +499,9 @@ class CommittedFilter:
     def _drain_parts(self, out: list[Part]) -> None:
         """:meth:`_drain` into parts: a commit drained from the ring as slices of its
         RECORDs (Records only for messages that came as Records)."""
+        if self._decisions_only:
+            self._seq.skip_commit()
+            return
         ready = self._seq.drain_ring()
         if ready is None:  # a replay or a stepped commit: Record by Record
             found: list[Record] = []
@@ -583,6 +596,9 @@ class CommittedFilter:
 
     def _drain(self, out: list[Record]) -> None:
         seq = self._seq
+        if self._decisions_only:
+            seq.skip_commit()
+            return
         ready = seq.drain_ring()
         if ready is not None:  # the common case: the whole commit in the ring, one loop
             # Only the committing message (the last) can be an ACK: the span is CONTINUEs.

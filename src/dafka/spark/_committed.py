@@ -24,7 +24,8 @@ a reader of the whole partition would be at ``start``:
 own thread, from the query's start (with the producer states of the start offsets), built
 from the public pieces of the read-committed consumer: a ``Consumer`` of the topics and a
 ``CommittedFilter`` this module owns (resumed from :meth:`CommittedOffsets.checkpoint`,
-replaying through :func:`~dafka.client.replay_from_stores`). After each poll it feeds
+``decisions_only``: it returns no rows and decides a span that left its ring without
+reading it again from the stores). After each poll it feeds
 each partition's records in steps that end where a RECORD ends with a message that can
 close spans (an ACK, a message without a UUID, an OUTSIDE message) - the last such RECORD
 of the poll, or about every ``maxRecordsPerTrigger / 8`` RECORDs when a cap is set - and at
@@ -56,7 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dafka.client import Consumer, ConsumerSettings, replay_from_stores
+from dafka.client import Consumer, ConsumerSettings
 from dafka.errors import ConfigError, DafkaError
 from dafka.records import (
     NO_UUID,
@@ -78,8 +79,6 @@ ProducerStates = tuple[tuple[str, int], ...]
 """``((producer_hex, last_ack), ...)`` of one partition at a cut."""
 
 _INDEX_BITS = 32
-_REPLAY_TIMEOUT = 30.0
-"""Seconds a replay of a span that left the filter's ring may go without a RECORD."""
 _MAX_CUTS = 4096
 """Cuts remembered per partition (the oldest are forgotten: only the cap's precision
 suffers, every remembered cut stays exact)."""
@@ -175,9 +174,9 @@ class _CutReader:
             fail_on_data_loss=fail_on_data_loss,  # failOnDataLoss, as the tasks
             control_messages=True,  # the filter decides by the ACKs
         )
-        self.filter = CommittedFilter(
-            start.checkpoint(), replay=replay_from_stores(settings, _REPLAY_TIMEOUT)
-        )
+        # Decisions only: the cuts need no rows, so a span that left the ring is decided
+        # without reading it again from the stores (a sink's transaction often is larger).
+        self.filter = CommittedFilter(start.checkpoint(), decisions_only=True)
         self.consumer = Consumer(
             list(topics), settings=settings, start_positions=self.filter.start_positions()
         )

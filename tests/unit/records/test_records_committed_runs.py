@@ -266,6 +266,8 @@ def test_runs_release_exactly_what_message_by_message_releases(
 
     restore_at = min(restore_at, len(stream))
     f = fresh()
+    # The Spark planner's filter: the same decisions, no rows, never a replay (none given).
+    decisions = CommittedFilter(buffer=buffer, ring_bytes=ring_bytes, decisions_only=True)
     got: list[Record] = []
     edges = sorted({0, restore_at, *(min(c, restore_at) for c in cuts)})
     for a, b in zip(edges, [*edges[1:], restore_at], strict=True):
@@ -273,6 +275,9 @@ def test_runs_release_exactly_what_message_by_message_releases(
             got += f.feed_columns_records(as_columns(log, stream[a:b]))
         else:
             got += list(f.feed_columns(as_columns(log, stream[a:b])))
+        assert not decisions.feed_columns(as_columns(log, stream[a:b]))
+        assert decisions.last_stable_positions() == f.last_stable_positions()
+        assert decisions.checkpoint() == f.checkpoint()
     g = fresh(json.loads(json.dumps(f.checkpoint())))
     starts = g.start_positions()
     rest = [r for r in stream if r.offset >= starts.get((T, r.partition), 0)]  # read again
