@@ -53,6 +53,7 @@ the application seeks past the gap), without it both are counted
 from __future__ import annotations
 
 import collections
+import functools
 import gc
 import logging
 import threading
@@ -1055,11 +1056,30 @@ class Consumer(Closing):
             fault(keys)
         return tenures
 
-    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:
+    def _checked_positions(
+        self, offsets: Mapping[Key, Position] | None
+    ) -> tuple[Mapping[Key, Position], dict[Key, int] | None]:
+        """:meth:`_to_commit` and, for a group member, :meth:`_refuse_lost` of them in one
+        look (``Membership.check_commit``: both in one runner turn): positions read
+        before the check could be those of a tenure lost meanwhile (docs/groups.md,
+        "Tenures"). Returns the positions and the tenures their commit carries."""
+        membership = self._membership
+        if membership is None:
+            return self._to_commit(offsets), None
+        positions, tenures = membership.check_commit(
+            functools.partial(self._to_commit, offsets), self._runner.call
+        )
+        fault = self._commit_fault
+        if fault is not None:
+            fault(list(positions))
+        return positions, tenures
+
+    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> dict[Key, int]:
         """Start newly assigned partitions where their previous owner handed them over
         (``starts``, from its beats: its handover commit), the others at the group's
         committed offsets (read now, after any handover commit); ``offset_reset`` where
-        nothing was committed."""
+        nothing was committed. Returns the tenures they start under (read in the turn
+        that sets their positions; those revoked meanwhile are absent)."""
         group = self._group
         unknown = [key for key in keys if key not in starts]
         found: dict[Key, CommittedOffset] = {}
@@ -1073,7 +1093,7 @@ class Consumer(Closing):
         assert membership is not None
         member = membership.machine.member
 
-        def start(now: float) -> None:
+        def start(now: float) -> dict[Key, int]:
             owned = member.assignment()
             for key in keys:  # its commits rank above every commit read (a clock behind)
                 read = found.get(key)
@@ -1097,8 +1117,9 @@ class Consumer(Closing):
                     self._machine.own(
                         topic, partition, None if offset is None else offset.offset, now
                     )
+            return member.tenures(key for key in keys if key in owned)
 
-        self._runner.call(start)
+        return self._runner.call(start)
 
     # -- committed offsets (group_id; docs/groups.md) ---------------------------------------
 
@@ -1121,8 +1142,7 @@ class Consumer(Closing):
         A group member's commit of partitions it no longer owns (it lost them: another
         member may read them) raises :class:`CommitFailedError` and commits nothing."""
         group = self._needs_group("commit")
-        positions = self._to_commit(offsets)
-        tenures = self._refuse_lost(positions)
+        positions, tenures = self._checked_positions(offsets)
         group.commit(positions, timeout, metadata, tenures=tenures)
 
     def commit_async(
@@ -1131,8 +1151,7 @@ class Consumer(Closing):
         """:meth:`commit` without waiting: the future resolves once the stores hold it (a
         member's commit of partitions it lost raises :class:`CommitFailedError` at once)."""
         group = self._needs_group("commit_async")
-        positions = self._to_commit(offsets)
-        tenures = self._refuse_lost(positions)
+        positions, tenures = self._checked_positions(offsets)
         return group.commit_async(positions, metadata, tenures=tenures)
 
     def committed(
@@ -1208,9 +1227,8 @@ class Consumer(Closing):
         self._auto_commit_due = now + self._auto_commit_interval()
         group = self._group
         assert group is not None
-        positions = self._to_commit(None)
         try:
-            tenures = self._refuse_lost(positions)
+            positions, tenures = self._checked_positions(None)
         except CommitFailedError as exc:  # the next poll's rebalance drops them (on_lost)
             log.warning("consumer: auto-commit: %s", exc)
             return

@@ -22,10 +22,10 @@ commit is stored (or failed, after ``commit_timeout``: the producer's delivery t
 so its next owner still starts only after it.
 
 Every commit of a member is checked by the member first, in the runner thread
-(:meth:`Membership.refuse_lost`): a partition of its topics that it neither reads nor hands
-over is refused with :class:`CommitFailedError` - its process may have been paused past the
-session timeout while another member took the partition and committed it (docs/groups.md,
-"Paused members").
+(:meth:`Membership.check_commit`, which reads the positions there too): a partition of its
+topics that it neither reads nor hands over is refused with :class:`CommitFailedError` -
+its process may have been paused past the session timeout while another member took the
+partition and committed it (docs/groups.md, "Paused members").
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from dafka.client._errors import FencedMemberError
 from dafka.client._offsets import CommitError, CommitFailedError, Position
@@ -48,6 +48,8 @@ Key = tuple[str, str]
 Callback = Callable[[set[Key]], object]
 Handed = tuple[int, int, int]
 """A handover commit: (offset, index, version)."""
+P = TypeVar("P")
+"""What a checked commit maps its partitions to (a :data:`Position`)."""
 
 
 @runtime_checkable
@@ -141,7 +143,10 @@ class GroupClient(Protocol):
 
     def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]: ...
 
-    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None: ...
+    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> dict[Key, int]:
+        """Start ``keys``; returns the tenures they are started under (those still owned),
+        read in the runner turn that sets their positions."""
+        ...
 
 
 class Membership:
@@ -156,6 +161,10 @@ class Membership:
         self._lock = threading.Lock()
         self._events: list[GroupEvent] = []
         self._assignment: set[Key] = set()
+        self._started: dict[Key, int] = {}
+        """The tenure under which each partition of ``_assignment`` was started (application
+        thread): a commit refuses one the member holds under another tenure now, or not at
+        all - lost (and perhaps taken again) since, the application not told yet."""
         self._fenced = False
         self.wake: Callable[[], None] = lambda: None
         """Set by the consumer: wakes its waiting ``poll`` (runner thread)."""
@@ -222,15 +231,42 @@ class Membership:
         holds under another tenure now was lost and taken again since - the new owner
         meanwhile read from the group's commits and may have processed what this commit
         covers - and is refused too."""
-        wanted = list(keys)
+        wanted = dict.fromkeys(keys, 0)
         if not wanted:
             return {}
+        return self.check_commit(lambda: wanted, run, held, started=False)[1]
+
+    def check_commit(
+        self,
+        read: Callable[[], Mapping[Key, P]],
+        run: Callable[[Callable[[float], object]], object],
+        held: Mapping[Key, int] | None = None,
+        *,
+        started: bool = True,
+    ) -> tuple[Mapping[Key, P], dict[Key, int]]:
+        """:meth:`refuse_lost` of the positions ``read`` returns - read in the runner
+        thread, in the same turn as the check and the tenures. A loss forgets the
+        positions handed out in the turn that decides it (:meth:`after_turn`), and a
+        partition taken again has positions only once the application's poll started it
+        (``_start_assigned``, under its new tenure); positions read before the check, in
+        the application's thread, could be a lost tenure's, and a thread stalled between
+        the read and the check while the member lost the partition and took it again
+        committed them under the new tenure. Returns the positions and their tenures.
+
+        ``started`` (an application's commit): also refused are the partitions the
+        application was given (``on_assign``) under a tenure the member no longer holds -
+        lost since, perhaps taken again, and the application not told yet (its next poll
+        does): their positions were forgotten with the loss, and a commit that left them
+        out silently would not tell it that what it processed of them is not committed."""
         member = self.machine.member
-        answer = run(functools.partial(_refused, member, wanted))
+        given = dict(self._started) if started else {}
+        answer = run(functools.partial(_checked, member, read, list(given)))
         assert isinstance(answer, tuple)
-        refused, tenures = answer
-        if held is not None:
-            refused = refused | {k for k, t in held.items() if tenures.get(k, 0) != t}
+        positions, refused, tenures = answer
+        expected = {**given, **(held or {})}
+        if expected:
+            refused = refused | {k for k, t in expected.items() if tenures.get(k, 0) != t}
+        tenures = {k: t for k, t in tenures.items() if k in positions}
         if refused:
             raise CommitFailedError(
                 f"group {member.config.group_id}: commit refused: this member no longer owns "
@@ -239,7 +275,7 @@ class Membership:
                 "now); nothing was committed, their new owner reads again from the group's "
                 "last commit"
             )
-        return dict(tenures)
+        return positions, dict(tenures)
 
     def rebalance(self, run: Callable[[Callable[[float], object]], object]) -> None:
         """Handle the member's events in order (``run`` executes a function in the runner
@@ -252,6 +288,8 @@ class Membership:
             keys = set(event.partitions)
             if event.kind == "revoked":
                 self._assignment -= keys
+                for key in keys:
+                    self._started.pop(key, None)
                 positions = self._client._handed_out(keys)
                 try:
                     self.listener.on_partitions_revoked(keys)
@@ -261,6 +299,8 @@ class Membership:
                 log.info("group %s: revoked %d partitions", member.config.group_id, len(keys))
             elif event.kind == "lost":
                 self._assignment -= keys
+                for key in keys:
+                    self._started.pop(key, None)
                 self._client._forget_positions(keys)  # never committed by this member now
                 log.warning(
                     "group %s: lost %d partitions (counted dead by another member: beats "
@@ -271,7 +311,7 @@ class Membership:
                 self.listener.on_partitions_lost(keys)
             elif event.kind == "assigned":
                 try:
-                    self._client._start_assigned(sorted(keys), dict(event.starts))
+                    started = self._client._start_assigned(sorted(keys), dict(event.starts))
                 except CommitError as exc:  # no store answered: the next poll asks again
                     log.warning(
                         "group %s: cannot read the committed offsets of %d assigned "
@@ -284,6 +324,7 @@ class Membership:
                         self._events[:0] = events[index:]
                     return
                 self._assignment |= keys
+                self._started.update(started)
                 log.info("group %s: assigned %d partitions", member.config.group_id, len(keys))
                 self.listener.on_partitions_assigned(keys)
             else:
@@ -350,10 +391,13 @@ class Membership:
             handovers.shutdown(wait=False)
 
 
-def _refused(
-    member: GroupMember, keys: list[Key], now: float
-) -> tuple[frozenset[Key], dict[Key, int]]:
-    return member.refused_commits(keys, now), member.tenures(keys)
+def _checked(
+    member: GroupMember, read: Callable[[], Mapping[Key, P]], given: list[Key], now: float
+) -> tuple[Mapping[Key, P], frozenset[Key], dict[Key, int]]:
+    positions = read()
+    keys = list(positions)
+    refused = member.refused_commits(keys, now)  # first: a pause is noticed here
+    return positions, refused, member.tenures([*keys, *given])
 
 
 __all__ = ["ConsumerRebalanceListener", "Membership", "RebalanceListener", "listener_of"]

@@ -1052,10 +1052,8 @@ class TransactionalProducer(Closing):
         then aborts the transaction."""
         consumer = group if isinstance(group, Consumer) else None
         group_id = check_group(consumer.group_id if consumer is not None else group)
-        if positions is None:
-            if consumer is None:
-                raise ConfigError("send_offsets_to_transaction(None, ...) needs the Consumer")
-            positions = consumer.positions_to_commit()
+        if positions is None and consumer is None:
+            raise ConfigError("send_offsets_to_transaction(None, ...) needs the Consumer")
         timeout = self.settings.delivery_timeout if timeout is None else timeout
         with self._lock:
             self._check("send_offsets_to_transaction")
@@ -1071,9 +1069,10 @@ class TransactionalProducer(Closing):
                     context=self._context,
                 )
             tenures = None
-            if consumer is not None:
-                tenures = consumer._refuse_lost(positions)  # lost them: refused at once
+            if consumer is not None:  # read with the check: lost them, refused at once
+                positions, tenures = consumer._checked_positions(positions)
                 committer.seen(consumer.committed_versions())
+            assert positions is not None
             ref = TxnRef(self.log_partition, self._log_next, self._txn)
             committer.commit(positions, timeout, txn=ref, tenures=tenures)
             if consumer is not None:

@@ -48,6 +48,11 @@ class Client:
         self.release = threading.Event()
         self.committing: list[set[Key]] = []
         self.started: list[Key] = []
+        self.positions: dict[Key, Position] = {}
+        """What was handed out, as the consumer keeps it: forgotten when lost, set when
+        started (at ``start_at``: the group's commits)."""
+        self.start_at = 0
+        self.member: GroupMember | None = None
 
     def _forget_partition(self, key: Key) -> None:
         del key
@@ -56,7 +61,8 @@ class Client:
         return dict.fromkeys(keys, 7)
 
     def _forget_positions(self, keys: Iterable[Key]) -> None:
-        del keys
+        for key in keys:
+            self.positions.pop(key, None)
 
     def _commit_handover(self, positions: dict[Key, Position]) -> dict[Key, Handed]:
         self.committing.append(set(positions))
@@ -64,9 +70,15 @@ class Client:
             self.release.wait(WAIT * 2)
         return {}
 
-    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> None:
+    def _start_assigned(self, keys: list[Key], starts: dict[Key, Handed]) -> dict[Key, int]:
         del starts
         self.started += keys
+        self.positions.update(dict.fromkeys(keys, self.start_at))
+        return {} if self.member is None else self.member.tenures(keys)
+
+    def to_commit(self) -> dict[Key, Position]:
+        """The consumer's ``_to_commit(None)``."""
+        return dict(self.positions)
 
 
 class Listener(ConsumerRebalanceListener):
@@ -115,6 +127,7 @@ class Group:
         self.others = {name: GroupMember(name, [TOPIC], CONFIG, 0.0) for name in ("m2", "m3")}
         self.alive = {"m1", "m2", "m3"}
         self.client = Client()
+        self.client.member = self.consumer.member
         self.listener = Listener()
         self.membership = Membership(self.consumer, self.listener, self.client)
         self.runner = Runner()
@@ -327,4 +340,90 @@ def test_a_transactions_offsets_are_refused_if_their_partitions_were_taken_again
     assert all(again[k] > sent[k] for k in keys)
     with pytest.raises(CommitFailedError):
         membership.refuse_lost(keys, run, sent)  # the check before the INTENT
+    membership.close()
+
+
+def test_a_commit_reads_its_positions_in_the_turn_of_its_ownership_check() -> None:
+    """m1's application hands out p2 and p3 up to 7 and calls ``commit()``; its thread
+    stalls before the ownership check runs (here: the check waits in the runner's queue)
+    while m1's runner counts itself lost (a pause past session_timeout), joins again and
+    takes p2 and p3 again under new tenures - the application has not polled, so they are
+    not started again yet. The commit must not carry the old positions under the new
+    tenures: the new owner meanwhile read from the group's commits, and those positions
+    belong to the tenure that was lost. Before, ``commit()`` read the positions in the
+    application's thread before the check, which passed (m1 owns them again) and gave the
+    new tenures: p2 and p3 committed at 7 under them. Now it reads them in the check's
+    runner turn (the loss forgot them) and refuses p2 and p3 - given to the application
+    under a tenure the member no longer holds - with CommitFailedError: nothing is
+    committed, and the application learns that what it processed of them is not."""
+    group = Group()
+    membership, client, runner = group.membership, group.client, group.runner
+
+    def run(fn: Callable[[float], object]) -> object:
+        return fn(group.now)
+
+    def rebalance() -> None:
+        if membership.pending:
+            membership.rebalance(run)
+
+    group.tick(0.0)
+    for step in range(1, 5):  # the join window, then beats every 0.5 s
+        group.tick(step * 0.5)
+        rebalance()
+    keys = [(TOPIC, "p2"), (TOPIC, "p3")]
+    assert group.consumer.member.assignment() == set(keys)
+    client.positions.update(dict.fromkeys(keys, 7))  # handed out up to 7
+    first = membership.check_commit(client.to_commit, run)
+    assert first[0] == dict.fromkeys(keys, 7)
+
+    answers: list[object] = []
+
+    def commit() -> None:
+        try:
+            answers.append(membership.check_commit(client.to_commit, runner.call))
+        except CommitFailedError as exc:
+            answers.append(exc)
+
+    app = threading.Thread(target=commit)
+    app.start()  # the application's commit(): its check waits for the runner thread
+    deadline = time.monotonic() + WAIT
+    while runner.work.empty():
+        assert time.monotonic() < deadline, "the commit never reached the runner"
+        time.sleep(0.005)
+
+    t = 2.0
+    while t < 5.0:  # m1 is paused: only the others beat, for longer than session_timeout
+        t += 0.5
+        group.now = t
+        for member in group.others.values():
+            member.on_timer(t)
+        group.alive.discard("m1")
+        group.exchange()
+        group.alive.add("m1")
+    t += 0.5
+    group.tick(t)  # m1 resumes: it counts itself lost (its positions are forgotten)
+    assert group.consumer.member.statistics().lost == 1
+    while t < 12.0 and group.consumer.member.assignment() != set(keys):
+        t += 0.5  # m1 joins again and gets its share back (the application is not polling)
+        group.tick(t)
+    assert group.consumer.member.assignment() == set(keys)
+    retaken = group.consumer.member.tenures(keys)
+    assert all(retaken[k] > first[1][k] for k in keys)
+
+    runner.drain(group.now)  # the stalled commit's check runs now
+    app.join(WAIT)
+    assert len(answers) == 1
+    answer = answers[0]
+    if isinstance(answer, tuple):
+        positions, tenures = answer
+        stale = {k: (positions[k], tenures.get(k)) for k in keys if k in positions}
+        raise AssertionError(f"committed, old positions under the new tenures: {stale}")
+    assert isinstance(answer, CommitFailedError)  # commits nothing: the poll says on_lost
+    assert str(keys) in str(answer), answer
+
+    client.start_at = 5  # the poll starts them again at the group's commits
+    rebalance()
+    positions, tenures = membership.check_commit(client.to_commit, run)
+    assert {k: positions[k] for k in keys} == dict.fromkeys(keys, 5)
+    assert {k: tenures[k] for k in keys} == retaken
     membership.close()
