@@ -39,6 +39,7 @@ def consume(
     fail_on_data_loss: bool = True,
     metrics: MetricsHost | None = None,
     group_id: str | None = None,
+    group_timing: Mapping[str, Any] | None = None,
 ) -> int:
     """Write records until ``count``, the end (``exit_at_end``), Ctrl-C or a closed stdout;
     returns how many were written. ``joining``: the consumer's settings fields that join the
@@ -46,7 +47,8 @@ def consume(
     with one ``Error:`` line naming them and exit 1 (``DataLossError``, after what came
     before them is written), unless ``fail_on_data_loss`` is off: then they are skipped with
     a warning. ``group_id``: a group member (starts at the group's commits, auto-commits,
-    commits at exit)."""
+    commits at exit); ``group_timing``: its ``session_timeout_ms`` and
+    ``heartbeat_interval_ms``, if given."""
     from dafka.client import Consumer, ReadCommittedConsumer
 
     kind = ReadCommittedConsumer if isolation_level == "read_committed" else Consumer
@@ -66,6 +68,7 @@ def consume(
         group_id=group_id,
         enable_auto_commit=False,  # _GroupCommits commits only what was written
         **joining,
+        **(group_timing or {}),
     ) as consumer:
         commits = _GroupCommits(consumer) if group_id is not None else None
         if group_id is not None:

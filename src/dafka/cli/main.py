@@ -439,6 +439,14 @@ def produce(
         click.echo(f"{outcome.sent} messages stored in {topic!r}", err=True)
 
 
+_MIN_SESSION_MS = 100.0
+"""The shortest ``--session-timeout`` (ms): shorter is below a beat's round trip on a busy
+host, and a value in seconds (``--session-timeout 4``) is refused, not taken as 4 ms."""
+
+_MAX_SESSION_MS = 3_600_000.0
+"""The longest ``--session-timeout`` and ``--heartbeat-interval`` (ms): an hour."""
+
+
 @main.command()
 @click.argument("topics", nargs=-1, required=True, type=TopicType())
 @node_options
@@ -462,6 +470,24 @@ def produce(
     help="Consume as a member of this consumer group (as kcat -G): start at the group's "
     "committed offsets (--offset-reset, or --offset earliest|latest, only where none), "
     "commit what was written every 5 s and at exit.",
+)
+@click.option(
+    "--session-timeout",
+    "session_timeout_ms",
+    type=click.FloatRange(min=0, max=_MAX_SESSION_MS, min_open=True),
+    default=None,
+    help="With -G: milliseconds without a beat after which the member is counted dead and "
+    "its partitions move (Kafka's session.timeout.ms; default 2 beacon intervals). A loaded "
+    "host wants several seconds: a member starved that long counts itself lost and its "
+    "partitions are read again from the group's commits.",
+)
+@click.option(
+    "--heartbeat-interval",
+    "heartbeat_interval_ms",
+    type=click.FloatRange(min=0, max=_MAX_SESSION_MS, min_open=True),
+    default=None,
+    help="With -G: milliseconds between the member's beats (Kafka's heartbeat.interval.ms; "
+    "default a quarter of the session timeout); below the session timeout.",
 )
 @click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Exit after N.")
 @click.option(
@@ -503,6 +529,8 @@ def consume(
     fail_on_data_loss: bool,
     earliest: bool,
     group: str | None,
+    session_timeout_ms: float | None,
+    heartbeat_interval_ms: float | None,
     count: int | None,
     exit_at_end: bool,
     output_format: str,
@@ -519,6 +547,7 @@ def consume(
     positions = None
     if group is not None and isolation == "read_committed":
         raise click.UsageError("-G/--group reads read_uncommitted (a group commits positions)")
+    group_timing = _group_timing(group, session_timeout_ms, heartbeat_interval_ms, beacon_interval)
     if earliest or from_timestamp is not None:
         offset_reset = "earliest"
     if offset in ("earliest", "latest"):
@@ -560,7 +589,50 @@ def consume(
         fail_on_data_loss=fail_on_data_loss,
         metrics=MetricsServerHost(metrics_host, metrics_port),
         group_id=group,
+        group_timing=group_timing,
     )
+
+
+def _group_timing(
+    group: str | None,
+    session_timeout_ms: float | None,
+    heartbeat_interval_ms: float | None,
+    beacon_interval: float,
+) -> dict[str, float]:
+    """``--session-timeout`` and ``--heartbeat-interval`` as the consumer's fields, checked
+    (a usage error, exit 2): they need ``-G``, and the beats must come more often than the
+    timeout (the client would refuse it with a traceback-free ConfigError, but only after
+    joining the cluster)."""
+    given = {
+        k: v
+        for k, v in (
+            ("session_timeout_ms", session_timeout_ms),
+            ("heartbeat_interval_ms", heartbeat_interval_ms),
+        )
+        if v is not None
+    }
+    if given and group is None:
+        raise click.UsageError(
+            "--session-timeout and --heartbeat-interval are a group member's: give -G GROUP"
+        )
+    if session_timeout_ms is not None and session_timeout_ms < _MIN_SESSION_MS:
+        raise click.UsageError(
+            f"--session-timeout is in milliseconds (as Kafka's session.timeout.ms): "
+            f"{session_timeout_ms:g} ms is below the least, {_MIN_SESSION_MS:g} ms; for "
+            f"{session_timeout_ms:g} s give {session_timeout_ms * 1000:g}"
+        )
+    if heartbeat_interval_ms is not None:
+        session = session_timeout_ms
+        if session is None:  # the default: two beacon intervals
+            session = 2000.0 * beacon_interval
+        if heartbeat_interval_ms >= session:
+            raise click.UsageError(
+                f"--heartbeat-interval ({heartbeat_interval_ms:g} ms) must be below the "
+                f"session timeout ({session:g} ms"
+                + ("" if session_timeout_ms is not None else ": 2 beacon intervals")
+                + ")"
+            )
+    return given
 
 
 default_group_wait = 10.0

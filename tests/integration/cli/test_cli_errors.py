@@ -33,6 +33,19 @@ USAGE = [
     (["produce", "t", "--transaction-size", "10"], "--transaction-size needs --transactional-id"),
     (["produce", "t", "--transaction-size", "0"], "--transaction-size needs --transactional-id"),
     (["consume", "t", "-G", "g", "-o", '{"w.0": 3}'], "earliest or latest"),
+    (["consume", "t", "--session-timeout", "4000"], "give -G GROUP"),
+    (["consume", "t", "-G", "g", "--session-timeout", "4"], "for 4 s give 4000"),
+    (["consume", "t", "-G", "g", "--session-timeout", "soon"], "--session-timeout"),
+    (["consume", "t", "-G", "g", "--session-timeout", "0"], "--session-timeout"),
+    (["consume", "t", "-G", "g", "--heartbeat-interval", "-1"], "--heartbeat-interval"),
+    (
+        ["consume", "t", "-G", "g", "--session-timeout", "4000", "--heartbeat-interval", "4000"],
+        "must be below the session timeout (4000 ms)",
+    ),
+    (
+        ["consume", "t", "-G", "g", "--beacon-interval", "0.2", "--heartbeat-interval", "500"],
+        "(400 ms: 2 beacon intervals)",
+    ),
     (["topics", "delete", "__dafka_offsets", "--yes"], "internal topic"),
     (["topics", "delete", "__dafka_deletes", "--yes"], "internal topic"),
 ]

@@ -23,6 +23,10 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
 ) -> None:
     with LocalCluster(tmp_path / "data", stores=2, beacon_interval=0.2) as cluster:
         join = ["--tower", cluster.towers, "--beacon-interval", BEACON_INTERVAL]
+        # members that count messages get a session sound under load (docs/groups.md,
+        # "Timing"): with 2 beacon intervals (0.4 s) a member starved that long counts itself
+        # lost and reads again from the group's commits - lines written twice
+        session = ["--session-timeout", "4000", "--heartbeat-interval", "100"]
         with Producer(
             "cli-g", towers=cluster.towers, beacon_interval=0.2, name="w", batching=False
         ) as producer:
@@ -31,7 +35,9 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
             assert producer.flush(30) == 0
 
         def consume(*args: str) -> list[bytes]:
-            done = dafka("consume", "cli-g", "-G", "g1", "--offset-reset", "earliest", *join, *args)
+            done = dafka(
+                "consume", "cli-g", "-G", "g1", "--offset-reset", "earliest", *session, *join, *args
+            )
             assert done.code == 0, done.err
             return done.out.splitlines()
 
@@ -80,7 +86,8 @@ def test_consume_as_a_group_resumes_at_its_commits_and_groups_shows_the_lag(
         assert "group 'nobody': no committed offsets, no live member" in unknown.err
 
         member = procs.spawn(
-            "member", [*DAFKA, "consume", "cli-g", "-G", "g2", "--offset-reset", "earliest", *join]
+            "member",
+            [*DAFKA, "consume", "cli-g", "-G", "g2", "--offset-reset", "earliest", *session, *join],
         )
         wait_until(lambda: len(member.out_path.read_bytes().splitlines()) == 30, "g2 read all")
 
