@@ -56,6 +56,9 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
         """When the first store greeted this watcher (monotonic)."""
         self.last_refresh_answered = False
         """The last :meth:`refresh` ended on every store's "that is all", not on silence."""
+        self.refreshes_settled = 0
+        """How many :meth:`refresh` calls ended on their window of silence (or their
+        timeout) rather than on every store's "that is all": each waited ``settle``."""
         self._answered = 0
         """The last :meth:`refresh` round every store answered (HeadsMachine.answered_round)."""
         joining = transport or TransportConfig()
@@ -116,6 +119,7 @@ class HeadWatcher(Watcher[dict[tuple[str, str], int]]):
                 quiet_from = max(asked, self._last_change)
                 wait_answer = self._may_be_ours and now < asked + STALLED_ROUND
                 if (not wait_answer and now - quiet_from >= settle) or now >= deadline:
+                    self.refreshes_settled += 1
                     return self._snapshot
                 wake = deadline if wait_answer else min(quiet_from + settle, deadline)
                 if wait_answer:

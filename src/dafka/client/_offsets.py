@@ -177,6 +177,14 @@ class CommitReader(Closing):
             return heads
         return watcher.refresh(self._settle, timeout)
 
+    @property
+    def refreshes_settled(self) -> int:
+        """How many of this reader's asks for the heads ended on the settle window of
+        silence rather than on the stores' "that is all" (``HeadWatcher.refreshes_settled``;
+        with our stores, none)."""
+        watcher = self._watcher
+        return 0 if watcher is None else watcher.refreshes_settled
+
     def groups(self, timeout: float) -> list[str]:
         """The groups that have committed something."""
         found = {commit_group(p) for t, p in self.heads(timeout) if t == OFFSETS_TOPIC}
