@@ -154,7 +154,10 @@ class _GroupCommits:
         now = time.monotonic()
         if now >= self._due:
             self._due = now + self._interval
-            self._consumer.commit_async(self._safe)
+            try:  # refused at once: partitions lost (the next poll drops them)
+                self._consumer.commit_async(self._safe)
+            except DafkaError as exc:
+                click.echo(f"Warning: the group's commit failed: {exc}", err=True)
 
     def close(self) -> None:
         if not self._safe:  # nothing polled: nothing to commit (and no wait for a store)

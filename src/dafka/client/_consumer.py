@@ -1067,7 +1067,9 @@ class Consumer(Closing):
         if membership is None:
             return self._to_commit(offsets), None
         positions, tenures = membership.check_commit(
-            functools.partial(self._to_commit, offsets), self._runner.call
+            functools.partial(self._to_commit, offsets),
+            self._runner.call,
+            every_started=offsets is None,
         )
         fault = self._commit_fault
         if fault is not None:

@@ -243,6 +243,7 @@ class Membership:
         held: Mapping[Key, int] | None = None,
         *,
         started: bool = True,
+        every_started: bool = True,
     ) -> tuple[Mapping[Key, P], dict[Key, int]]:
         """:meth:`refuse_lost` of the positions ``read`` returns - read in the runner
         thread, in the same turn as the check and the tenures. A loss forgets the
@@ -257,12 +258,16 @@ class Membership:
         application was given (``on_assign``) under a tenure the member no longer holds -
         lost since, perhaps taken again, and the application not told yet (its next poll
         does): their positions were forgotten with the loss, and a commit that left them
-        out silently would not tell it that what it processed of them is not committed."""
+        out silently would not tell it that what it processed of them is not committed.
+        ``every_started`` False (the application named its offsets): only those of them
+        that are in the positions read."""
         member = self.machine.member
         given = dict(self._started) if started else {}
         answer = run(functools.partial(_checked, member, read, list(given)))
         assert isinstance(answer, tuple)
         positions, refused, tenures = answer
+        if not every_started:
+            given = {k: t for k, t in given.items() if k in positions}
         expected = {**given, **(held or {})}
         if expected:
             refused = refused | {k for k, t in expected.items() if tenures.get(k, 0) != t}

@@ -420,6 +420,10 @@ def test_a_commit_reads_its_positions_in_the_turn_of_its_ownership_check() -> No
         raise AssertionError(f"committed, old positions under the new tenures: {stale}")
     assert isinstance(answer, CommitFailedError)  # commits nothing: the poll says on_lost
     assert str(keys) in str(answer), answer
+    # named offsets (commit(offsets)) are refused only for the partitions they name
+    assert membership.check_commit(dict, run, every_started=False) == ({}, {})
+    with pytest.raises(CommitFailedError):
+        membership.check_commit(lambda: {keys[0]: 7}, run, every_started=False)
 
     client.start_at = 5  # the poll starts them again at the group's commits
     rebalance()
