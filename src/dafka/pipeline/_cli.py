@@ -53,6 +53,14 @@ def _checked_towers(value: str | None) -> str | None:
 @click.option("--readings", default=18_000, show_default=True, help="Readings in the feed.")
 @click.option("--devices", default=40, show_default=True, help="Devices sending readings.")
 @click.option(
+    "--step",
+    "step_ms",
+    default=3,
+    show_default=True,
+    help="Event time between consecutive readings (ms): at 3, 18,000 readings span 54 s of "
+    "event time, and the watermark closes windows while they are produced.",
+)
+@click.option(
     "--rate",
     default=300.0,
     show_default=True,
@@ -89,6 +97,7 @@ def pipeline_command(
     spark_master: str,
     readings: int,
     devices: int,
+    step_ms: int,
     rate: float,
     producers: int,
     seed: int,
@@ -123,8 +132,10 @@ def pipeline_command(
     from dafka.pipeline._display import live_display, print_summary
     from dafka.pipeline._run import Runner
 
-    if producers < 1 or readings < 1 or devices < 1 or rate < 0:
-        raise click.UsageError("--producers, --readings and --devices must be >= 1, --rate >= 0")
+    if producers < 1 or readings < 1 or devices < 1 or step_ms < 1 or rate < 0:
+        raise click.UsageError(
+            "--producers, --readings, --devices and --step must be >= 1, --rate >= 0"
+        )
     if window_s <= 0 or watermark_s < 0:
         raise click.UsageError("--window must be > 0 and --watermark >= 0")
     try:
@@ -133,7 +144,7 @@ def pipeline_command(
         raise click.UsageError(str(exc)) from None
     window_ms = round(window_s * 1000)
     watermark_ms = round(watermark_s * 1000)
-    spec = WorkloadSpec(seed=seed, readings=readings, devices=devices)
+    spec = WorkloadSpec(seed=seed, readings=readings, devices=devices, step_ms=step_ms)
     if spec.max_lateness_ms + spec.max_duplicate_delay * 2 * spec.step_ms >= watermark_ms:
         raise click.UsageError(
             f"--watermark must exceed the feed's lateness ({spec.max_lateness_ms} ms + "
