@@ -107,7 +107,7 @@ from dafka.records import (
     control_indexes,
 )
 from dafka.transport.config import TransportConfig
-from dafka.transport.runner import DropInbound, Identity, NodeRunner, RunnerStats
+from dafka.transport.runner import DataWait, DropInbound, Identity, NodeRunner, RunnerStats
 from dafka.transport.sockets import ZmqContext
 
 log = logging.getLogger(__name__)
@@ -318,13 +318,22 @@ class Consumer(Closing):
             self._membership = Membership(composite, rebalance_listener, self)
             self._membership.wake = self._wake_for_rebalance
             machine = composite
+        transport = transport or self.settings.transport()
+        security = transport.security
+        self._direct = self._membership is None and (security is None or security.acl is None)
+        """``poll`` reads what arrived itself while it waits (``_wait_once``); not for a group
+        member (its turns do the group's work) nor with an ACL (per-peer SUBs)."""
+        self._data_wait: DataWait | None = None
+        self._direct_waiter: int | None = None
+        """The thread waiting in ``_wait_once`` on the data sockets (one at a time)."""
         self._runner = NodeRunner(
             machine,
             # the machine hears stores subscribe to its CONSUMER-HELLOs (a group
             # consumer's composite machine gives its notices to the member only)
             [Identity(self.consumer_id, xpub=self._membership is None)],
-            transport or self.settings.transport(),
+            transport,
             context=context,
+            direct=self._direct,
             on_deliver=self._on_deliver,
             after_turn=None if self._membership is None else self._membership.after_turn,
             receive_paused=self._paused,
@@ -668,8 +677,65 @@ class Consumer(Closing):
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return False
-            self._lock.wait(remaining)
+            self._wait_once(remaining)
         return True
+
+    def _wait_once(self, remaining: float | None) -> None:
+        """Wait (the lock is held) up to ``remaining`` seconds for something to change.
+
+        A direct consumer's thread reads what arrived itself when the runner is between
+        turns (``NodeRunner.read_here``: the deliveries reach the queue in this thread, one
+        thread wake-up less from the socket to ``poll`` returning), and waits on the data
+        sockets' descriptors and a pipe (``DataWait``) that :meth:`_notify` writes to when
+        another thread queued records, closed or failed the consumer. One thread at a time;
+        others wait on the condition."""
+        if not self._direct or self._direct_waiter is not None:
+            self._lock.wait(remaining)
+            return
+        wait = self._data_wait
+        if wait is None:
+            wait = self._data_wait = self._runner.data_wait()
+            if wait is None:  # the runner does not run (any more)
+                self._lock.wait(remaining)
+                return
+        self._direct_waiter = threading.get_ident()
+        self._lock.release()
+        try:
+            if self._runner.read_here():
+                if not self._has_records():
+                    self._runner.wait_here(wait, remaining)
+            elif not self._has_records():  # the runner in mid-turn reads them, then wakes us
+                wait.wait(remaining, data=False)
+        finally:
+            self._lock.acquire()
+            self._direct_waiter = None
+            if self._closed:
+                self._close_data_wait()
+
+    def _has_records(self) -> bool:
+        return bool(
+            self._current is not None
+            or self._batches
+            or self._leftover is not None
+            or self._resumed_leftovers
+        )
+
+    def _notify(self, everyone: bool = False) -> None:
+        """Wake ``poll`` (the lock is held): the condition's waiters and a direct waiter in
+        another thread."""
+        if everyone:
+            self._lock.notify_all()
+        else:
+            self._lock.notify()
+        waiter = self._direct_waiter
+        if waiter is not None and waiter != threading.get_ident() and self._data_wait is not None:
+            self._data_wait.wake()
+
+    def _close_data_wait(self) -> None:
+        """Closing (the lock is held): the pipe goes once no thread waits on it."""
+        if self._direct_waiter is None and self._data_wait is not None:
+            self._data_wait.close()
+            self._data_wait = None
 
     def _poll_now(self, max_records: int) -> list[Record]:
         """What :meth:`poll` returns without waiting (the asyncio flavour's building block;
@@ -875,12 +941,14 @@ class Consumer(Closing):
                 log.warning("consumer: the closing commit of group %s failed: %s", group.group, exc)
         self._closed = True
         with self._lock:
-            self._lock.notify_all()
+            self._notify(everyone=True)
         if self._wakeup is not None:
             self._wakeup()
         if self._membership is not None:
             self._membership.close()
         self._runner.stop()
+        with self._lock:
+            self._close_data_wait()
         if group is not None:
             group.close()
         failure.check()
@@ -908,7 +976,7 @@ class Consumer(Closing):
 
     def _wake_for_rebalance(self) -> None:
         with self._lock:
-            self._lock.notify_all()
+            self._notify(everyone=True)
         if self._wakeup is not None:
             self._wakeup()
 
@@ -1263,7 +1331,7 @@ class Consumer(Closing):
     def _on_failure(self, _error: NodeFailedError) -> None:
         """The runner died: wake every ``poll`` waiting for records."""
         with self._lock:
-            self._lock.notify_all()
+            self._notify(everyone=True)
         if self._wakeup is not None:
             self._wakeup()
 
@@ -1317,7 +1385,7 @@ class Consumer(Closing):
                 self._batches.extendleft(reversed(parked))
                 woke = woke or bool(parked)
             if woke:
-                self._lock.notify_all()
+                self._notify(everyone=True)
         for topic, partition in keys:
             self._machine.resume(topic, partition, now)
         if woke and self._wakeup is not None:
@@ -1354,7 +1422,7 @@ class Consumer(Closing):
             self._batches.append(batch)
             self._queued += len(batch.contents)
             self._bytes_in += sum(map(len, batch.contents))
-            self._lock.notify()
+            self._notify()
         if was_empty and self._wakeup is not None:
             self._wakeup()
 

@@ -134,15 +134,15 @@ class Executor:
     def execute_here(self) -> bool:
         """In a caller's thread holding the turn lock (``_turns.py``): execute the machine's
         outbox if it holds only sends - they go out on the data XPUBs, the sockets the lock
-        lends - else keep it, in order, for the runner's next turn; True: the runner must be
-        woken for it."""
+        lends - and deliveries (``on_deliver`` is thread-safe), else keep it, in order, for
+        the runner's next turn; True: the runner must be woken for it."""
         actions = self._machine.take_actions()
         if self._deferred:  # an earlier caller's, not yet run: these go after them
             self._deferred += actions
             return True
         for action in actions:
             kind = action.__class__
-            if kind is not SendRecords and kind is not Send:
+            if kind is not SendRecords and kind is not Send and kind is not Deliver:
                 self._deferred += actions
                 return True
         if actions:

@@ -17,9 +17,10 @@ per partition per burst of records. While the application has paused receiving
 (``receive_paused``, a consumer whose queue is full) only the beacons and the mailbox are
 polled, at least every 10 ms, so that the loop notices the pause end.
 
-With :class:`~dafka.transport._turns.Turns` (a node whose callers may send a lone record
-themselves) the whole turn runs under its lock, released only around the poll, and the data
-XPUBs are polled by descriptor and asked their readiness under the lock (``_turns.py``).
+With :class:`~dafka.transport._turns.Turns` (a node whose callers may send a lone record or
+read data themselves) the whole turn runs under its lock, released only around the poll, and
+the data SUBs and XPUBs are polled by descriptor and asked their readiness under the lock
+(``_turns.py``).
 """
 
 from __future__ import annotations
@@ -112,14 +113,18 @@ class PollLoop:
         endpoints = self._sockets.endpoints
         subs = [e.sub for e in endpoints]
         xpubs = [(e.pub, e.identity.xpub, e.identity.topic) for e in endpoints]
-        for sock in subs:
-            poller.register(sock, zmq.POLLIN)
-        for pub, _, _ in xpubs:
+        lean = zmq.Poller()  # without the data SUBs: used while callers read them
+        lean.register(beacon_sub, zmq.POLLIN)
+        lean.register(wake, zmq.POLLIN)
+        for sock in (*subs, *(pub for pub, _, _ in xpubs)):
             if turns is None:
-                poller.register(pub, zmq.POLLIN)
+                poller.register(sock, zmq.POLLIN)
             else:  # used by callers too: its descriptor only, its readiness under the lock
-                poller.register(pub.get(zmq.FD), zmq.POLLIN)
-                turns.pubs.append(pub)
+                poller.register(sock.get(zmq.FD), zmq.POLLIN)
+                if sock not in subs:
+                    lean.register(sock.get(zmq.FD), zmq.POLLIN)
+        if turns is not None:
+            turns.lend(subs, [pub for pub, _, _ in xpubs])
         reach = self._reach
         peer_senders: dict[zmq.Socket[bytes], str] = {}
         peer_keys: dict[zmq.Socket[bytes], bytes] = {}
@@ -140,14 +145,18 @@ class PollLoop:
             )
             timeout_ms = -1 if deadline is None else max(0, int((deadline - now) * 1000) + 1)
             receiving = paused is None or not paused()
+            polled = poller
             if turns is not None:
-                if turns.notices_waiting():
+                if turns.waiting(receiving):
                     timeout_ms = 0
+                if turns.readers and self._peers is None:
+                    polled = lean
+                turns.sub_polling = receiving and polled is poller
                 turns.sleeping_until = deadline
                 turns.lock.release()
             try:
                 if receiving:
-                    events = dict(poller.poll(timeout_ms))
+                    events = dict(polled.poll(timeout_ms))
                 else:
                     limit = _PAUSED_POLL_MS if timeout_ms < 0 else min(timeout_ms, _PAUSED_POLL_MS)
                     events = dict(control.poll(limit))
@@ -164,7 +173,7 @@ class PollLoop:
                 receiver.beacons(beacon_sub, now)
             if receiving:
                 for sock in subs:
-                    if sock in events:
+                    if (sock in events) if turns is None else readable(sock):
                         receiver.data(sock, now)
                 if peer_senders:
                     for sock, sender in list(peer_senders.items()):

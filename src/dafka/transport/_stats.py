@@ -14,6 +14,9 @@ class RunnerStats:
     sent_here: int = 0
     """Of ``sent``: sent by a caller's thread itself (``NodeRunner.run_here``: a producer's
     lone records), not by the runner's."""
+    received_here: int = 0
+    """Of ``received``: read by a caller's thread itself (``NodeRunner.read_here``: a
+    consumer's ``poll`` waiting for records), not by the runner's."""
     undecodable: int = 0
     injected_drops: int = 0
     """Messages dropped by the fault injector (``drop_inbound``; tests and chaos only)."""

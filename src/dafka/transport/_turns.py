@@ -1,25 +1,35 @@
-"""The turn lock: a caller's thread may send a lone record itself, in the runner's place.
+"""The turn lock: a caller's thread may send a lone record, or read what arrived, itself.
 
-Handing a record to the runner thread costs a thread wake-up (a byte on the mailbox's PAIR,
-the runner's poll returning, the GIL changing hands): at a steady 1,000 records/s that was a
-quarter of the publish -> poll latency and most of its tail. ZeroMQ sockets are not
-thread-safe, but libzmq lets a socket move between threads with a full memory barrier between
-the uses, which a lock both threads take is. So a node whose owner asks for it
-(``NodeRunner(direct=True)``, a producer) runs its turns holding :attr:`Turns.lock` and
-releases it only while it is blocked in its poll; a caller that takes the lock then (without
-waiting: a runner in mid-turn does the work itself) runs the machine and sends what it asked
-for on the data XPUBs - the only sockets a caller touches (``Executor.execute_here``).
+Handing work between a caller's thread and the runner thread costs a thread wake-up each
+way (a byte on the mailbox's PAIR or a condition's notify, a poll returning, the GIL
+changing hands): at a steady 1,000 records/s the producer's and the consumer's hand-offs
+were half of the publish -> poll latency and most of its tail. ZeroMQ sockets are not
+thread-safe, but libzmq lets a socket move between threads with a full memory barrier
+between the uses, which a lock both threads take is. So a node whose owner asks for it
+(``NodeRunner(direct=True)``: a producer, a consumer) runs its turns holding
+:attr:`Turns.lock` and releases it only while it is blocked in its poll; a caller that takes
+the lock then (without waiting: a runner in mid-turn does the work itself) runs the machine
+and sends what it asked for on the data XPUBs (``NodeRunner.run_here``), or reads what waits
+on the data SUBs and takes the deliveries (``NodeRunner.read_here``) - the only sockets a
+caller touches; what else the machine asks for is left to the runner
+(``Executor.execute_here``).
 
-While the lock is free the runner polls those XPUBs by their file descriptor (``ZMQ_FD``),
+While the lock is free the runner polls those sockets by their file descriptor (``ZMQ_FD``),
 which reads no socket state, and asks their readiness (``ZMQ_EVENTS``, which processes the
-socket's commands) only under the lock. ``ZMQ_FD`` is edge-triggered and a send may process
-the socket's commands, taking the signal of a subscription notice that arrived meanwhile, so
-whoever used an XPUB last asks :meth:`Turns.notices_waiting` before it lets go: the runner
-then polls without blocking, a caller wakes the runner.
+socket's commands) only under the lock. ``ZMQ_FD`` is edge-triggered and a send or a read
+may process the socket's commands, taking the signal of a message that arrived meanwhile, so
+whoever used the sockets last asks :meth:`Turns.waiting` before it lets go: the runner then
+polls without blocking, a caller wakes the runner. A caller waiting for data polls the same
+descriptors (:class:`DataWait`) next to a pipe its owner writes to when the runner delivered
+instead; while it waits the runner's poll leaves the SUBs out (:attr:`Turns.readers`), and
+when it has gone the runner reads them at its next turn (a timer, a beacon, a post).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import threading
 from typing import cast
 
@@ -29,7 +39,7 @@ import zmq
 class Turns:
     """The lock of a runner's turns and what a caller needs to know under it."""
 
-    __slots__ = ("lock", "open", "pubs", "sleeping_until")
+    __slots__ = ("fds", "lock", "open", "pubs", "readers", "sleeping_until", "sub_polling", "subs")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -37,13 +47,30 @@ class Turns:
         """True while the poll loop runs (its sockets exist): set and cleared under the lock."""
         self.pubs: list[zmq.Socket[bytes]] = []
         """The data XPUBs a caller may send on (polled by descriptor)."""
+        self.subs: list[zmq.Socket[bytes]] = []
+        """The data SUBs a caller may read (polled by descriptor)."""
+        self.fds: tuple[int, ...] = ()
+        """The data SUBs' descriptors, for a caller's :class:`DataWait`."""
         self.sleeping_until: float | None = None
         """The deadline the runner's poll sleeps until while the lock is free (None: none):
         a caller that makes the machine's next deadline earlier must wake it."""
+        self.readers = 0
+        """Callers waiting for data on the SUBs' descriptors (``NodeRunner.wait_here``):
+        while there are any, the runner's poll leaves the SUBs to them - one thread, not
+        two, wakes when a record arrives. It reads them again at its next turn after."""
+        self.sub_polling = False
+        """The runner's poll (while the lock is free) watches the data SUBs: a caller that
+        becomes a reader wakes it, so that it polls again without them."""
 
-    def notices_waiting(self) -> bool:
-        """A subscription notice waits on an XPUB (the lock is held)."""
-        return any(map(readable, self.pubs))
+    def lend(self, subs: list[zmq.Socket[bytes]], pubs: list[zmq.Socket[bytes]]) -> None:
+        """The loop starts (the lock is held): these are the sockets callers may use."""
+        self.subs = list(subs)
+        self.pubs = list(pubs)
+        self.fds = tuple(cast(int, sub.get(zmq.FD)) for sub in subs)
+
+    def waiting(self, receiving: bool = True) -> bool:
+        """A message waits on a lent socket (the lock is held; SUBs only if ``receiving``)."""
+        return any(map(readable, self.pubs)) or (receiving and any(map(readable, self.subs)))
 
 
 def readable(sock: zmq.Socket[bytes]) -> bool:
@@ -51,4 +78,45 @@ def readable(sock: zmq.Socket[bytes]) -> bool:
     return bool(cast(int, sock.get(zmq.EVENTS)) & zmq.POLLIN)
 
 
-__all__ = ["Turns", "readable"]
+class DataWait:
+    """A caller's wait for data in the runner's place: the data SUBs' descriptors and a pipe
+    that :meth:`wake` writes to (the owner, when the runner delivered or anything else the
+    caller must see happened). Closed with :meth:`close`."""
+
+    def __init__(self, fds: tuple[int, ...]) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self._pipe = select.poll()
+        self._pipe.register(self._read, select.POLLIN)
+        self._both = select.poll()
+        self._both.register(self._read, select.POLLIN)
+        for fd in fds:
+            self._both.register(fd, select.POLLIN)
+        self._closed = False
+
+    def wake(self) -> None:
+        """Any thread: end a :meth:`wait` (now or the next one)."""
+        with contextlib.suppress(BlockingIOError, OSError):  # full: a wake-up is pending
+            os.write(self._write, b"\0")
+
+    def wait(self, timeout: float | None, data: bool) -> None:
+        """Block until woken, data arrived (``data``: else only :meth:`wake` counts) or
+        ``timeout`` seconds passed (None: no limit); takes the pending wake-ups."""
+        if self._closed:
+            return
+        ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
+        ready = (self._both if data else self._pipe).poll(ms)
+        if any(fd == self._read for fd, _ in ready):
+            with contextlib.suppress(BlockingIOError, OSError):
+                while os.read(self._read, 512):
+                    pass
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._read)
+            os.close(self._write)
+
+
+__all__ = ["DataWait", "Turns", "readable"]

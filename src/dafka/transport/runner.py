@@ -57,7 +57,7 @@ from dafka.transport._reach import ReachWatch, reach_grace
 from dafka.transport._receive import DropInbound, Receiver
 from dafka.transport._socket_set import Endpoint, Identity, PeerSockets, SocketSet
 from dafka.transport._stats import RunnerStats
-from dafka.transport._turns import Turns
+from dafka.transport._turns import DataWait, Turns, readable
 from dafka.transport.config import TransportConfig
 from dafka.transport.failure import FailureLatch
 
@@ -83,7 +83,8 @@ class NodeRunner:
     A secured node with an ACL (``config.security.acl``) reads every peer on its own SUB and
     shows each message to its guard first (``_guard.py``); ``owners`` is where it keeps the
     partitions' owners (a store's data directory), None: in memory only. ``direct``: callers
-    may run the machine and send a lone record in their own thread (:meth:`run_here`).
+    may run the machine and send a lone record, or read what arrived, in their own thread
+    (:meth:`run_here`, :meth:`read_here`).
     """
 
     def __init__(
@@ -130,6 +131,7 @@ class NodeRunner:
         )
         self._turns = Turns() if direct else None
         self._executor: Executor | None = None
+        self._receiver: Receiver | None = None
         self._thread: threading.Thread | None = None
         self._bound = threading.Event()
         self._ready = threading.Event()
@@ -229,32 +231,91 @@ class NodeRunner:
 
         One thread wake-up less for a lone record (``_turns.py``). ``fn`` may touch the
         machine (the lock makes it the runner's for the while) and must be quick: the
-        runner waits for it. What the machine asked for beyond sends on the data XPUBs, a
-        deadline earlier than the runner sleeps until, or a subscription notice left
-        waiting wake the runner.
+        runner waits for it. What the machine asked for beyond sends on the data XPUBs and
+        deliveries, a deadline earlier than the runner sleeps until, or a message left
+        waiting on a lent socket wake the runner.
         """
         turns = self._turns
         if turns is None or not turns.lock.acquire(blocking=False):
             return False
         try:
-            executor = self._executor
-            if not turns.open or executor is None:
+            if not turns.open or self._executor is None:
                 return False
             done = fn(self._clock())
-            stats = self._stats
-            sent = stats.sent
-            wake = executor.execute_here()
-            stats.sent_here += stats.sent - sent
-            due = self.machine.next_deadline()
-            sleeping_until = turns.sleeping_until
-            if due is not None and (sleeping_until is None or due < sleeping_until):
-                wake = True
-            if wake or turns.notices_waiting():
-                with contextlib.suppress(NodeFailedError):  # the next call says so
-                    self._mailbox.post(_nothing)
+            self._lent_turn_ends(turns, self._executor)
             return done
         finally:
             turns.lock.release()
+
+    def read_here(self) -> bool:
+        """Read what waits on the data SUBs in the caller's thread, in place of the runner's,
+        if the runner is between turns: the machine's deliveries go to ``on_deliver`` in this
+        thread (one thread wake-up less for a consumer waiting in ``poll``; ``_turns.py``).
+        False without reading otherwise (see :meth:`run_here`): the runner reads them."""
+        turns = self._turns
+        if turns is None or not turns.lock.acquire(blocking=False):
+            return False
+        try:
+            receiver, executor = self._receiver, self._executor
+            if not turns.open or receiver is None or executor is None:
+                return False
+            paused = self._receive_paused
+            if paused is None or not paused():
+                now = self._clock()
+                stats = self._stats
+                received = stats.received
+                for sock in turns.subs:
+                    if readable(sock):
+                        receiver.data(sock, now)
+                stats.received_here += stats.received - received
+            self._lent_turn_ends(turns, executor)
+            return True
+        finally:
+            turns.lock.release()
+
+    def wait_here(self, wait: DataWait, timeout: float | None) -> None:
+        """Wait on the data SUBs' descriptors (and ``wait``'s pipe) up to ``timeout``
+        seconds, after :meth:`read_here` read what was there: meanwhile the runner's poll
+        leaves the SUBs to this caller (:attr:`Turns.readers`)."""
+        turns = self._turns
+        if turns is None:
+            wait.wait(timeout, data=False)
+            return
+        with turns.lock:
+            turns.readers += 1
+            kick = turns.sub_polling
+        if kick:  # its poll watches the SUBs: poll again without them
+            with contextlib.suppress(NodeFailedError):
+                self._mailbox.post(_nothing)
+        try:
+            wait.wait(timeout, data=True)
+        finally:
+            with turns.lock:
+                turns.readers -= 1
+
+    def data_wait(self) -> DataWait | None:
+        """A caller's wait for data next to :meth:`read_here` (its owner closes it), once the
+        runner runs; None without ``direct``."""
+        turns = self._turns
+        if turns is None:
+            return None
+        with turns.lock:
+            return DataWait(turns.fds) if turns.open else None
+
+    def _lent_turn_ends(self, turns: Turns, executor: Executor) -> None:
+        """A caller's turn ends (the lock is held): execute what it may, and wake the runner
+        for the rest (see :meth:`run_here`)."""
+        stats = self._stats
+        sent = stats.sent
+        wake = executor.execute_here()
+        stats.sent_here += stats.sent - sent
+        due = self.machine.next_deadline()
+        sleeping_until = turns.sleeping_until
+        if due is not None and (sleeping_until is None or due < sleeping_until):
+            wake = True
+        if wake or turns.waiting():
+            with contextlib.suppress(NodeFailedError):  # the next call says so
+                self._mailbox.post(_nothing)
 
     @property
     def ports(self) -> list[int]:
@@ -356,6 +417,7 @@ class NodeRunner:
                 reach=reach,
             )
             self._executor = executor
+            self._receiver = receiver
             PollLoop(
                 machine,
                 self.discovery,
@@ -392,6 +454,7 @@ def _nothing(_now: float) -> None:
 
 __all__ = [
     "OWNERS_FILE",
+    "DataWait",
     "DropInbound",
     "Identity",
     "NodeNotReadyError",

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 import zmq
 
-from dafka.node.actions import Action, Deliver, SendRecords
+from dafka.node.actions import Action, Deliver, Disconnect, SendRecords
 from dafka.protocol import DataMessage, Record, decode_data
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
@@ -196,7 +196,9 @@ def test_a_runner_without_direct_lends_nothing(transport: TransportConfig) -> No
     assert not direct.run_here(lambda _now: True)  # its sockets are closed
 
 
-def test_what_is_not_a_send_goes_to_the_runner_in_order(transport: TransportConfig) -> None:
+def test_what_is_not_a_send_or_a_delivery_goes_to_the_runner_in_order(
+    transport: TransportConfig,
+) -> None:
     delivered: list[int] = []
     machine = Outbox()
     runner = NodeRunner(
@@ -211,17 +213,30 @@ def test_what_is_not_a_send_goes_to_the_runner_in_order(transport: TransportConf
     sub = _sub(runner.ports[0])
     try:
         _connected(runner, machine, sub)
-        deliver = Deliver(TOPIC, NODE, 0, (b"d",))
+
+        def alone(_now: float) -> bool:  # a delivery and a send: both here
+            machine.out += [Deliver(TOPIC, NODE, 0, (b"d",)), SendRecords(TOPIC, NODE, 1, [b"x"])]
+            return True
+
+        wait_for(lambda: runner.run_here(alone), "a free runner")
+        assert delivered == [threading.get_ident()]
+        assert _sequences(sub, 1) == [1]
+        expired = runner.statistics().peers_expired
         queued: list[list[Action]] = []  # what could not go directly, for the runner
 
         def drain(_now: float) -> None:
             while queued:
                 machine.out += queued.pop(0)
 
-        for sequence in range(1, 101):
-            # odd sequences come with a Deliver (not a send: the runner's), even ones alone
-            out: list[Action] = [deliver] if sequence % 2 else []
-            out.append(SendRecords(TOPIC, NODE, sequence, [b"x"]))
+        for sequence in range(2, 102):
+            # even sequences come with a Disconnect (the runner's: it counts it), odd ones
+            # with a delivery
+            first: Action = (
+                Disconnect("gone", "tcp://127.0.0.1:1")
+                if sequence % 2 == 0
+                else Deliver(TOPIC, NODE, 0, (b"d",))
+            )
+            out: list[Action] = [first, SendRecords(TOPIC, NODE, sequence, [b"x"])]
 
             def fn(_now: float, out: list[Action] = out) -> bool:
                 if queued:  # order: after what waits for the runner
@@ -232,9 +247,9 @@ def test_what_is_not_a_send_goes_to_the_runner_in_order(transport: TransportConf
             if not runner.run_here(fn):
                 queued.append(out)
                 runner.post(drain)
-        assert _sequences(sub, 100) == list(range(1, 101))
-        wait_for(lambda: len(delivered) == 50, "the 50 Delivers")
-        assert threading.get_ident() not in delivered  # the runner ran them
+        assert _sequences(sub, 100) == list(range(2, 102))
+        wait_for(lambda: runner.statistics().peers_expired == expired + 50, "50 Disconnects")
+        wait_for(lambda: len(delivered) == 51, "the 50 deliveries")
     finally:
         sub.close()
         runner.stop()

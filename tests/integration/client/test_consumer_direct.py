@@ -1,0 +1,134 @@
+"""A ``poll`` waiting for records reads them in its own thread; the runner reads otherwise.
+
+A consumer (no group, no ACL) lends its data sockets to the thread waiting in ``poll``
+(``NodeRunner.read_here``/``wait_here``): a record arriving then is read and delivered by
+that thread, one thread wake-up less than through the runner. Meanwhile the runner's poll
+leaves the data SUBs to it; once it has gone, the runner reads them again (records keep
+being received while the application does not poll). On a real cluster (a tower and a store
+in this process, a producer): every record once, in order, whoever read it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka import Consumer
+from dafka.client import PartitionProducer
+from dafka.records import Record
+from tests.integration.client.test_producer import FAST, Cluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    with Cluster(tmp_path, stores=1) as c:
+        yield c
+
+
+def _consumer(cluster: Cluster, topic: str) -> Consumer:
+    return Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST)
+
+
+def _until(consumer: Consumer, count: int) -> list[bytes]:
+    got: list[Record] = []
+    deadline = time.monotonic() + 30
+    while len(got) < count and time.monotonic() < deadline:
+        got += consumer.poll(timeout=0.5)
+    return [r.value for r in got]
+
+
+def test_a_waiting_poll_reads_the_records_in_its_own_thread(cluster: Cluster) -> None:
+    with (
+        _consumer(cluster, "waits") as consumer,
+        PartitionProducer("waits", cluster.client_transport()) as producer,
+    ):
+        producer.publish(b"first")
+        assert _until(consumer, 1) == [b"first"]
+        before = consumer.transport_statistics().received_here
+        got: list[bytes] = []
+        for i in range(30):  # each published while the consumer waits in poll for it
+            producer.publish(f"r{i}".encode())
+            got += _until(consumer, 1)
+        assert got == [f"r{i}".encode() for i in range(30)]
+        read_here = consumer.transport_statistics().received_here - before
+    assert read_here >= 15  # the others arrived while the runner was in a turn (a beacon's)
+
+
+def test_records_arrive_while_the_application_does_not_poll(cluster: Cluster) -> None:
+    with (
+        _consumer(cluster, "away") as consumer,
+        PartitionProducer("away", cluster.client_transport()) as producer,
+    ):
+        producer.publish(b"first")
+        assert _until(consumer, 1) == [b"first"]  # the poll waited: the runner left the SUBs
+        received = consumer.transport_statistics().received
+        for i in range(10):
+            producer.publish(f"r{i}".encode())
+        assert producer.flush(10)
+        # the runner reads them (at its next turn) without a poll asking
+        deadline = time.monotonic() + 10
+        while consumer.transport_statistics().received < received + 10:
+            assert time.monotonic() < deadline, "the runner did not read while nobody polled"
+            time.sleep(0.01)
+        assert _until(consumer, 10) == [f"r{i}".encode() for i in range(10)]
+
+
+def test_two_threads_polling_get_every_record_once_in_order(cluster: Cluster) -> None:
+    count = 3_000
+    with (
+        _consumer(cluster, "two") as consumer,
+        PartitionProducer("two", cluster.client_transport()) as producer,
+    ):
+        got: list[list[bytes]] = [[], []]
+        done = threading.Event()
+
+        def poll(into: list[bytes]) -> None:
+            while not done.is_set():
+                into += [r.value for r in consumer.poll(timeout=0.05, max_records=7)]
+
+        threads = [threading.Thread(target=poll, args=(g,)) for g in got]
+        for t in threads:
+            t.start()
+        try:
+            for i in range(count):
+                producer.publish(b"%d" % i)
+                if i % 100 == 0:
+                    time.sleep(0.001)  # a gap: the pollers wait, and read
+            assert producer.flush(30)
+            deadline = time.monotonic() + 30
+            while sum(map(len, got)) < count and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            done.set()
+            for t in threads:
+                t.join()
+    values = sorted(int(v) for v in got[0] + got[1])
+    assert values == list(range(count))  # once each
+    for part in got:  # each thread's share in order
+        assert [int(v) for v in part] == sorted(int(v) for v in part)
+
+
+def test_close_wakes_a_poll_waiting_on_the_sockets(cluster: Cluster) -> None:
+    consumer = _consumer(cluster, "closing")
+    out: list[list[Record]] = []
+    started = threading.Event()
+
+    def poll() -> None:
+        started.set()
+        out.append(consumer.poll(timeout=60))
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    assert started.wait(10)
+    deadline = time.monotonic() + 10
+    while consumer._direct_waiter is None:  # the poll waits on the sockets
+        assert time.monotonic() < deadline, "poll never waited on the sockets"
+        time.sleep(0.01)
+    consumer.close()
+    thread.join(10)
+    assert not thread.is_alive(), "poll still waiting after close"
+    assert out == [[]]
