@@ -163,7 +163,8 @@ def decode_commit(content: bytes) -> CommitRecord:
         return CommitRecord(
             str(doc["group"]), str(doc["writer"]), _offsets_from(doc["offsets"]), txn, base
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, ArithmeticError, RecursionError) as exc:
+        # ArithmeticError: int() of JSON's Infinity or 1e400; RecursionError: deep nesting
         raise CorruptCommitError(f"offsets record does not decode: {exc}") from None
 
 

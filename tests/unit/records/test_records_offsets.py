@@ -57,6 +57,11 @@ def test_a_commit_without_a_tenure_keeps_the_earlier_form() -> None:
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",-1]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",1,2]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":["t"]}',
+        # a number JSON reads as a float no int holds, nesting past Python's recursion
+        # limit: OverflowError, RecursionError out of every reader of the group's offsets
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",Infinity]]}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1e400,0,0,""]]}',
+        b"[" * 100_000,
     ],
 )
 def test_anything_else_is_a_corrupt_commit(content: bytes) -> None:
