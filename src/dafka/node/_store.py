@@ -315,6 +315,8 @@ class StoreMachine(
         self._wall = wall
         self._vouched = False
         """``peers_settle`` has passed since the start: HEADS-END goes with heads answers."""
+        self.stores_changed = 0
+        """Grows when a store not counted before subscribes (``StoreNode`` keeps the set)."""
         self._stores: dict[str, float | None] = {}
         """Other stores' reader ids, from their ``W`` + id subscriptions on our XPUB: None
         while subscribed, else when they left (still counted ``stores_remembered``)."""
@@ -592,7 +594,29 @@ class StoreMachine(
             if store in stores:
                 stores[store] = now
         elif store in stores or len(stores) < _MAX_LISTENING:
+            if store not in stores:
+                self.stores_changed += 1
             stores[store] = None
+
+    def remember_stores(self, stores: Iterable[str], now: float) -> None:
+        """Stores this one knew before it restarted (``StoreNode`` keeps them in its data
+        directory): each counts as if it had just left - ``stores_remembered`` seconds - until
+        it subscribes again. A store restarted while its peer was paused knew no other store
+        once its ``peers_settle`` passed, said so in its HEADS-END, and a named producer
+        resuming then settled on its lower heads alone (the chaos soak: 962 acknowledged
+        records lost)."""
+        for store in stores:
+            raw = store.encode("utf-8", "surrogateescape")
+            if store == self.reader_id or name_problem(raw) is not None:
+                continue
+            if len(self._stores) < _MAX_LISTENING:
+                self._stores.setdefault(store, now)
+
+    @property
+    def known_stores(self) -> list[str]:
+        """The other stores counted in :attr:`stores_known` (reader ids)."""
+        self.stores_known  # noqa: B018 - forgets those that left too long ago
+        return list(self._stores)
 
     def _clock(self, now: float) -> None:
         """Note the time: the start is the first input's when none was given, and

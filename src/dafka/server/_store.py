@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from dafka.config import SETTINGS
@@ -48,6 +49,34 @@ after a burst of small RECORDs it gives back hundreds of MiB: dafka.transport.me
 log = logging.getLogger(__name__)
 
 _IDS_FILE = "node-ids"
+_STORES_FILE = "stores-known"
+"""The other stores this one counts (reader ids, one per line), rewritten when one joins and
+every ``_STORES_WRITE_INTERVAL`` seconds while any is counted: its age says how long ago
+they were known. A restart counts them again for ``stores_remembered`` seconds."""
+_STORES_WRITE_INTERVAL = 10.0
+
+
+def _load_stores(data_dir: Path, remembered: float) -> list[str]:
+    """The stores kept in ``stores-known``, if it was written less than ``remembered``
+    seconds ago (unreadable: none, logged - only a count that waits longer is lost)."""
+    path = data_dir / _STORES_FILE
+    try:
+        age = time.time() - path.stat().st_mtime
+        if age > remembered:
+            return []
+        return path.read_text(encoding="ascii").split()
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("%s unreadable (%s): no store remembered", path, exc)
+        return []
+
+
+def _save_stores(data_dir: Path, stores: Sequence[str]) -> None:
+    path = data_dir / _STORES_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{s}\n" for s in stores), encoding="ascii")
+    tmp.replace(path)
 
 
 def _load_ids(data_dir: Path) -> tuple[str, str]:
@@ -129,6 +158,9 @@ class StoreNode(Running):
             now=time.monotonic(),
             wall=time.time(),
         )
+        remembered = _load_stores(self.data_dir, self._store_config.stores_remembered)
+        self.machine.remember_stores(remembered, time.monotonic())
+        self._stores_saved = (self.machine.stores_changed, time.monotonic())
         self.persistence = StorePersistence(storage, self.machine, self._name)
         self._reapply_deletes(storage, self.persistence)
         self.scrubber = Scrubber(storage, self._storage_config.scrub_bytes_per_s)
@@ -176,11 +208,28 @@ class StoreNode(Running):
                 persistence.apply_deletes(contents, time.monotonic())
                 first = at + len(contents)
 
+    def _keep_stores(self, machine: StoreMachine, now: float) -> None:
+        """Rewrite ``stores-known`` when a store joined, and every
+        ``_STORES_WRITE_INTERVAL`` while any is counted (a failed write is logged: the
+        file only makes a restart wait for them)."""
+        changed, written = self._stores_saved
+        if changed == machine.stores_changed and now < written + _STORES_WRITE_INTERVAL:
+            return
+        self._stores_saved = (machine.stores_changed, now)
+        stores = machine.known_stores
+        if stores or changed != machine.stores_changed:
+            try:
+                _save_stores(self.data_dir, stores)
+            except OSError as exc:
+                log.warning("%s: %s not written: %s", self._name, _STORES_FILE, exc)
+
     def _after_turn(self, now: float) -> None:
         """Retention, the scrub, the heap trim and the log line about fenced records (at
         most every ``FENCE_LOG_INTERVAL``), after each turn of the runner (in its thread)."""
         self._retention_turn(now)
         machine = self.machine
+        if machine is not None:
+            self._keep_stores(machine, now)
         if (
             machine is not None
             and machine.records_fenced != self._fenced_logged

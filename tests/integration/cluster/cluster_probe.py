@@ -15,7 +15,7 @@ from pathlib import Path
 
 import zmq
 
-from dafka.protocol import Ack, DirectHead, GetHeads, decode_data, encode
+from dafka.protocol import Ack, DirectHead, GetHeads, HeadsEnd, decode_data, encode
 from dafka.storage import Storage
 from dafka.transport.sockets import (
     CONTROL_MESSAGE_BYTES,
@@ -45,15 +45,24 @@ class HeadsProbe:
             self._beacon.connect(endpoint)
 
     def heads(
-        self, reader_port: int, topic: str, expected: dict[str, int], timeout: float = 60.0
+        self,
+        reader_port: int,
+        topic: str,
+        expected: dict[str, int],
+        timeout: float = 60.0,
+        *,
+        until_end: bool = False,
     ) -> dict[str, int]:
-        """Ask the reader on ``reader_port`` until its heads of ``topic`` include ``expected``.
+        """Ask the reader on ``reader_port`` until its heads of ``topic`` include ``expected``
+        (and, ``until_end``, until it said "that is all": :attr:`last_end`).
 
         Returns the last heads it told (the caller asserts on them); GET-HEADS is repeated
         because the store connects to us only after our beacon went through a tower.
         """
+        self.last_end: HeadsEnd | None = None
         sub = make_socket(self._context, zmq.SUB, linger_ms=0, max_inbound_bytes=DATA_MESSAGE_BYTES)
         sub.setsockopt(zmq.SUBSCRIBE, b"E" + self.node_id.encode())
+        sub.setsockopt(zmq.SUBSCRIBE, b"A" + self.node_id.encode())  # HEADS-END
         sub.connect(f"tcp://127.0.0.1:{reader_port}")
         beacon = [b"B", self.node_id.encode(), b"127.0.0.1", str(bound_port(self._pub)).encode()]
         ask = encode(GetHeads(topic, self.node_id))
@@ -61,7 +70,9 @@ class HeadsProbe:
         deadline = time.monotonic() + timeout
         try:
             next_ask = 0.0
-            while not _reached(heads, expected) and time.monotonic() < deadline:
+            while time.monotonic() < deadline and not (
+                _reached(heads, expected) and (self.last_end is not None or not until_end)
+            ):
                 now = time.monotonic()
                 if now >= next_ask:  # paced: a beacon and a question 4 times a second
                     self._beacon.send_multipart(beacon)
@@ -73,6 +84,8 @@ class HeadsProbe:
                             message = decode_data(sub.recv_multipart(zmq.NOBLOCK))
                         except zmq.Again:
                             break
+                        if isinstance(message, HeadsEnd) and message.topic == topic:
+                            self.last_end = message
                         if isinstance(message, DirectHead) and message.topic == topic:
                             heads[message.producer] = max(
                                 heads.get(message.producer, -1), message.sequence

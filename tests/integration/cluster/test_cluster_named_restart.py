@@ -30,6 +30,7 @@ from tests.integration.cluster.cluster_procs import (
     Proc,
     Processes,
     TowerProc,
+    wait_until,
 )
 
 TOPIC = "named-restart"
@@ -141,3 +142,42 @@ def test_a_named_producer_restarting_while_a_store_lags_resumes_after_the_highes
     wrong = [(s, tag_of(c)) for (s, c), want in zip(held, expected, strict=False) if c != want[1]]
     assert len(held) == len(expected), f"{len(held)} records held, expected {len(expected)}"
     assert not wrong, f"{len(wrong)} with another run's content, first {wrong[:3]}"
+
+
+@pytest.mark.timeout(240)
+def test_a_store_restarted_while_its_peer_is_paused_still_counts_it(
+    procs: Processes, tmp_path: Path
+) -> None:
+    """The chaos soak's named restart: store B killed, A paused while B restarts. B knew no
+    other store once its peers_settle passed and said so ("that is all, of 1 store"): a
+    named producer resuming then settled on B's lower heads alone (962 acknowledged
+    records lost). B keeps the stores it counts in its data directory and counts them
+    again after a restart, so its answer asks the producer to wait for A's."""
+    tower = tower_on_port_pair(procs)
+    a = procs.store(tmp_path / "a", [tower])
+    b = procs.store(tmp_path / "b", [tower])
+    probe = HeadsProbe([tower.sub_endpoint])
+    try:
+        wait_until(
+            lambda: a.reader_id in _read_or_empty(b.data_dir / "stores-known"),
+            "store B to keep store A in its list",
+        )
+        b.proc.kill()
+        a.proc.send_signal(signal.SIGSTOP)
+        try:
+            b = procs.store(b.data_dir, [tower], name="store-b-again")
+            probe.heads(b.reader_port, TOPIC, {}, until_end=True)
+            end = probe.last_end
+            assert end is not None, "store B never said that is all"
+            assert end.stores == 2, f"B counted {end.stores} store(s) without A"
+        finally:
+            a.proc.send_signal(signal.SIGCONT)
+    finally:
+        probe.close()
+
+
+def _read_or_empty(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""

@@ -174,3 +174,26 @@ def test_a_partition_known_but_no_longer_held_starts_at_its_next_sequence() -> N
     assert peer.recv_all() == [LogStart("ASKER", "hello", "P", RID, 10)]
     peer.send(Fetch("P", "ASKER", "hello", 10, 100))  # from its next sequence: nothing
     peer.expect_nothing()
+
+
+def test_stores_known_before_a_restart_are_counted_until_they_are_forgotten() -> None:
+    """A store restarted while its peer is paused hears no subscription from it: counting
+    only itself, its "that is all" let a named producer settle on its lower heads."""
+    peer = make(started=-SETTLE)
+    store = peer.machine
+    assert isinstance(store, StoreMachine)
+    store.remember_stores(["OTHER", RID, "bad name\x00"], 0.0)  # itself and junk: not counted
+    assert store.known_stores == ["OTHER"]
+    peer.send(GetHeads("t", "ASKER"))
+    assert answers(peer) == [HeadsEnd("ASKER", "t", RID, WID, 0, 2)]
+    changed = store.stores_changed
+    store.on_subscription(b"WOTHER", True, 1.0)  # it is back: counted as live, not new
+    assert store.stores_changed == changed
+    store.on_subscription(b"WNEW", True, 1.0)
+    assert store.stores_changed == changed + 1
+    store.on_subscription(b"WOTHER", False, 2.0)
+    store.on_subscription(b"WNEW", False, 2.0)
+    peer.advance(store.config.stores_remembered + 2.0)
+    peer.send(GetHeads("t", "ASKER"))
+    assert answers(peer) == [HeadsEnd("ASKER", "t", RID, WID, 0, 1)]
+    assert store.known_stores == []
