@@ -695,7 +695,7 @@ class Consumer(Closing):
         wait = self._data_wait
         if wait is None:
             wait = self._data_wait = self._runner.data_wait()
-            if wait is None:  # the runner does not run (any more)
+            if wait is None:  # the runner in mid-turn (it notifies), or not running any more
                 self._lock.wait(remaining)
                 return
         self._direct_waiter = threading.get_ident()

@@ -295,12 +295,18 @@ class NodeRunner:
 
     def data_wait(self) -> DataWait | None:
         """A caller's wait for data next to :meth:`read_here` (its owner closes it), once the
-        runner runs; None without ``direct``."""
+        runner runs; None without ``direct``, or while the runner is in mid-turn (ask again).
+
+        Never waits for the turn lock: its caller (a consumer's ``poll``) holds the
+        consumer's lock, which the runner's deliveries take in mid-turn - waiting here
+        deadlocked both threads."""
         turns = self._turns
-        if turns is None:
+        if turns is None or not turns.lock.acquire(blocking=False):
             return None
-        with turns.lock:
+        try:
             return DataWait(turns.fds) if turns.open else None
+        finally:
+            turns.lock.release()
 
     def _lent_turn_ends(self, turns: Turns, executor: Executor) -> None:
         """A caller's turn ends (the lock is held): execute what it may, and wake the runner

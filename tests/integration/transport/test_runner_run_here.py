@@ -18,6 +18,7 @@ import zmq
 
 from dafka.node.actions import Action, Deliver, Disconnect, SendRecords
 from dafka.protocol import DataMessage, Record, decode_data
+from dafka.transport._turns import DataWait
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 from dafka.transport.tower import Tower
@@ -174,6 +175,43 @@ def test_no_caller_runs_while_the_runner_is_in_mid_turn(
         release.set()
     wait_for(lambda: runner.run_here(record), "a free runner")
     assert len(ran) == 1
+
+
+def test_a_callers_data_wait_never_waits_for_a_runner_in_mid_turn(
+    node: tuple[NodeRunner, Outbox, zmq.Socket[bytes]],
+) -> None:
+    """A consumer's poll asks for its wait holding the consumer's lock, which the runner's
+    deliveries take in mid-turn: a data_wait that waited for the turn lock deadlocked both."""
+    runner, _, _ = node
+    held = threading.Lock()  # the consumer's lock: its deliveries take it in the runner's turn
+    inside = threading.Event()
+
+    def delivering(_now: float) -> None:
+        inside.set()
+        with held:
+            pass
+
+    answers: list[object] = []
+    asking = threading.Thread(target=lambda: answers.append(runner.data_wait()), daemon=True)
+    with held:
+        runner.post(delivering)
+        assert inside.wait(10)
+        asking.start()
+        asking.join(10)
+        deadlocked = asking.is_alive()
+    asking.join(10)
+    assert not deadlocked, "data_wait waited for the turn of a runner that waits for its caller"
+    assert answers == [None]
+    found: list[DataWait] = []
+
+    def free() -> bool:
+        wait = runner.data_wait()
+        if wait is not None:
+            found.append(wait)
+        return wait is not None
+
+    wait_for(free, "a data wait once the runner is between turns")
+    found[0].close()
 
 
 def test_a_runner_without_direct_lends_nothing(transport: TransportConfig) -> None:
