@@ -157,6 +157,11 @@ class _Peer:
         )
 
 
+TENURE_AHEAD_US = 300_000_000
+"""How far past its own wall clock a tenure heard or read may be (as a store's
+``max_fence_ahead`` bounds a fence): further is a lie or a broken clock, ignored."""
+
+
 @dataclass(frozen=True, slots=True)
 class GroupStatistics:
     """Counters of a :class:`GroupMember` (a snapshot)."""
@@ -184,6 +189,9 @@ class GroupStatistics:
     tenure: int = 0
     """Its tenure clock: the highest tenure it gave a take or heard of (docs/groups.md,
     "Tenures")."""
+    tenures_refused: int = 0
+    """Tenures heard or read more than ``TENURE_AHEAD_US`` past this member's wall clock,
+    ignored."""
 
 
 def rendezvous(key: str, topic: str, partition: str) -> bytes:
@@ -241,6 +249,7 @@ class GroupMember(SubscriptionNotices):
         self._now = now
         self._started = started
         self._born = now
+        self._tenures_refused = 0
         self._clock = 0
         """The highest tenure given or heard of (a hybrid clock: see :meth:`_tenure`)."""
         self._peers: dict[str, _Peer] = {}
@@ -341,6 +350,7 @@ class GroupMember(SubscriptionNotices):
             silences=self._silences,
             pending=len(self._pending),
             tenure=self._clock,
+            tenures_refused=self._tenures_refused,
         )
 
     def owner(self, key: Key) -> str | None:
@@ -383,7 +393,8 @@ class GroupMember(SubscriptionNotices):
         offset, where it starts a partition taken): later takes rank above it, and so does
         this member's own tenure of ``key`` if it reads it (a take whose tenure came from a
         clock behind the committer's host, without a beat of that committer heard)."""
-        self._clock = max(self._clock, tenure)
+        if not self._heard_tenure(tenure):
+            return
         tenures = self._state.tenures
         if key in tenures and tenures[key] <= tenure:
             tenures[key] = self._clock = self._clock + 1
@@ -481,7 +492,7 @@ class GroupMember(SubscriptionNotices):
             self._stale += 1
             return
         # a take of ours from now on ranks above its sender's takes
-        self._clock = max(self._clock, message.tenure)
+        self._heard_tenure(message.tenure)
         if message.leaving:
             until = now + self.config.session_timeout
             for t, p, o, i, v in message.handed:  # a goodbye: its handovers outlive it
@@ -735,6 +746,21 @@ class GroupMember(SubscriptionNotices):
             self._events.append(GroupEvent("assigned", tuple(take), self.generation, starts))
             self._beat_now = True
 
+    def _heard_tenure(self, tenure: int) -> bool:
+        """Raise the tenure clock to a tenure heard (a beat) or read (a commit), unless it is
+        more than ``TENURE_AHEAD_US`` past this member's wall clock: counted
+        (``tenures_refused``) and ignored. A peer's word: one tenure of 2**63 - 1 made the
+        next take's tenure unencodable (every beat after it dropped: the member counted
+        dead) - hosts whose clocks are that far apart break the tenure's premise anyway."""
+        if tenure > self._wall_us(self._now) + TENURE_AHEAD_US:
+            self._tenures_refused += 1
+            return False
+        self._clock = max(self._clock, tenure)
+        return True
+
+    def _wall_us(self, now: float) -> int:
+        return self._started * 1000 + int((now - self._born) * 1_000_000)
+
     def _tenure(self, now: float) -> int:
         """A new take's tenure: the wall clock in microseconds (this incarnation's start
         plus the time since), but above every tenure given or heard of - a hybrid clock. A
@@ -744,8 +770,7 @@ class GroupMember(SubscriptionNotices):
         the new tenure is above the old owner's: by the clock heard, and by the wall clocks
         of hosts less than ``session_timeout`` apart when every beat of the old owner since
         its take was lost."""
-        wall = self._started * 1000 + int((now - self._born) * 1_000_000)
-        self._clock = max(wall, self._clock + 1)
+        self._clock = max(self._wall_us(now), self._clock + 1)
         return self._clock
 
     def _handovers(self, keys: list[Key]) -> tuple[tuple[Key, Handover], ...]:

@@ -127,8 +127,8 @@ def _offsets_from(doc: Any) -> dict[Key, CommittedOffset]:
         committed = CommittedOffset(
             int(offset), int(index), int(version), str(metadata), int(tenure[0]) if tenure else 0
         )
-        if committed.offset < 0 or committed.index < 0 or committed.tenure < 0:
-            raise ValueError(f"negative offset in {committed}")
+        if committed.offset < 0 or committed.index < 0 or not 0 <= committed.tenure < 2**62:
+            raise ValueError(f"offset, index or tenure out of range in {committed}")
         out[(str(topic), str(partition))] = committed
     return out
 

@@ -824,8 +824,14 @@ def test_a_take_ranks_above_every_tenure_heard_and_read() -> None:
     group.run_until(lambda: a.member.assignment() == set(PARTS))
     assert all(t > b_top for t in a.member.tenures(b_parts).values())
     key = sorted(a.member.assignment())[0]
-    a.member.tenure_read(key, 10**15)
-    assert a.member.tenures([key])[key] > 10**15
+    read = a.member.statistics().tenure + 200_000_000  # a committer's clock 200 s ahead
+    a.member.tenure_read(key, read)
+    assert a.member.tenures([key])[key] > read
+    # a tenure further ahead than TENURE_AHEAD_US is a lie (2**63 - 1 made the next take's
+    # tenure unencodable: every beat dropped) or a broken clock: counted, ignored
+    a.member.tenure_read(key, 2**63 - 1)
+    assert a.member.tenures([key])[key] == read + 1
+    assert a.member.statistics().tenures_refused == 1
     assert a.member.statistics().tenure == a.member.tenures([key])[key]
 
 

@@ -55,6 +55,9 @@ def test_a_commit_without_a_tenure_keeps_the_earlier_form() -> None:
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",-1,0,0,""]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p"]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",-1]]}',
+        # a tenure no clock reaches (it would rank above every later owner's commits)
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":'
+        b'[["t","p",1,0,0,"",4611686018427387904]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",1,2]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":["t"]}',
         # a number JSON reads as a float no int holds, nesting past Python's recursion
