@@ -64,7 +64,7 @@ def _load_stores(data_dir: Path, remembered: float) -> list[str]:
         age = time.time() - path.stat().st_mtime
         if age > remembered:
             return []
-        return path.read_text(encoding="ascii").split()
+        return [s for s in path.read_text(encoding="ascii").split() if _plain_id(s)]
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as exc:
@@ -73,10 +73,18 @@ def _load_stores(data_dir: Path, remembered: float) -> list[str]:
 
 
 def _save_stores(data_dir: Path, stores: Sequence[str]) -> None:
+    """Only ids a line holds as they are (printable ASCII, no space): a peer's ``W``
+    subscription names the store it counts, and a hostile node's garbage there crashed the
+    store's thread at this write (UnicodeEncodeError, found by the chaos soak)."""
     path = data_dir / _STORES_FILE
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"{s}\n" for s in stores), encoding="ascii")
+    kept = [s for s in stores if _plain_id(s)]
+    tmp.write_text("".join(f"{s}\n" for s in kept), encoding="ascii")
     tmp.replace(path)
+
+
+def _plain_id(text: str) -> bool:
+    return text.isascii() and text.isprintable() and not any(c.isspace() for c in text)
 
 
 def _load_ids(data_dir: Path) -> tuple[str, str]:
@@ -220,7 +228,7 @@ class StoreNode(Running):
         if stores or changed != machine.stores_changed:
             try:
                 _save_stores(self.data_dir, stores)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 log.warning("%s: %s not written: %s", self._name, _STORES_FILE, exc)
 
     def _after_turn(self, now: float) -> None:
