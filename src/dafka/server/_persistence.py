@@ -48,6 +48,7 @@ from dafka.errors import DafkaError
 from dafka.node import LatencyHistogram, LatencySnapshot, StoreMachine
 from dafka.node.actions import KeepRuns, Persist
 from dafka.records import DELETE_TOPIC, decode_delete, drop_notice
+from dafka.server._log_every import LogEvery
 from dafka.storage import NonContiguousAppendError, Storage, StorageIOError, Truncation
 
 log = logging.getLogger(__name__)
@@ -113,8 +114,7 @@ class StorePersistence:
         self._latencies = _Latencies()
         self._max_bytes = min(machine.config.max_message_bytes, storage.config.max_record_bytes)
         """The largest content kept as it is (the store's limit, within what the log holds)."""
-        self._drop_log_at = 0.0
-        self._drops_unlogged = 0
+        self._drop_log = LogEvery(DROP_LOG_INTERVAL)
 
     def persist(self, action: Persist) -> None:
         now = self._clock()
@@ -296,12 +296,10 @@ class StorePersistence:
                 continue
             out.append(drop_notice(len(content)))
             self._stats.oversized_dropped += 1
-            now = time.monotonic()
-            if now < self._drop_log_at:
-                self._drops_unlogged += 1
+            dropped = self._drop_log.take(self._stats.oversized_dropped, self._clock())
+            if not dropped:
                 continue
-            self._drop_log_at = now + DROP_LOG_INTERVAL
-            more, self._drops_unlogged = self._drops_unlogged, 0
+            more = dropped - 1  # this one is named, the others counted
             log.warning(
                 "%s: dropped RECORD %s/%s@%d: %d bytes, over max_message_bytes=%d; a drop "
                 "notice takes its place%s",

@@ -24,6 +24,7 @@ from dafka.lifecycle import Running
 from dafka.node import STORE_WRITER_PREFIXES, STORE_WRITER_SENDS, StoreConfig, StoreMachine
 from dafka.protocol import DataMessage, new_node_id
 from dafka.records import DELETE_TOPIC
+from dafka.server._log_every import LogEvery
 from dafka.server._persistence import StorePersistence
 from dafka.server._scrub import Scrubber
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
@@ -186,10 +187,8 @@ class StoreNode(Running):
         )
         self._retention_due = 0.0
         self._trim_due = 0.0
-        self._fenced_logged = 0
-        self._fence_log_due = 0.0
-        self._refused_logged = 0
-        self._refused_log_due = 0.0
+        self._fenced_log = LogEvery(FENCE_LOG_INTERVAL)
+        self._refused_log = LogEvery(FENCE_LOG_INTERVAL)
         try:
             self.runner.start(ready_timeout)
         except BaseException:
@@ -232,46 +231,42 @@ class StoreNode(Running):
                 log.warning("%s: %s not written: %s", self._name, _STORES_FILE, exc)
 
     def _after_turn(self, now: float) -> None:
-        """Retention, the scrub, the heap trim and the log line about fenced records (at
-        most every ``FENCE_LOG_INTERVAL``), after each turn of the runner (in its thread)."""
+        """Retention, the scrub, the heap trim and the log lines about refused records and
+        fences (at most every ``FENCE_LOG_INTERVAL``), after each turn of the runner (in its
+        thread)."""
         self._retention_turn(now)
         machine = self.machine
         if machine is not None:
             self._keep_stores(machine, now)
-        if (
-            machine is not None
-            and machine.records_fenced != self._fenced_logged
-            and now >= self._fence_log_due
-        ):
-            self._fence_log_due = now + FENCE_LOG_INTERVAL
-            log.warning(
-                "%s: %d record(s) or head(s) of an older producer run refused since the "
-                "last line (a newer run of the producer started at or before them); last: %s",
-                self._name,
-                machine.records_fenced - self._fenced_logged,
-                machine.last_fenced,
-            )
-            self._fenced_logged = machine.records_fenced
-        if (
-            machine is not None
-            and machine.fences_refused != self._refused_logged
-            and now >= self._refused_log_due
-        ):
-            self._refused_log_due = now + FENCE_LOG_INTERVAL
-            log.warning(
-                "%s: %d fencing GET-HEADS refused since the last line (its run's epoch is "
-                "too far past this store's clock: a sender's clock far ahead, or a forged "
-                "fence); nothing fenced, the heads answered; last: %s",
-                self._name,
-                machine.fences_refused - self._refused_logged,
-                machine.last_fence_refused,
-            )
-            self._refused_logged = machine.fences_refused
+            self._log_fences(machine, now)
         if self.scrubber is not None:
             self.scrubber.turn(now)
         if now >= self._trim_due:
             self._trim_due = now + TRIM_INTERVAL
             release_free_memory()
+
+    def _log_fences(self, machine: StoreMachine, now: float) -> None:
+        """The WARNING lines about refused records and fences: at most one of each every
+        ``FENCE_LOG_INTERVAL``, with the count since the last one."""
+        fenced = self._fenced_log.take(machine.records_fenced, now)
+        if fenced:
+            log.warning(
+                "%s: %d record(s) or head(s) of an older producer run refused since the "
+                "last line (a newer run of the producer started at or before them); last: %s",
+                self._name,
+                fenced,
+                machine.last_fenced,
+            )
+        refused = self._refused_log.take(machine.fences_refused, now)
+        if refused:
+            log.warning(
+                "%s: %d fencing GET-HEADS refused since the last line (its run's epoch is "
+                "too far past this store's clock: a sender's clock far ahead, or a forged "
+                "fence); nothing fenced, the heads answered; last: %s",
+                self._name,
+                refused,
+                machine.last_fence_refused,
+            )
 
     def _retention_turn(self, now: float) -> None:
         """Apply retention every ``retention_check_s`` (in the runner thread, after a turn).

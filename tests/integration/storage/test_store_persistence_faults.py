@@ -1,5 +1,6 @@
 """The store's persistence between a real Storage and a real StoreMachine (no sockets):
-damage met by a read, and a full disk, reach the machine in the same turn."""
+damage met by a read, and a full disk, reach the machine in the same turn; RECORDs over the
+size limit are logged at most every ``DROP_LOG_INTERVAL``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from dafka.node import Persist, Send, SendDirectRecords, StoreConfig, StoreMachine
-from dafka.protocol import Ack, DataMessage, DirectRecord, Fetch
+from dafka.protocol import MAX_MESSAGE_BYTES, Ack, DataMessage, DirectRecord, Fetch
 from dafka.server import StorePersistence
+from dafka.server._persistence import DROP_LOG_INTERVAL
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
 from tests.integration.storage.tmpfs import TmpfsUnavailableError, fill, small_tmpfs
@@ -22,10 +24,11 @@ CONFIG = StorageConfig(fsync=FsyncPolicy.batch())
 class Turns:
     """A store driver without sockets: a manual clock, and the runner's execute step."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.now = 0.0
         self.storage = Storage.open(root, CONFIG)
-        self.machine = StoreMachine(W, R, self.storage, StoreConfig(heads_refresh=None))
+        config = StoreConfig(heads_refresh=None, max_message_bytes=max_message_bytes)
+        self.machine = StoreMachine(W, R, self.storage, config)
         self.machine.take_actions()
         self.persistence = StorePersistence(
             self.storage, self.machine, "store", clock=lambda: self.now
@@ -47,7 +50,10 @@ class Turns:
         return sent
 
     def records(self, first: int, stop: int) -> list[DataMessage]:
-        self.machine.on_records("t", "P", first, [b"%06d" % s for s in range(first, stop)], 0.0)
+        return self.contents(first, [b"%06d" % s for s in range(first, stop)])
+
+    def contents(self, first: int, contents: list[bytes]) -> list[DataMessage]:
+        self.machine.on_records("t", "P", first, contents, self.now)
         return self.execute()
 
 
@@ -120,3 +126,30 @@ def test_a_full_disk_is_logged_once_per_run_and_its_end_too(
     resumed = [r.getMessage() for r in caplog.records if "resume after" in r.getMessage()]
     assert len(resumed) == 1
     assert f"after {failures} failed append(s)" in resumed[0]
+
+
+def test_oversized_records_are_logged_at_most_every_interval_with_the_count(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A foreign producer sending RECORDs over the limit without end: each is counted and
+    kept as its drop notice, but the WARNING lines come at most every interval, each naming
+    one RECORD and how many more were dropped since the last line."""
+    turns = Turns(tmp_path, max_message_bytes=1024)
+    big = bytes(2000)
+
+    def lines() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "dropped RECORD" in r.getMessage()]
+
+    assert turns.contents(0, [big, b"small", big]) == [Ack("P", "t", 2)]
+    assert len(lines()) == 1  # the first at once, naming it: the second one only counted
+    assert "t/P@0: 2000 bytes, over max_message_bytes=1024" in lines()[0]
+    assert "more since the last report" not in lines()[0]
+    turns.now = DROP_LOG_INTERVAL / 2
+    assert turns.contents(3, [big, big]) == [Ack("P", "t", 4)]
+    assert len(lines()) == 1
+    turns.now = DROP_LOG_INTERVAL
+    assert turns.contents(5, [big]) == [Ack("P", "t", 5)]
+    assert len(lines()) == 2
+    assert "t/P@5: 2000 bytes" in lines()[1]
+    assert lines()[1].endswith("(3 more since the last report)")
+    assert turns.persistence.statistics().oversized_dropped == 5
