@@ -175,6 +175,41 @@ class Group:
                 member.on_timer(now)
         self.exchange()
 
+    def run(self, fn: Callable[[float], object]) -> object:
+        """``fn`` in m1's runner turn: the test's main thread is that runner."""
+        return fn(self.now)
+
+    def rebalance(self) -> None:
+        """The application's poll: it takes what m1's member decided, if anything."""
+        if self.membership.pending:
+            self.membership.rebalance(self.run)
+
+    def join(self) -> list[Key]:
+        """The join window, then beats every 0.5 s up to 2.0 s, the application polling
+        after each: the group agrees, and m1 holds p2 and p3 (returned)."""
+        self.tick(0.0)
+        for step in range(1, 5):
+            self.tick(step * 0.5)
+            self.rebalance()
+        keys = [(TOPIC, "p2"), (TOPIC, "p3")]
+        assert self.consumer.member.assignment() == set(keys)
+        return keys
+
+    def pause_m1(self, since: float, until: float) -> float:
+        """m1 paused (its process stopped): from ``since`` the other live members beat
+        every 0.5 s and hear nothing from m1, up to ``until``; returns the last time."""
+        t = since
+        while t < until:
+            t += 0.5
+            self.now = t
+            for name, member in self.others.items():
+                if name in self.alive:
+                    member.on_timer(t)
+            self.alive.discard("m1")
+            self.exchange()
+            self.alive.add("m1")
+        return t
+
 
 def test_a_takeover_does_not_wait_behind_a_handover_commit() -> None:
     """m3 crashes; m1's assignment then gives its p2 to m2 and m3's p1 and p4 to m1. The
@@ -184,11 +219,7 @@ def test_a_takeover_does_not_wait_behind_a_handover_commit() -> None:
     assigned p1 and p4: here, not before the commit was released."""
     group = Group()
     membership, client, listener = group.membership, group.client, group.listener
-    group.tick(0.0)
-    for step in range(1, 5):  # the join window, then beats every 0.5 s
-        group.tick(step * 0.5)
-        if membership.pending:
-            membership.rebalance(lambda fn: fn(group.now))
+    group.join()
     assert listener.assigned == {(TOPIC, "p2"), (TOPIC, "p3")}
     assert group.consumer.member.assignment() == listener.assigned
 
@@ -249,20 +280,11 @@ def test_a_queued_handover_of_partitions_lost_meanwhile_commits_nothing() -> Non
     even own p2 again, so an old position committed late would move the group back. Before,
     the queued handover committed p2's position all the same."""
     group = Group()
-    membership, client = group.membership, group.client
-
-    def rebalance() -> None:
-        if membership.pending:
-            membership.rebalance(lambda fn: fn(group.now))
-
-    group.tick(0.0)
-    for step in range(1, 5):  # the join window, then beats every 0.5 s
-        group.tick(step * 0.5)
-        rebalance()
-    assert group.consumer.member.assignment() == {(TOPIC, "p2"), (TOPIC, "p3")}
+    membership, client, rebalance = group.membership, group.client, group.rebalance
+    group.join()
 
     client.hold = True  # an earlier handover's commit is slow: the handover thread is busy
-    membership._hand_over([], {}, lambda fn: fn(group.now))
+    membership._hand_over([], {}, group.run)
     group.alive.discard("m3")  # m3 crashes after its beat at 2.0 s
     t = 2.0
     while (TOPIC, "p2") not in group.listener.revoked:  # revoked: its handover is queued
@@ -270,14 +292,8 @@ def test_a_queued_handover_of_partitions_lost_meanwhile_commits_nothing() -> Non
         assert t < 6.0, "m1 never handed p2 over"
         group.tick(t)
         rebalance()
-    m2 = group.others["m2"]
-    while t < 9.0:  # m1 is paused: only m2 beats, for longer than session_timeout (2 s)
-        t += 0.5
-        group.now = t
-        m2.on_timer(t)
-        group.alive.discard("m1")
-        group.exchange()
-        group.alive.add("m1")
+    assert group.alive == {"m1", "m2"}
+    t = group.pause_m1(t, 9.0)  # only m2 beats, for longer than session_timeout (2 s)
     group.consumer.member.on_timer(t)  # m1 resumes: it counts itself lost first
     group.exchange()
     rebalance()
@@ -299,33 +315,12 @@ def test_a_transactions_offsets_are_refused_if_their_partitions_were_taken_again
     tests/integration/offsets/test_offsets_zombie.py at load 15, the paused member's
     transaction committed: 5 outputs twice)."""
     group = Group()
-    membership = group.membership
-
-    def run(fn: Callable[[float], object]) -> object:
-        return fn(group.now)
-
-    def rebalance() -> None:
-        if membership.pending:
-            membership.rebalance(run)
-
-    group.tick(0.0)
-    for step in range(1, 5):  # the join window, then beats every 0.5 s
-        group.tick(step * 0.5)
-        rebalance()
-    keys = [(TOPIC, "p2"), (TOPIC, "p3")]
-    assert group.consumer.member.assignment() == set(keys)
+    membership, run, rebalance = group.membership, group.run, group.rebalance
+    keys = group.join()
     sent = membership.refuse_lost(keys, run)  # send_offsets_to_transaction's check
     assert set(sent) == set(keys)
 
-    t = 2.0
-    while t < 5.0:  # m1 is paused: only the others beat, for longer than session_timeout
-        t += 0.5
-        group.now = t
-        for member in group.others.values():
-            member.on_timer(t)
-        group.alive.discard("m1")
-        group.exchange()
-        group.alive.add("m1")
+    t = group.pause_m1(2.0, 5.0)  # only the others beat, for longer than session_timeout
     t += 0.5
     group.tick(t)  # m1 resumes: it counts itself lost (and may take its share at once)
     rebalance()
@@ -358,20 +353,8 @@ def test_a_commit_reads_its_positions_in_the_turn_of_its_ownership_check() -> No
     committed, and the application learns that what it processed of them is not."""
     group = Group()
     membership, client, runner = group.membership, group.client, group.runner
-
-    def run(fn: Callable[[float], object]) -> object:
-        return fn(group.now)
-
-    def rebalance() -> None:
-        if membership.pending:
-            membership.rebalance(run)
-
-    group.tick(0.0)
-    for step in range(1, 5):  # the join window, then beats every 0.5 s
-        group.tick(step * 0.5)
-        rebalance()
-    keys = [(TOPIC, "p2"), (TOPIC, "p3")]
-    assert group.consumer.member.assignment() == set(keys)
+    run, rebalance = group.run, group.rebalance
+    keys = group.join()
     client.positions.update(dict.fromkeys(keys, 7))  # handed out up to 7
     first = membership.check_commit(client.to_commit, run)
     assert first[0] == dict.fromkeys(keys, 7)
@@ -391,15 +374,7 @@ def test_a_commit_reads_its_positions_in_the_turn_of_its_ownership_check() -> No
         assert time.monotonic() < deadline, "the commit never reached the runner"
         time.sleep(0.005)
 
-    t = 2.0
-    while t < 5.0:  # m1 is paused: only the others beat, for longer than session_timeout
-        t += 0.5
-        group.now = t
-        for member in group.others.values():
-            member.on_timer(t)
-        group.alive.discard("m1")
-        group.exchange()
-        group.alive.add("m1")
+    t = group.pause_m1(2.0, 5.0)  # only the others beat, for longer than session_timeout
     t += 0.5
     group.tick(t)  # m1 resumes: it counts itself lost (its positions are forgotten)
     assert group.consumer.member.statistics().lost == 1
