@@ -12,6 +12,7 @@ import asyncio
 import os
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -88,6 +89,30 @@ def queued(consumer: Consumer, records: int) -> None:
     wait_for(lambda: consumer.poll_statistics().queued_records == records, "all queued")
 
 
+@contextmanager
+def stored(
+    cluster: LocalCluster, topic: str, contents: list[bytes]
+) -> Iterator[tuple[tuple[str, str], dict[str, Any]]]:
+    """``contents`` published as they are (one RECORD each) by a raw producer and stored:
+    its partition, and the settings of a consumer assigned it from 0 to its end. The
+    producer stays open meanwhile."""
+    with raw_producer(cluster, topic) as producer:
+        producer.publish(*contents)
+        producer.wait_stored()
+        key = (topic, producer.id)
+        yield key, client(cluster, assign={key: 0}, end_offsets={key: len(contents)})
+
+
+@contextmanager
+def two_queued(settings: dict[str, Any], records: int) -> Iterator[tuple[Consumer, Consumer]]:
+    """Two consumers of ``settings``, each with all ``records`` RECORDs queued: what
+    :func:`lockstep` reads."""
+    with Consumer(**settings) as a, Consumer(**settings) as b:
+        queued(a, records)
+        queued(b, records)
+        yield a, b
+
+
 def test_poll_columns_equals_poll_message_for_message(cluster: LocalCluster) -> None:
     topic = "columns-mixed"
     full = encode_batch(
@@ -108,25 +133,21 @@ def test_poll_columns_equals_poll_message_for_message(cluster: LocalCluster) -> 
         b"plain again",
         b"and again",
     ]
-    with raw_producer(cluster, topic) as producer:
-        producer.publish(*contents)
-        producer.wait_stored()
-        key = (topic, producer.id)
-        settings = client(cluster, assign={key: 0}, end_offsets={key: len(contents)})
-        with Consumer(**settings) as a, Consumer(**settings) as b:
-            queued(a, len(contents))
-            queued(b, len(contents))
-            got = lockstep(a, b, key, max_records=2)  # cuts inside both batches
-            assert a.poll_statistics().corrupt_batches == 1
-            assert a.position(*key) == len(contents)
-            # seek back into the middle: the same again from there
-            a.seek(topic, producer.id, 1)
-            b.seek(topic, producer.id, 1)
-            assert a.position(*key) == b.position(*key) == 1
-            queued(a, len(contents) - 1)
-            queued(b, len(contents) - 1)
-            again = lockstep(a, b, key, max_records=3)
-            assert a.poll_statistics().corrupt_batches == 2  # skipped and counted again
+    with (
+        stored(cluster, topic, contents) as (key, settings),
+        two_queued(settings, len(contents)) as (a, b),
+    ):
+        got = lockstep(a, b, key, max_records=2)  # cuts inside both batches
+        assert a.poll_statistics().corrupt_batches == 1
+        assert a.position(*key) == len(contents)
+        # seek back into the middle: the same again from there
+        a.seek(*key, 1)
+        b.seek(*key, 1)
+        assert a.position(*key) == b.position(*key) == 1
+        queued(a, len(contents) - 1)
+        queued(b, len(contents) - 1)
+        again = lockstep(a, b, key, max_records=3)
+        assert a.poll_statistics().corrupt_batches == 2  # skipped and counted again
     assert [(r.offset, r.index) for r in got] == [
         (0, 0),
         *[(1, i) for i in range(5)],
@@ -143,23 +164,23 @@ def test_poll_columns_equals_poll_message_for_message(cluster: LocalCluster) -> 
 
 def test_poll_columns_cut_keeps_the_batch_offset_as_position(cluster: LocalCluster) -> None:
     topic = "columns-cut"
-    with raw_producer(cluster, topic) as producer:
-        producer.publish(encode_batch([b"%d" % i for i in range(10)]), b"next")
-        producer.wait_stored()
-        key = (topic, producer.id)
-        with Consumer(**client(cluster, assign={key: 0}, end_offsets={key: 2})) as c:
-            queued(c, 2)
-            first = c.poll_columns(0, max_records=4)
-            assert first.values == [b"0", b"1", b"2", b"3"]
-            assert c.position(*key) == 0  # partly handed: the batch's offset stays
-            second = c.poll_columns(0, max_records=6)
-            assert second.indexes == [4, 5, 6, 7, 8, 9]
-            assert c.position(*key) == 1
-            third = c.poll_columns(0)
-            assert (third.offsets, third.values) == ([1], [b"next"])
-            assert c.position(*key) == 2
-            assert not c.poll_columns(0.05)
-            wait_for(c.at_end, "at_end")
+    contents = [encode_batch([b"%d" % i for i in range(10)]), b"next"]
+    with (
+        stored(cluster, topic, contents) as (key, settings),
+        Consumer(**settings) as c,
+    ):
+        queued(c, 2)
+        first = c.poll_columns(0, max_records=4)
+        assert first.values == [b"0", b"1", b"2", b"3"]
+        assert c.position(*key) == 0  # partly handed: the batch's offset stays
+        second = c.poll_columns(0, max_records=6)
+        assert second.indexes == [4, 5, 6, 7, 8, 9]
+        assert c.position(*key) == 1
+        third = c.poll_columns(0)
+        assert (third.offsets, third.values) == ([1], [b"next"])
+        assert c.position(*key) == 2
+        assert not c.poll_columns(0.05)
+        wait_for(c.at_end, "at_end")
 
 
 def test_a_take_scans_each_record_of_a_delivery_once(
@@ -180,19 +201,15 @@ def test_a_take_scans_each_record_of_a_delivery_once(
         scans += 1
         return content.startswith(prefix)
 
-    with raw_producer(cluster, topic) as producer:
-        producer.publish(*contents)
-        producer.wait_stored()
-        key = (topic, producer.id)
-        settings = client(cluster, assign={key: 0}, end_offsets={key: len(contents)})
-        with Consumer(**settings) as a, Consumer(**settings) as b:
-            queued(a, len(contents))
-            queued(b, len(contents))
-            monkeypatch.setattr("dafka.client._consumer._startswith", counted)
-            got = a.poll_columns(0)
-            assert scans <= len(contents), f"{scans} scans of {len(contents)} RECORDs"
-            assert a.position(*key) == len(contents)
-            assert lockstep_values(b, 7) == got.values  # the same cut at any max_records
+    with (
+        stored(cluster, topic, contents) as (key, settings),
+        two_queued(settings, len(contents)) as (a, b),
+    ):
+        monkeypatch.setattr("dafka.client._consumer._startswith", counted)
+        got = a.poll_columns(0)
+        assert scans <= len(contents), f"{scans} scans of {len(contents)} RECORDs"
+        assert a.position(*key) == len(contents)
+        assert lockstep_values(b, 7) == got.values  # the same cut at any max_records
     assert got.values == [
         b"plain %d" % i if i % 5 == 4 else b"%d.%d" % (i, k)
         for i in range(400)
@@ -350,16 +367,12 @@ def test_transaction_control_messages_are_never_handed_out(cluster: LocalCluster
         ),
         encode_batch([b"no uuid"]),
     ]
-    with raw_producer(cluster, topic) as producer:
-        producer.publish(*contents)
-        producer.wait_stored()
-        key = (topic, producer.id)
-        settings = client(cluster, assign={key: 0}, end_offsets={key: len(contents)})
-        with Consumer(**settings) as a, Consumer(**settings) as b:
-            queued(a, len(contents))
-            queued(b, len(contents))
-            got = lockstep(a, b, key, max_records=2)  # cuts around and between the ACKs
-            assert a.position(*key) == len(contents)
+    with (
+        stored(cluster, topic, contents) as (key, settings),
+        two_queued(settings, len(contents)) as (a, b),
+    ):
+        got = lockstep(a, b, key, max_records=2)  # cuts around and between the ACKs
+        assert a.position(*key) == len(contents)
         assert [(r.offset, r.index, r.value) for r in got] == [
             (0, 0, b"plain"),
             (2, 0, b"c0"),
