@@ -112,6 +112,10 @@ from dafka.transport.sockets import ZmqContext
 
 log = logging.getLogger(__name__)
 
+# How soon a waiting ``poll`` asks the runner again for its data wait when the runner was
+# in mid-turn (``_wait_once``): once had, the wait is kept for the consumer's life.
+_DATA_WAIT_RETRY = 0.005
+
 _startswith = bytes.startswith
 
 Key = tuple[str, str]
@@ -695,8 +699,10 @@ class Consumer(Closing):
         wait = self._data_wait
         if wait is None:
             wait = self._data_wait = self._runner.data_wait()
-            if wait is None:  # the runner in mid-turn (it notifies), or not running any more
-                self._lock.wait(remaining)
+            if wait is None:  # the runner in mid-turn, or not running any more: ask again
+                # soon (a whole ``remaining`` on the condition kept this poll off the sockets)
+                retry = _DATA_WAIT_RETRY
+                self._lock.wait(retry if remaining is None else min(remaining, retry))
                 return
         self._direct_waiter = threading.get_ident()
         self._lock.release()
