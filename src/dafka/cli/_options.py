@@ -124,11 +124,48 @@ def security_fields(security: KeyFiles) -> dict[str, Any]:
     return dict(security.fields())
 
 
+class Milliseconds(click.ParamType[float]):
+    """A duration in milliseconds, from ``least`` to ``most``: what a Kafka setting named
+    ``*.ms`` takes (``kafka`` names it). A value below ``least`` is most likely seconds:
+    the error says what to give for that. Not a number, not finite, 0 or below: an error
+    naming the option (a usage error, exit 2, no traceback)."""
+
+    name = "ms"
+
+    def __init__(self, least: float, most: float, kafka: str) -> None:
+        self.least = least
+        self.most = most
+        self.kafka = kafka
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of milliseconds", param, ctx)
+        if not self.least <= number <= self.most:  # NaN is neither
+            if 0 < number < self.least:
+                self.fail(
+                    f"in milliseconds (as Kafka's {self.kafka}): {number:g} ms is below the "
+                    f"least, {self.least:g} ms; for {number:g} s give {number * 1000:g}",
+                    param,
+                    ctx,
+                )
+            self.fail(
+                f"{value} is not a number of milliseconds from {self.least:g} to {self.most:.0f}",
+                param,
+                ctx,
+            )
+        return number
+
+
 def _joined(towers: tuple[str, ...] | str) -> str:
     return ",".join(towers) if isinstance(towers, tuple) else towers
 
 
 __all__ = [
+    "Milliseconds",
     "SettingType",
     "TopicType",
     "client_fields",

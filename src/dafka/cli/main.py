@@ -19,6 +19,7 @@ from click.core import ParameterSource
 from dafka import __version__
 from dafka.cli._errors import DafkaGroup, UserError
 from dafka.cli._options import (
+    Milliseconds,
     SettingType,
     TopicType,
     client_fields,
@@ -439,12 +440,16 @@ def produce(
         click.echo(f"{outcome.sent} messages stored in {topic!r}", err=True)
 
 
-_MIN_SESSION_MS = 100.0
-"""The shortest ``--session-timeout`` (ms): shorter is below a beat's round trip on a busy
-host, and a value in seconds (``--session-timeout 4``) is refused, not taken as 4 ms."""
-
 _MAX_SESSION_MS = 3_600_000.0
 """The longest ``--session-timeout`` and ``--heartbeat-interval`` (ms): an hour."""
+
+_SESSION_MS = Milliseconds(100.0, _MAX_SESSION_MS, "session.timeout.ms")
+"""``--session-timeout``: from 100 ms - shorter is below a beat's round trip on a busy
+host, and a value in seconds (``--session-timeout 4``) is refused, not taken as 4 ms."""
+
+_HEARTBEAT_MS = Milliseconds(10.0, _MAX_SESSION_MS, "heartbeat.interval.ms")
+"""``--heartbeat-interval``: from 10 ms - a value in seconds (``--heartbeat-interval 1``)
+is refused, not taken as a beat every millisecond."""
 
 
 @main.command()
@@ -474,7 +479,7 @@ _MAX_SESSION_MS = 3_600_000.0
 @click.option(
     "--session-timeout",
     "session_timeout_ms",
-    type=click.FloatRange(min=0, max=_MAX_SESSION_MS, min_open=True),
+    type=_SESSION_MS,
     default=None,
     help="With -G: milliseconds without a beat after which the member is counted dead and "
     "its partitions move (Kafka's session.timeout.ms; default 2 beacon intervals). A loaded "
@@ -484,7 +489,7 @@ _MAX_SESSION_MS = 3_600_000.0
 @click.option(
     "--heartbeat-interval",
     "heartbeat_interval_ms",
-    type=click.FloatRange(min=0, max=_MAX_SESSION_MS, min_open=True),
+    type=_HEARTBEAT_MS,
     default=None,
     help="With -G: milliseconds between the member's beats (Kafka's heartbeat.interval.ms; "
     "default a quarter of the session timeout); below the session timeout.",
@@ -600,9 +605,12 @@ def _group_timing(
     beacon_interval: float,
 ) -> dict[str, float]:
     """``--session-timeout`` and ``--heartbeat-interval`` as the consumer's fields, checked
-    (a usage error, exit 2): they need ``-G``, and the beats must come more often than the
-    timeout (the client would refuse it with a traceback-free ConfigError, but only after
-    joining the cluster)."""
+    before the consumer joins the cluster (a usage error, exit 2): they need ``-G``, and
+    the beats must come more often than the timeout - the client's own rule
+    (:class:`ConsumerSettings`, with its default session of 2 beacon intervals), asked
+    here rather than written out again. Each value's range is its option's type."""
+    from dafka.client import ConsumerSettings
+
     given = {
         k: v
         for k, v in (
@@ -615,23 +623,14 @@ def _group_timing(
         raise click.UsageError(
             "--session-timeout and --heartbeat-interval are a group member's: give -G GROUP"
         )
-    if session_timeout_ms is not None and session_timeout_ms < _MIN_SESSION_MS:
-        raise click.UsageError(
-            f"--session-timeout is in milliseconds (as Kafka's session.timeout.ms): "
-            f"{session_timeout_ms:g} ms is below the least, {_MIN_SESSION_MS:g} ms; for "
-            f"{session_timeout_ms:g} s give {session_timeout_ms * 1000:g}"
+    try:
+        ConsumerSettings(
+            beacon_interval=beacon_interval,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
         )
-    if heartbeat_interval_ms is not None:
-        session = session_timeout_ms
-        if session is None:  # the default: two beacon intervals
-            session = 2000.0 * beacon_interval
-        if heartbeat_interval_ms >= session:
-            raise click.UsageError(
-                f"--heartbeat-interval ({heartbeat_interval_ms:g} ms) must be below the "
-                f"session timeout ({session:g} ms"
-                + ("" if session_timeout_ms is not None else ": 2 beacon intervals")
-                + ")"
-            )
+    except ConfigError as exc:
+        raise click.UsageError(f"--session-timeout/--heartbeat-interval: {exc}") from exc
     return given
 
 

@@ -351,9 +351,10 @@ class ConsumerSettings(_CommonSettings):
             _number("heartbeat_interval_ms", self.heartbeat_interval_ms)
         session, heartbeat = self.group_timing()
         if heartbeat >= session:
+            default = ": 2 beacon intervals" if self.session_timeout_ms is None else ""
             raise ConfigError(
                 f"heartbeat_interval_ms ({heartbeat * 1000:g}) must be below "
-                f"session_timeout_ms ({session * 1000:g})"
+                f"session_timeout_ms ({session * 1000:g}{default})"
             )
         _number("commit_timeout", self.commit_timeout)
         _choice("isolation_level", self.isolation_level, ("read_uncommitted", "read_committed"))

@@ -93,6 +93,18 @@ def test_beacon_timeout_must_exceed_interval() -> None:
         ConsumerSettings(beacon_interval=2.0, beacon_timeout=2.0)
 
 
+def test_a_heartbeat_not_below_the_session_says_where_the_session_came_from() -> None:
+    """``dafka consume -G`` asks this rule before joining: the message is the user's."""
+    with pytest.raises(ConfigError, match=r"\(500\) must be below session_timeout_ms \(500\)$"):
+        ConsumerSettings(session_timeout_ms=500, heartbeat_interval_ms=500)
+    with pytest.raises(ConfigError, match=r"session_timeout_ms \(400: 2 beacon intervals\)"):
+        ConsumerSettings(beacon_interval=0.2, heartbeat_interval_ms=500)
+    assert ConsumerSettings(beacon_interval=0.2, heartbeat_interval_ms=399).group_timing() == (
+        0.4,
+        0.399,
+    )
+
+
 def test_node_configs_follow_settings() -> None:
     p = ProducerSettings(min_stores=2, head_interval=0.25, max_in_flight=10)
     config = p.producer_config()
