@@ -141,7 +141,9 @@ def replay_from_stores(settings: ConsumerSettings, idle_timeout: float = 30.0) -
     by a bounded read of the stores: ``Consumer(assign={key: first}, end_offsets={key: last
     + 1})`` with ``settings`` (read_uncommitted), read to its end. Records that are gone, or
     that do not come within ``idle_timeout`` seconds, raise :class:`DataLossError` (the
-    filter keeps what it holds, and its next ``feed`` retries the replay)."""
+    filter keeps what it holds, and its next ``feed`` retries the replay). The RECORDs come
+    back as one :class:`RecordColumns` (the polls' parts joined): the filter replays a
+    batched RECORD's run as one item and releases it as slices, no Record per message."""
     inner = dataclasses.replace(
         settings,
         isolation_level="read_uncommitted",
@@ -150,10 +152,10 @@ def replay_from_stores(settings: ConsumerSettings, idle_timeout: float = 30.0) -
         control_messages=True,
     )
 
-    def replay(topic: str, partition: str, first: int, last: int) -> list[Record]:
+    def replay(topic: str, partition: str, first: int, last: int) -> RecordColumns:
         key = (topic, partition)
         with Consumer(settings=inner, assign={key: first}, end_offsets={key: last + 1}) as reader:
-            return [record for columns in reader.read_to_end(idle_timeout) for record in columns]
+            return RecordColumns.concat(list(reader.read_to_end(idle_timeout)))
 
     return replay
 

@@ -24,7 +24,9 @@ they came, as they do at the head). A commit delivers a run as its one envelope 
 message of it is committed, and splits it with ``split_run`` otherwise. When
 a span has partly fallen out of the ring, :meth:`step` raises :class:`MustStartReplay`
 naming ``[begin, first buffered)``; the caller reads that range read-uncommitted and hands
-it to :meth:`start_replay`. The sequencer itself does no I/O.
+it to :meth:`start_replay` - envelopes one message each, or :class:`ReplayedRun` items (a
+run of one producer's messages, e.g. a batched RECORD read again, delivered whole when the
+commit covers all of it, as a run in the ring is). The sequencer itself does no I/O.
 
 A checkpoint (:meth:`checkpoint`) is the read-through offsets and a
 :class:`ProducerState` per producer. It may be taken between two :meth:`step` calls: state
@@ -55,6 +57,7 @@ __all__ = [
     "ProducerState",
     "QueueOutcome",
     "ReplayRange",
+    "ReplayedRun",
     "Sequencer",
     "SequencerCheckpoint",
     "SplitRun",
@@ -159,6 +162,26 @@ class ReplayRange(NamedTuple):
     end: int
 
 
+class ReplayedRun(NamedTuple, Generic[M]):
+    """A replay item (:meth:`Sequencer.start_replay`) standing for the messages
+    ``[envelope.begin, envelope.end)`` of ``producer`` (a 48-bit int), whose clocks rise
+    strictly from ``first`` to ``last`` (one message: ``first == last``, any clock).
+
+    The caller vouches for that shape (as for :meth:`Sequencer.queue_run`); the sequencer
+    checks the bounds as for an envelope. Stepping delivers the envelope whole when every
+    message of it is committed (``first`` above the producer's last delivered clock,
+    ``last`` at or below the ACK), and otherwise splits it (``split_run``) and decides its
+    messages one by one: exactly what replaying them one by one decides. The message of
+    the envelope is never asked for its UUID, so it may be any object (a reader's batched
+    RECORD): a replayed span costs one item per RECORD, not a wrapper per message.
+    """
+
+    envelope: Envelope[M]
+    producer: int
+    first: int
+    last: int
+
+
 class Anomaly(NamedTuple):
     """Something the sequencer tolerated but that a person should know about.
 
@@ -244,7 +267,7 @@ class Sequencer(Generic[M]):
         self._replay_needed = False  # The pending commit must be (re)replayed first.
         self._dequeued: Envelope[M] | None = None
         self._dequeued_clock = 0
-        self._replay_it: Iterator[Envelope[M]] | None = None
+        self._replay_it: Iterator[Envelope[M] | ReplayedRun[M]] | None = None
         self._size = size
         self._head = 0
         self._ring_env: list[Envelope[M] | None] = [None] * size
@@ -690,7 +713,7 @@ class Sequencer(Generic[M]):
                     continue
             else:
                 try:
-                    env = next(self._replay_it)
+                    item = next(self._replay_it)
                 except StopIteration:
                     self._replay_it = None  # Replay done: continue from the ring.
                     continue
@@ -703,9 +726,14 @@ class Sequencer(Generic[M]):
                         f"replay reader: {exc}",
                         partition=emit.partition,
                     ) from exc
-                clock = self._check_replayed(env, emit)
+                if type(item) is ReplayedRun:
+                    env = item.envelope
+                    clock = self._check_replayed_run(item, emit)
+                else:
+                    env = item  # type: ignore[assignment]
+                    clock = self._check_replayed(env, emit)  # type: ignore[arg-type]
                 if clock < 0:
-                    continue  # Another producer's message, or one already done.
+                    continue  # Another producer's, one already done, or split.
             if clock > emit.max_clock:
                 continue  # Above the ACK: not committed by it.
             assert env is not None
@@ -756,6 +784,46 @@ class Sequencer(Generic[M]):
 
     def _check_replayed(self, env: Envelope[M], emit: _Partial) -> int:
         """Validate a replayed envelope; its clock, or -1 if it is to be skipped."""
+        self._check_bounds(env, emit)
+        i = env.message.uuid.int
+        if i & 0xFFFFFFFFFFFF != emit.producer:
+            return -1
+        clock = (
+            ((i >> 92) & 0xFFFFFFFF0)
+            | ((i >> 44) & 0xFFFF000000000)
+            | ((i >> 12) & 0xFFF0000000000000)
+            | ((i >> 58) & 0xF)
+        )
+        if clock != 0 and clock <= emit.min_clock:
+            return -1
+        return clock
+
+    def _check_replayed_run(self, run: ReplayedRun[M], emit: _Partial) -> int:
+        """Validate a replayed run; its last clock when it is delivered whole, else -1:
+        another producer's, all of it done already, or split (its messages are then
+        decided one by one from ``_split``, as :meth:`_check_replayed` decides them)."""
+        env = run.envelope
+        self._check_bounds(env, emit)
+        if run.producer != emit.producer:
+            return -1
+        first, last = run.first, run.last
+        if first == last:  # one message: the rule of _check_replayed
+            return -1 if first != 0 and first <= emit.min_clock else first
+        if not 0 < first < last:
+            self._fail_replay()
+            raise SequencerError(f"a run's clocks increase from above 0: {first:#x}..{last:#x}")
+        if first > emit.min_clock and last <= emit.max_clock:
+            return last
+        if last > emit.min_clock:  # else every message of it is done: nothing to split
+            if self._split_run is None:
+                self._fail_replay()
+                raise SequencerError("a replayed run needs a Sequencer(split_run=...)")
+            self._split.extend(reversed(self._split_run(env)))
+        return -1
+
+    def _check_bounds(self, env: Envelope[M], emit: _Partial) -> None:
+        """A replayed envelope must lie in the replay range (else the replay is dropped
+        and :class:`ReplayError` raised)."""
         failure: ReplayFailure | None = None
         expected: str | int
         actual: str | int
@@ -775,18 +843,6 @@ class Sequencer(Generic[M]):
             raise ReplayError(
                 failure, text, partition=emit.partition, expected=expected, actual=actual
             )
-        i = env.message.uuid.int
-        if i & 0xFFFFFFFFFFFF != emit.producer:
-            return -1
-        clock = (
-            ((i >> 92) & 0xFFFFFFFF0)
-            | ((i >> 44) & 0xFFFF000000000)
-            | ((i >> 12) & 0xFFF0000000000000)
-            | ((i >> 58) & 0xF)
-        )
-        if clock != 0 and clock <= emit.min_clock:
-            return -1
-        return clock
 
     def drain(self) -> list[Envelope[M]]:
         """Step through the whole commit at once; the envelopes in delivery order."""
@@ -872,8 +928,9 @@ class Sequencer(Generic[M]):
         assert first is not None  # The committing message is always the last one added.
         return ReplayRange(emit.partition, emit.begin, first.begin)
 
-    def start_replay(self, envelopes: Iterable[Envelope[M]]) -> None:
-        """Hand over the read-uncommitted envelopes of :meth:`replay_range`."""
+    def start_replay(self, envelopes: Iterable[Envelope[M] | ReplayedRun[M]]) -> None:
+        """Hand over the read-uncommitted envelopes of :meth:`replay_range` (or runs of
+        them: :class:`ReplayedRun`)."""
         if self._emit is None:
             raise SequencerError("no commit is pending: nothing to replay")
         self._replay_it = iter(envelopes)

@@ -10,7 +10,10 @@ the batched RECORDs :meth:`CommittedFilter.feed_columns` saw last, ``recent_byte
 them, hold them all: then it replays from those); the
 :class:`ReadCommittedConsumer` serves that with a bounded ``Consumer(assign=...,
 end_offsets=...)`` read from the stores, so memory stays bounded by the ring and
-``recent_bytes``.
+``recent_bytes``. A replay that comes back as :class:`RecordColumns` (what
+``replay_from_stores`` returns) is handed to the sequencer a batched RECORD's run at a time
+(:class:`~dafka.message.ReplayedRun`, checked as the ring's runs are) and released as
+slices of its RECORDs, as a commit drained from the ring is: no Record per message.
 
 Checkpoints (:meth:`CommittedFilter.checkpoint`) are small JSON-able dicts: read-through
 positions and producer states. A filter restored from one skips the messages below the
@@ -33,6 +36,7 @@ from dafka.message import (
     MustStartReplay,
     ProducerID,
     ProducerState,
+    ReplayedRun,
     Sequencer,
 )
 from dafka.records._columns import BatchSlice, CheckedBatch, Part, RecordColumns, RecordRun
@@ -41,7 +45,11 @@ from dafka.records._record import Record
 Key = tuple[str, str]
 _T = TypeVar("_T")
 ReplayFunc = Callable[[str, str, int, int], Iterable[Record]]
-"""``replay(topic, partition, first, last)``: the Records of RECORDs ``first..last``."""
+"""``replay(topic, partition, first, last)``: the Records of RECORDs ``first..last`` - best
+as a :class:`RecordColumns` (an iterable of Records too), whose batched RECORDs the filter
+then replays and releases without a Record per message."""
+ReplayItem = Envelope[Any] | ReplayedRun[Any]
+"""What the filter hands the sequencer's :meth:`~dafka.message.Sequencer.start_replay`."""
 
 CHECKPOINT_VERSION = 1
 _SEP = "\0"
@@ -503,13 +511,8 @@ class CommittedFilter:
             self._seq.skip_commit()
             return
         ready = self._seq.drain_ring()
-        if ready is None:  # a replay or a stepped commit: Record by Record
-            found: list[Record] = []
-            try:
-                self._drain(found)
-            finally:  # what it released before a failing replay is kept with the rest
-                if found:
-                    out.append(RecordRun(found))
+        if ready is None:  # a replay or a stepped commit
+            self._step_parts(out)
             return
         if ready and _is_ack(ready[-1]):  # only the committing message (the last) can be
             ready.pop()
@@ -538,6 +541,55 @@ class CommittedFilter:
             out.append(BatchSlice(run, run_start, run_stop))
         elif records:
             out.append(RecordRun(records))
+
+    def _step_parts(self, out: list[Part]) -> None:
+        """Step through a commit that is not all in the ring (a replay, or a run split by
+        an ACK inside its clocks) into ``out``: consecutive messages of one batched RECORD
+        (replayed as runs from the recent RECORDs or the stores, or from the ring) as one
+        slice of it, Records for messages that came as Records; the committing ACK dropped.
+        What was stepped before a failing replay is in ``out`` when the error propagates."""
+        seq = self._seq
+        run: CheckedBatch | None = None
+        run_start = run_stop = 0
+        records: list[Record] = []
+        try:
+            while True:
+                try:
+                    env = seq.step()
+                except MustStartReplay as needed:
+                    seq.start_replay(self._replayed(needed.partition, needed.begin, needed.end))
+                    continue
+                if env is None:
+                    return
+                message: Any = env[3]
+                if type(message) is CheckedBatch:
+                    index = env[1] & _INDEX_MASK
+                    n = env[2] - env[1]
+                    if n == 1 and _is_ack(env):
+                        continue  # only the committing message: nothing follows it
+                    if message is run and index == run_stop:
+                        run_stop += n
+                        continue
+                    if run is not None:
+                        out.append(BatchSlice(run, run_start, run_stop))
+                    elif records:
+                        out.append(RecordRun(records))
+                        records = []
+                    run, run_start, run_stop = message, index, index + n
+                    continue
+                found = _record_of(env)
+                raw = found[8]
+                if raw is not None and raw[9] == 2 and not raw[8] & 3:  # an ACK (flags 0x002)
+                    continue
+                if run is not None:
+                    out.append(BatchSlice(run, run_start, run_stop))
+                    run = None
+                records.append(found)
+        finally:
+            if run is not None:
+                out.append(BatchSlice(run, run_start, run_stop))
+            elif records:
+                out.append(RecordRun(records))
 
     def _feed(self, records: Iterable[Record]) -> list[Record]:
         out = self._ready
@@ -679,27 +731,23 @@ class CommittedFilter:
                 (key, offset) for key, offset in order if offset in recent.get(key, ())
             )
 
-    def _from_recent(self, key: str, first: int, last: int) -> list[Record] | None:
-        """The Records of RECORDs ``first..last`` of ``key`` if every one is held."""
+    def _from_recent(self, key: str, first: int, last: int) -> list[Part] | None:
+        """RECORDs ``first..last`` of ``key`` (whole slices) if every one is held."""
         held = self._recent.get(key)
         if held is None:
             return None
         batches = [held.get(offset) for offset in range(first, last + 1)]
         if None in batches:
             return None
-        out: list[Record] = []
-        for batch in batches:
-            assert batch is not None
-            out += BatchSlice(batch, 0, batch.count).records()
-        return out
+        return [BatchSlice(batch, 0, batch.count) for batch in batches if batch is not None]
 
-    def _replayed(self, key: str, begin: int, end: int) -> list[Envelope[_Msg]]:
+    def _replayed(self, key: str, begin: int, end: int) -> list[ReplayItem]:
         topic, partition = _split(key)
         first, last = begin >> _INDEX_BITS, (end - 1) >> _INDEX_BITS
         recent = self._from_recent(key, first, last)
         if recent is not None:
             self.replays_recent += 1
-            return self._envelopes(key, begin, end, recent)
+            return self._replay_items(key, begin, end, recent)
         if self._replay is None:
             raise MustStartReplay(key, begin, end)
         self.replays += 1
@@ -707,11 +755,55 @@ class CommittedFilter:
         if paused:  # a replay runs a consumer for up to its timeout: not with gc paused
             gc.enable()
         try:
-            replayed = list(self._replay(topic, partition, first, last))
+            replayed = self._replay(topic, partition, first, last)
+            parts: list[Part]
+            if isinstance(replayed, RecordColumns):
+                parts = replayed.parts
+            else:
+                parts = [RecordRun(list(replayed))]
         finally:
             if paused:
                 gc.disable()
-        return self._envelopes(key, begin, end, replayed)
+        return self._replay_items(key, begin, end, parts)
+
+    def _replay_items(self, key: str, begin: int, end: int, parts: list[Part]) -> list[ReplayItem]:
+        """The replayed messages of ``key`` in ``[begin, end)`` as the sequencer's replay
+        items: a batched RECORD's messages as one :class:`ReplayedRun` when they are a run
+        (:func:`_run_of`, as :meth:`feed_columns` queues them), else one item per message
+        with its UUID read in the RECORD's bytes (the RECORD is the message: released as
+        its slices); Records as envelopes of :class:`_Msg`."""
+        topic, partition = _split(key)
+        items: list[ReplayItem] = []
+        from_bytes = int.from_bytes
+        for part in parts:
+            if type(part) is not BatchSlice:
+                items += self._envelopes(key, begin, end, part.records())
+                continue
+            batch = part.batch
+            if batch.partition != partition or batch.topic != topic:
+                continue
+            base = batch.offset << _INDEX_BITS
+            lo = max(part.start, begin - base)
+            hi = min(part.stop, end - base)
+            if lo >= hi:
+                continue
+            if hi - lo > 1:
+                run = _run_of(batch, lo, hi)
+                if run is not None:
+                    env = _new_tuple(Envelope, (key, base | lo, base | hi, batch))
+                    items.append(ReplayedRun(env, *run))
+                    continue
+            at_uuids = batch.layout.uuids_at
+            content = batch.content
+            for index in range(lo, hi):
+                i = 0
+                if at_uuids >= 0:
+                    at = at_uuids + 16 * index
+                    i = from_bytes(content[at : at + 16], "big")
+                clock = _clock_of(i)
+                env = _new_tuple(Envelope, (key, base | index, (base | index) + 1, batch))
+                items.append(ReplayedRun(env, i & 0xFFFFFFFFFFFF, clock, clock))
+        return items
 
     def _envelopes(
         self, key: str, begin: int, end: int, replayed: list[Record]

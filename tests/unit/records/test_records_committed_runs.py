@@ -6,7 +6,8 @@ Records path) queues every message on its own. The differential property: over l
 runs, clocks going backwards inside a RECORD, several producers in one RECORD, duplicates,
 unexpected flags, rollbacks, ACKs inside a run's clocks (a commit that takes part of a
 run), OUTSIDE and plain messages, small rings, small ring weights, replays from the stores
-or from the recent RECORDs, polls cut anywhere (inside a RECORD too) and a checkpoint
+or from the recent RECORDs (as Records, or as columns: runs replayed as one item), polls
+cut anywhere (inside a RECORD too) and a checkpoint
 restore, both release the same rows in the same order and end in the same checkpoint.
 """
 
@@ -55,6 +56,10 @@ class Log:
         assert topic == T
         self.replayed.append((partition, first, last))
         return self.records(partition, first, last)
+
+    def replay_columns(self, topic: str, partition: str, first: int, last: int) -> RecordColumns:
+        """:meth:`replay` as ``replay_from_stores`` answers: the RECORDs as columns."""
+        return as_columns(self, self.replay(topic, partition, first, last))
 
     def stream(self) -> list[Record]:
         """Every record, the partitions' RECORDs interleaved (as a consumer reads them)."""
@@ -167,6 +172,7 @@ def build(
     restore_at=0,
     as_records=False,
     clocks_from=(1000, 5000),
+    replay_columns=False,
 )
 @example(  # consecutive clocks across a multiple of 4096 (4091..4100): two pieces
     spec=[(0, [("run", 0, 5, 1, 0), ("run", 0, 5, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -177,6 +183,7 @@ def build(
     restore_at=0,
     as_records=False,
     clocks_from=(4090, 5000),
+    replay_columns=False,
 )
 @example(  # a clock going back inside a RECORD: not a run
     spec=[(0, [("run", 0, 4, 1, 0), ("back", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -187,6 +194,7 @@ def build(
     restore_at=0,
     as_records=False,
     clocks_from=(1000, 5000),
+    replay_columns=False,
 )
 @example(  # flags 0x101 (in byte 8) inside a RECORD of CONTINUEs: not a run
     spec=[(0, [("run", 0, 3, 1, 0), ("odd", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -197,6 +205,7 @@ def build(
     restore_at=0,
     as_records=False,
     clocks_from=(1000, 5000),
+    replay_columns=False,
 )
 @example(  # an ACK inside a run's clocks: the commit takes the run's first messages
     spec=[(0, [("run", 0, 4, 1, 0)]), (0, [("early", 0, 1, 2, 0)]), (0, [("ack", 0, 1, 1, 0)])],
@@ -207,6 +216,7 @@ def build(
     restore_at=0,
     as_records=False,
     clocks_from=(1000, 5000),
+    replay_columns=False,
 )
 @example(  # the same, the run stepped through after a replay of what left the ring
     spec=[
@@ -222,6 +232,23 @@ def build(
     restore_at=0,
     as_records=True,
     clocks_from=(1000, 5000),
+    replay_columns=False,
+)
+@example(  # the same, replayed as columns: the replayed run is split by the ACK
+    spec=[
+        (0, [("run", 0, 2, 1, 0)]),
+        (0, [("run", 0, 3, 1, 0)]),
+        (0, [("run", 0, 4, 1, 0)]),
+        (0, [("early", 0, 1, 2, 0)]),
+    ],
+    buffer=2,
+    ring_bytes=1,
+    recent=False,
+    cuts=[],
+    restore_at=0,
+    as_records=False,
+    clocks_from=(1000, 5000),
+    replay_columns=True,
 )
 @given(
     spec=records,
@@ -237,6 +264,8 @@ def build(
     clocks_from=st.tuples(
         st.sampled_from([1000, 4090, 2**36 - 6, 2**48 - 6]), st.sampled_from([5000, 8187])
     ),
+    # The replay answers with columns (replay_from_stores): a RECORD's run is one replay item.
+    replay_columns=st.booleans(),
 )
 def test_runs_release_exactly_what_message_by_message_releases(
     spec: list[tuple[int, list[tuple[str, int, int, int, int]]]],
@@ -247,6 +276,7 @@ def test_runs_release_exactly_what_message_by_message_releases(
     restore_at: int,
     as_records: bool,
     clocks_from: tuple[int, int],
+    replay_columns: bool,
 ) -> None:
     # as_records: feed_columns_records (ReadCommittedConsumer.poll), the same rows as Records.
     log = build(spec, clocks_from)
@@ -258,7 +288,7 @@ def test_runs_release_exactly_what_message_by_message_releases(
     def fresh(checkpoint: dict[str, object] | None = None) -> CommittedFilter:
         return CommittedFilter(
             checkpoint,
-            replay=log.replay,
+            replay=log.replay_columns if replay_columns else log.replay,
             buffer=buffer,
             ring_bytes=ring_bytes,
             recent_bytes=recent_bytes,
@@ -345,3 +375,24 @@ def test_ring_bytes_bound_the_runs_the_ring_holds() -> None:
     tight = CommittedFilter(replay=log.replay, recent_bytes=0, ring_bytes=size)
     assert tight.feed_columns(as_columns(log, log.records("a"))).values == expected
     assert log.replayed == [("a", 0, 1)]  # RECORDs 0 and 1 had left the ring
+
+
+def test_a_replayed_span_comes_back_as_slices_of_its_records() -> None:
+    # A span larger than the ring (a Spark sink's transaction) is replayed; a replay that
+    # answers with columns (replay_from_stores), or the recent RECORDs, is released as
+    # slices of the RECORDs - columns straight to Arrow - not as a Record per message (it
+    # was: RecordRuns of Records, the Spark task's read_committed path at 0.12-0.36x).
+    expected = [b"t%d.%d" % (r, i) for r in range(3) for i in range(100)]
+    for replay_from in ("stores", "recent"):
+        log = Log()
+        _spans(log, [100, 100, 100])
+        size = len(as_columns(log, log.records("a", 0, 0)).parts[0].batch.content)  # type: ignore[attr-defined]
+        f = CommittedFilter(
+            replay=log.replay_columns,
+            ring_bytes=size,
+            recent_bytes=0 if replay_from == "stores" else 32 << 20,
+        )
+        got = f.feed_columns(as_columns(log, log.records("a")))
+        assert got.values == expected
+        assert [(type(p).__name__, p.size) for p in got.parts] == [("BatchSlice", 100)] * 3
+        assert (f.replays, f.replays_recent) == ((1, 0) if replay_from == "stores" else (0, 1))
