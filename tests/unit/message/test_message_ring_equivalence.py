@@ -41,6 +41,25 @@ events = st.lists(
 )
 
 
+def log_of(stream: list[tuple[int, str, int, int, int]]) -> list[Envelope[JsonMessage]]:
+    """The log an ``events`` stream describes: each producer's clocks minted in increasing
+    order, repeats copying an earlier message, nil-UUID messages at clock 0."""
+    gen = Generator()
+    clocks = [0, 0, 0]
+    minted: list[tuple[bytes, int, int]] = []
+    log = []
+    for p, kind, step, flags, pick in stream:
+        if kind == "nil":
+            log.append(gen(bytes(6), 0, 0))
+        elif kind == "repeat" and minted:
+            log.append(gen(*minted[pick % len(minted)]))
+        else:
+            clocks[p] += step
+            minted.append((PRODUCERS[p], clocks[p], flags))
+            log.append(gen(*minted[-1]))
+    return log
+
+
 def run(
     log: list[Envelope[JsonMessage]], buffer: int
 ) -> tuple[list[QueueOutcome], list[int], SequencerCheckpoint]:
@@ -69,19 +88,7 @@ def run(
 def test_small_ring_with_replays_equals_unbounded_ring(
     stream: list[tuple[int, str, int, int, int]], buffer: int
 ) -> None:
-    gen = Generator()
-    clocks = [0, 0, 0]
-    minted: list[tuple[bytes, int, int]] = []
-    log = []
-    for p, kind, step, flags, pick in stream:
-        if kind == "nil":
-            log.append(gen(bytes(6), 0, 0))
-        elif kind == "repeat" and minted:
-            log.append(gen(*minted[pick % len(minted)]))
-        else:
-            clocks[p] += step
-            minted.append((PRODUCERS[p], clocks[p], flags))
-            log.append(gen(*minted[-1]))
+    log = log_of(stream)
     assert run(log, buffer) == run(log, 10_000)
 
 
@@ -108,19 +115,7 @@ def run_drained(
 @settings(max_examples=300, deadline=None)
 @given(stream=events, buffer=st.integers(1, 4))
 def test_drain_equals_stepping(stream: list[tuple[int, str, int, int, int]], buffer: int) -> None:
-    gen = Generator()
-    clocks = [0, 0, 0]
-    minted: list[tuple[bytes, int, int]] = []
-    log = []
-    for p, kind, step, flags, pick in stream:
-        if kind == "nil":
-            log.append(gen(bytes(6), 0, 0))
-        elif kind == "repeat" and minted:
-            log.append(gen(*minted[pick % len(minted)]))
-        else:
-            clocks[p] += step
-            minted.append((PRODUCERS[p], clocks[p], flags))
-            log.append(gen(*minted[-1]))
+    log = log_of(stream)
     for size in (buffer, 10_000):
         assert run_drained(log, size) == run(log, size)
 
@@ -163,18 +158,6 @@ def run_one_by_one(
 def test_queue_many_equals_one_by_one(
     stream: list[tuple[int, str, int, int, int]], buffer: int
 ) -> None:
-    gen = Generator()
-    clocks = [0, 0, 0]
-    minted: list[tuple[bytes, int, int]] = []
-    log = []
-    for p, kind, step, flags, pick in stream:
-        if kind == "nil":
-            log.append(gen(bytes(6), 0, 0))
-        elif kind == "repeat" and minted:
-            log.append(gen(*minted[pick % len(minted)]))
-        else:
-            clocks[p] += step
-            minted.append((PRODUCERS[p], clocks[p], flags))
-            log.append(gen(*minted[-1]))
+    log = log_of(stream)
     for size in (buffer, 10_000):
         assert run_many(log, size) == run_one_by_one(log, size)
