@@ -15,6 +15,9 @@ before the first measurement), each figure is the time a constructor or call tak
   With ``--commits N`` an instance of the id first commits N transactions (one INTENT
   each in the shared log ``bench-id~.0``, which every new instance reads): the ready time
   with a long log;
+* a group member's fence of that id's log (``fence_log``: the claim a take makes when the
+  partition's last commit is another member's undecided transaction, docs/groups.md
+  "Fencing the previous owner's log"): what such a take adds;
 * ``committed()`` of a group consumer (after a commit);
 * ``offsets_for_times`` of one partition.
 
@@ -31,7 +34,8 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from dafka import Consumer, LocalCluster, Producer, TransactionalProducer
+from dafka import Consumer, ConsumerSettings, LocalCluster, Producer, TransactionalProducer
+from dafka.client._offsets import fence_log
 
 
 def _timed(runs: int, call: Callable[[], object]) -> list[float]:
@@ -106,6 +110,9 @@ def main() -> None:
                 first.append(time.monotonic() - started)
         _show(f"transactional producer ready (txn_lease {args.lease:g} s)", ready)
         _show("  ready and its first transaction committed", first)
+        settings = ConsumerSettings(**common)
+        fences = _timed(args.runs, lambda: fence_log("bench-id~.0", settings, context=None))
+        _show("a group taker's fence of that log", fences)
 
         keys = {("bench-resume", "w.0"): 0}
         with Consumer(

@@ -53,6 +53,7 @@ the application seeks past the gap), without it both are counted
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import gc
 import logging
@@ -74,6 +75,7 @@ from dafka.client._offsets import (
     GroupOffsets,
     Position,
     as_committed,
+    claimed_here,
 )
 from dafka.client._settings import ConsumerSettings, resolve_settings
 from dafka.client._timestamps import TimestampSearch, checked_times, checked_timestamp
@@ -302,6 +304,9 @@ class Consumer(Closing):
         """A revoked partition's batch that a poll had cut: its (offset, messages handed)."""
         self._membership: Membership | None = None
         self._commit_fault = commit_fault
+        self._txn_logs: set[str] = set()
+        """The transaction logs of the producers that sent this consumer's offsets
+        (:meth:`_spares_log`)."""
         machine: NodeMachine = self._machine
         if group_member:
             session, heartbeat = self.settings.group_timing()
@@ -516,7 +521,13 @@ class Consumer(Closing):
         if membership is None:
             return None
         member = membership.machine.member
-        return self._runner.call(lambda _now: member.statistics())
+        stats = self._runner.call(lambda _now: member.statistics())
+        group = self._group
+        if group is None:
+            return stats
+        return dataclasses.replace(
+            stats, logs_fenced=len(group.logs_fenced), fences_failed=group.fences_failed
+        )
 
     def poll_statistics(self) -> PollStatistics:
         with self._lock:
@@ -1160,8 +1171,8 @@ class Consumer(Closing):
         unknown = [key for key in keys if key not in starts]
         found: dict[Key, CommittedOffset] = {}
         if group is not None:
-            if unknown:
-                found.update(group.committed(unknown))
+            if unknown:  # fencing a paused previous owner's transaction log first
+                found.update(group.committed_for_take(unknown, spare=self._spares_log))
             group.seen({key: version for key, (_, _, version) in starts.items()})
         for key, (offset, index, version) in starts.items():
             found[key] = CommittedOffset(offset, index, version)
@@ -1196,6 +1207,18 @@ class Consumer(Closing):
             return member.tenures(key for key in keys if key in owned)
 
         return self._runner.call(start)
+
+    def _spares_log(self, log_name: str) -> bool:
+        """A transaction log a take never fences: its own loop's producer's (named by
+        :meth:`TransactionalProducer.send_offsets_to_transaction` with this consumer; until
+        then every log a producer of this process claimed). That producer's claim fenced
+        the log's earlier instances already; fencing it again would fence the producer."""
+        linked = self._txn_logs
+        return log_name in linked if linked else claimed_here(log_name)
+
+    def _link_transactional(self, log_name: str) -> None:
+        """The transactional producer of ``log_name`` sends this consumer's offsets."""
+        self._txn_logs.add(log_name)
 
     # -- committed offsets (group_id; docs/groups.md) ---------------------------------------
 

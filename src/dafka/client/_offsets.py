@@ -47,8 +47,10 @@ from dafka.records import (
     decode_commit,
     decode_record,
     encode_commit,
+    fenced_decisions,
     fold_commits,
     next_version,
+    undecided_logs,
 )
 from dafka.transport.sockets import ZmqContext
 
@@ -80,6 +82,34 @@ class CommitFailedError(CommitError):
     committed; the records it handed out of them since its last commit are read again by
     their new owner. A transaction that sent those offsets is aborted. The message names
     the partitions."""
+
+
+_CLAIMED: dict[str, int] = {}
+"""Transaction logs claimed by a live :class:`TransactionalProducer` of this process (a
+count per log): a member of this process never fences them (``spare``)."""
+_CLAIMED_LOCK = threading.Lock()
+
+
+def claim_log(log: str) -> None:
+    """A transactional producer of this process claimed ``log`` (its own)."""
+    with _CLAIMED_LOCK:
+        _CLAIMED[log] = _CLAIMED.get(log, 0) + 1
+
+
+def release_log(log: str) -> None:
+    """The producer that claimed ``log`` closed."""
+    with _CLAIMED_LOCK:
+        left = _CLAIMED.get(log, 0) - 1
+        if left > 0:
+            _CLAIMED[log] = left
+        else:
+            _CLAIMED.pop(log, None)
+
+
+def claimed_here(log: str) -> bool:
+    """A live transactional producer of this process claimed ``log``."""
+    with _CLAIMED_LOCK:
+        return log in _CLAIMED
 
 
 def check_group(group: object) -> str:
@@ -229,6 +259,41 @@ class CommitReader(Closing):
                 for group, found in by_group.items()
             }
 
+    def undecided(
+        self, group: str, keys: Iterable[Key], spare: Callable[[str], bool]
+    ) -> dict[str, list[TxnRef]]:
+        """Per transaction log: the transactions of ``group``'s last read commit records
+        that commit one of ``keys`` and whose INTENT slot is not in the log yet
+        (``dafka.records.undecided_logs``)."""
+        with self._lock:
+            records = [r for _, r in self._records.values() if r is not None and r.group == group]
+            return undecided_logs(records, keys, self._decided.get, spare)
+
+    def fenced(self, log_name: str, refs: list[TxnRef], head: int, timeout: float) -> None:
+        """``log_name`` was fenced at ``head`` (a fencing claim's highest answer): decide
+        ``refs`` for good - past ``head`` aborted, at or below it by the record stored
+        there, read now (:class:`CommitError` if it cannot be: a decision must not be
+        guessed)."""
+        aborted, to_read = fenced_decisions(refs, head)
+        with self._lock:
+            self._decided.update(aborted)
+            for ref in to_read:
+                if ref in self._decided:
+                    continue
+                content = self._read_at({(TXN_TOPIC, log_name): ref.at}, timeout).get(
+                    (TXN_TOPIC, log_name)
+                )
+                if content is None:
+                    raise CommitError(
+                        f"transaction log {log_name}: record {ref.at} is stored (the fence "
+                        f"answered head {head}) but could not be read within {timeout}s"
+                    )
+                try:
+                    record = decode_record(content)
+                except CorruptLogError:
+                    record = None
+                self._decided[ref] = isinstance(record, IntentRecord) and record.txn == ref.txn
+
     def _decide(self, refs: list[TxnRef], timeout: float) -> None:
         """Learn whether each transaction's INTENT is in its log (at the offset named)."""
         open_refs = [r for r in refs if not self._decided.get(r, False) and r not in self._decided]
@@ -320,6 +385,14 @@ class GroupOffsets(Closing):
         self._starting: Future[Producer] | None = None
         self._reader: CommitReader | None = None
         self._closed = False
+        self.logs_fenced: list[str] = []
+        """Transaction logs this committer's member fenced before a take
+        (:meth:`committed_for_take`)."""
+        self.fences_failed = 0
+        """Fences that got no store's answer in time (the take went on unfenced, logged
+        at ERROR)."""
+        self._unfenceable: set[str] = set()
+        """Logs whose fence failed: not tried again (each try waits for the stores)."""
 
     def start_writer(self) -> None:
         """Start the commit producer in the background (a group consumer does at once, so
@@ -515,6 +588,58 @@ class GroupOffsets(Closing):
             return found
         return {key: found[key] for key in partitions if key in found}
 
+    def committed_for_take(
+        self,
+        partitions: Iterable[Key],
+        timeout: float | None = None,
+        *,
+        spare: Callable[[str], bool] = lambda _: False,
+    ) -> dict[Key, CommittedOffset]:
+        """:meth:`committed` of ``partitions`` for a member that starts them from the
+        group's commits (a take nobody handed over): first it fences the transaction log
+        of every transaction of theirs whose INTENT is not in its log yet - the previous
+        owner may be paused between its last ownership check and that INTENT - and
+        decides those transactions for good, then reads again (docs/groups.md, "Fencing
+        the previous owner's log"). ``spare``: logs of this member's own producer."""
+        keys = list(partitions)
+        timeout = self._settings.commit_timeout if timeout is None else timeout
+        found = self.committed(keys, timeout)
+        reader = self._reader
+        assert reader is not None
+        todo = reader.undecided(self.group, keys, spare)
+        if not todo:
+            return found
+        for log_name, refs in todo.items():
+            if log_name in self._unfenceable:
+                continue  # refused before: the take goes on unfenced without waiting again
+            try:
+                head = fence_log(log_name, self._settings, context=self._context)
+            except CommitError as exc:
+                with self._lock:
+                    self.fences_failed += 1
+                    self._unfenceable.add(log_name)
+                log.error(
+                    "group %s: taking %s unfenced: %s; a member paused in that transaction "
+                    "could still commit it (its output then twice in the read-committed "
+                    "output)",
+                    self.group,
+                    sorted(keys),
+                    exc,
+                )
+                continue
+            with self._lock:
+                self.logs_fenced.append(log_name)
+            log.info(
+                "group %s: fenced %s at %d (undecided transactions %s of %s)",
+                self.group,
+                log_name,
+                head,
+                [r.txn for r in refs],
+                sorted(keys),
+            )
+            reader.fenced(log_name, refs, head, timeout)
+        return self.committed(keys, timeout)
+
     def close(self, timeout: float | None = 10.0) -> None:
         """Wait for the commits in flight (up to ``timeout``), then leave."""
         with self._lock:
@@ -531,6 +656,45 @@ class GroupOffsets(Closing):
             reader.close()
 
 
+def fence_log(log_name: str, settings: ConsumerSettings, *, context: ZmqContext | None) -> int:
+    """Fence the transaction log ``log_name`` (``f"{tid}~.0"``) as a new instance of its
+    transactional id claims it - a fencing resume of its producer (docs/exactly-once.md,
+    "Recovery" step 1): every store that answers refuses, from then on, what the log's
+    older runs send past what it holds (their INTENT: ``ProducerFencedError`` for them).
+    Writes nothing. Returns the highest head answered: no INTENT of an older run is ever
+    stored above it. The stores it reaches within ``resume_timeout`` answer; none (none
+    reachable, or each refused the claim: with an ACL only the log's own key may send it,
+    docs/security.md): a :class:`CommitError` saying so."""
+    try:
+        fencer = Producer(
+            TXN_TOPIC,
+            settings=ProducerSettings(
+                **common_fields(settings),
+                name=log_name[:-2],
+                partitions=1,
+                resume=True,
+                batching=False,
+            ),
+            context=context,
+        )
+    except DafkaError as exc:
+        raise CommitError(f"could not fence the transaction log {log_name}: {exc}") from exc
+    try:
+        head = fencer.start_offsets[log_name] - 1
+    finally:
+        with contextlib.suppress(DafkaError):
+            fencer.close(0)
+    if head < 0:
+        # The log holds records (a transaction named it), so a store that holds it and took
+        # the claim answered its head. None did: the claim was refused (with an ACL only
+        # the log's own key may send it) and the resume ended on its settle window.
+        raise CommitError(
+            f"no store answered the fencing claim of the transaction log {log_name} with "
+            "its head (refused: on a secured cluster only the log's own key may fence it)"
+        )
+    return head
+
+
 __all__ = [
     "CommitError",
     "CommitFailedError",
@@ -539,4 +703,8 @@ __all__ = [
     "Position",
     "as_committed",
     "check_group",
+    "claim_log",
+    "claimed_here",
+    "fence_log",
+    "release_log",
 ]

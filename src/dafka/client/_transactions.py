@@ -36,7 +36,7 @@ import os
 import threading
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from itertools import accumulate, repeat
 from typing import Any, Protocol
@@ -44,7 +44,14 @@ from typing import Any, Protocol
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError, RunFencedError
 from dafka.client._metrics import ProducerMetrics
-from dafka.client._offsets import CommitFailedError, GroupOffsets, Position, check_group
+from dafka.client._offsets import (
+    CommitFailedError,
+    GroupOffsets,
+    Position,
+    check_group,
+    claim_log,
+    release_log,
+)
 from dafka.client._producer import (
     OnDelivery,
     Producer,
@@ -158,7 +165,9 @@ class TransactionalProducer(Closing):
     every ``txn_lease / 4`` s (the stores refuse a fenced instance's writes whenever it
     checks); a new instance waits it only for a predecessor of the earlier log layout,
     which no store can fence. ``commit_fault``: a fault injector for tests
-    (:class:`CommitFault`).
+    (:class:`CommitFault`); ``intent_fault``: one called with the partitions of the
+    transaction's group offsets after :meth:`commit_transaction`'s last ownership check
+    and before its INTENT (``dafka.testing.stop_mid_commit``: a member paused there).
     """
 
     def __init__(
@@ -171,6 +180,7 @@ class TransactionalProducer(Closing):
         log_topic: str = TXN_TOPIC,
         context: ZmqContext | None = None,
         commit_fault: CommitFault | None = None,
+        intent_fault: Callable[[Sequence[tuple[str, str]]], object] | None = None,
         on_delivery: OnDelivery | None = None,
         **fields: Any,
     ) -> None:
@@ -216,6 +226,9 @@ class TransactionalProducer(Closing):
         """Records of the shared log the start read to find its predecessor's (bounded by
         the predecessor's segment and what it left unresolved, not by the log's length)."""
         self._commit_fault = commit_fault
+        self._intent_fault = intent_fault
+        self._claimed = False
+        """This instance registered its log as claimed in this process (``claim_log``)."""
         self._on_delivery = on_delivery
         self._room_bytes = s.max_message_bytes - HEADER_SIZE
         """The most a RECORD's messages may weigh beyond the batch header."""
@@ -262,13 +275,9 @@ class TransactionalProducer(Closing):
         self._watch = Consumer(
             [self._log_topic],
             settings=ConsumerSettings(
-                towers=s.towers,
+                **common_fields(s),  # the same reach: a secured cluster's keys too
                 offset_reset="latest",  # the shared log is read by seek (_read_shared_log)
                 heads_refresh=max(0.25, self.txn_lease / 4),
-                beacon_interval=s.beacon_interval,
-                beacon_timeout=s.beacon_timeout,
-                advertised_host=s.advertised_host,
-                bind_host=s.bind_host,
             ),
             context=self._context,
         )
@@ -284,6 +293,8 @@ class TransactionalProducer(Closing):
             context=self._context,
         )
         head = self._log.start_offsets[log] - 1
+        claim_log(log)  # a group member of this process never fences it (before a take)
+        self._claimed = True
         deadline = time.monotonic() + s.resume_timeout
         self._read_all_logs(deadline)
         segments = dict(self._read_shared_log(head, deadline))
@@ -832,6 +843,8 @@ class TransactionalProducer(Closing):
                 self._flush_data(timeout)
                 self._fence_check(force=True)
                 self._check_offset_owners(timeout)
+                if self._intent_fault is not None:  # a test's pause past the last check
+                    self._intent_fault([k for _, held in self._offset_owners for k in held])
                 acks = tuple(
                     (self.partitions[i], ack_uuid(self.p_txn, self._clock.tick()))
                     for i in self._touched
@@ -1070,6 +1083,7 @@ class TransactionalProducer(Closing):
                 )
             tenures = None
             if consumer is not None:  # read with the check: lost them, refused at once
+                consumer._link_transactional(self.log_partition)  # its takes spare our log
                 positions, tenures = consumer._checked_positions(positions)
                 committer.seen(consumer.committed_versions())
             assert positions is not None
@@ -1202,6 +1216,9 @@ class TransactionalProducer(Closing):
 
     def _shutdown(self, timeout: float | None = 10.0) -> None:
         self._stop.set()
+        if self._claimed:
+            self._claimed = False
+            release_log(self.log_partition)
         for offsets in self._offsets.values():
             with contextlib.suppress(Exception):
                 offsets.close(timeout)

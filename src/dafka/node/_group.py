@@ -192,6 +192,13 @@ class GroupStatistics:
     tenures_refused: int = 0
     """Tenures heard or read more than ``TENURE_AHEAD_US`` past this member's wall clock,
     ignored."""
+    logs_fenced: int = 0
+    """Transaction logs this member's consumer fenced before starting a partition from
+    the group's commits (a previous owner's undecided transaction; docs/groups.md,
+    "Fencing the previous owner's log"). Filled by the client (``Consumer.group_statistics``)."""
+    fences_failed: int = 0
+    """Such fences no store answered in time (the take went on unfenced, logged at
+    ERROR). Filled by the client."""
 
 
 def rendezvous(key: str, topic: str, partition: str) -> bytes:

@@ -65,8 +65,10 @@ from dafka.records._offsets import (
     commit_partition,
     decode_commit,
     encode_commit,
+    fenced_decisions,
     fold_commits,
     next_version,
+    undecided_logs,
     visible_offsets,
 )
 from dafka.records._record import Record, RecordMetadata, plain_record
@@ -149,6 +151,7 @@ __all__ = [
     "encode_commit",
     "encode_delete",
     "encode_record",
+    "fenced_decisions",
     "fold_commits",
     "instance_state",
     "is_batch",
@@ -161,5 +164,6 @@ __all__ = [
     "plain_record",
     "segment_offset",
     "shared_log_partition",
+    "undecided_logs",
     "visible_offsets",
 ]

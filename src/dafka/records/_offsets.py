@@ -206,6 +206,50 @@ def fold_commits(
     return {key: rank[6] for key, rank in best.items()}
 
 
+def undecided_logs(
+    records: Iterable[CommitRecord],
+    keys: Iterable[Key],
+    decided: Callable[[TxnRef], bool | None],
+    spare: Callable[[str], bool] = lambda _: False,
+) -> dict[str, list[TxnRef]]:
+    """The transaction logs a member must fence before it starts ``keys`` from the
+    group's commits (docs/groups.md, "Fencing the previous owner's log"): per log, the
+    transactions of ``records`` (the last record of each committer partition) that commit
+    one of ``keys`` and are undecided - ``decided(ref)`` None: the log does not hold the
+    slot yet, so the INTENT may still come, after the taker read the commits, from a
+    member paused past its last ownership check. ``spare(log)``: a log this member's own
+    producer claimed (its claim already fenced that log's earlier instances; fencing it
+    again would fence that producer)."""
+    wanted = set(keys)
+    out: dict[str, list[TxnRef]] = {}
+    for record in records:
+        ref = record.txn
+        if ref is None or spare(ref.log) or decided(ref) is not None:
+            continue
+        if wanted.isdisjoint(record.offsets):
+            continue
+        refs = out.setdefault(ref.log, [])
+        if ref not in refs:
+            refs.append(ref)
+    return out
+
+
+def fenced_decisions(refs: Iterable[TxnRef], head: int) -> tuple[dict[TxnRef, bool], list[TxnRef]]:
+    """What a fence of a log at ``head`` (the highest head the stores answered to the
+    fencing claim: nothing its older run sends later is taken) decides of ``refs``, the
+    undecided transactions of that log: a slot past ``head`` never holds their INTENT
+    (aborted for good: the next instance of the id writes its EPOCH there), one at or
+    below it is stored - read it (the second list) before deciding."""
+    aborted: dict[TxnRef, bool] = {}
+    to_read: list[TxnRef] = []
+    for ref in refs:
+        if ref.at > head:
+            aborted[ref] = False
+        else:
+            to_read.append(ref)
+    return aborted, to_read
+
+
 def next_version(now_us: int, seen: int) -> int:
     """A commit's version: the wall clock, but above every version seen (hybrid clock)."""
     return max(now_us, seen + 1)
@@ -221,7 +265,9 @@ __all__ = [
     "commit_partition",
     "decode_commit",
     "encode_commit",
+    "fenced_decisions",
     "fold_commits",
     "next_version",
+    "undecided_logs",
     "visible_offsets",
 ]

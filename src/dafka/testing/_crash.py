@@ -34,7 +34,9 @@ def crash_mid_commit(after_acks: int) -> CrashMidCommit:
 class StopMidCommit:
     """A ``Consumer(commit_fault=)`` that stops this process (SIGSTOP) in the next commit of
     a group member once :attr:`armed`: after the member's ownership check passed and before
-    the commit is written - a zombie paused mid-commit, resumed by the test's SIGCONT.
+    the commit is written - a zombie paused mid-commit, resumed by the test's SIGCONT. As a
+    ``TransactionalProducer(intent_fault=)``: in the next commit of a transaction with a
+    member's offsets, after its last ownership check and before its INTENT.
     ``before``: called first (the process says it stops)."""
 
     def __init__(self, before: Callable[[], object] | None = None) -> None:

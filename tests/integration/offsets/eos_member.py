@@ -21,6 +21,12 @@ before committing: a zombie paused mid-commit, resumed by the test's SIGCONT; a 
 refused because the member lost those partitions meanwhile prints ``commit_failed`` (the
 transaction was aborted) and the member goes on. ``--work``: seconds each transaction's
 processing takes.
+
+With ``--pause-in-commit N``, after N transactions the member stops itself inside the next
+``commit_transaction()``, after its last ownership check and before its INTENT
+(``TransactionalProducer(intent_fault=dafka.testing.stop_mid_commit(...))``). With
+``--restart-fenced`` a fenced producer is closed and a new instance of the same
+``--tid`` started (``restarted``), and the loop goes on.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from dafka import (
     ProducerFencedError,
     TransactionalProducer,
 )
+from dafka.testing import stop_mid_commit
 
 
 def say(event: str, **fields: Any) -> None:
@@ -58,12 +65,22 @@ def main() -> None:
     parser.add_argument("--stuck", type=float, default=15.0)
     parser.add_argument("--pause-after", type=int, default=0)
     parser.add_argument("--work", type=float, default=0.0)
+    parser.add_argument("--pause-in-commit", type=int, default=0)
+    parser.add_argument("--restart-fenced", action="store_true")
     args = parser.parse_args()
     faulthandler.register(signal.SIGUSR1)  # a test that times out asks for the stacks
     stuck = threading.Event()
     signal.signal(signal.SIGUSR2, lambda _s, _f: stuck.set())
     common: dict[str, Any] = {"towers": args.tower, "beacon_interval": 0.2, "ready_timeout": 30.0}
-    producer = TransactionalProducer(args.output, args.tid, partitions=2, txn_lease=1.0, **common)
+    pause = stop_mid_commit(lambda: say("pausing", n=n))
+
+    def new_producer() -> TransactionalProducer:
+        return TransactionalProducer(
+            args.output, args.tid, partitions=2, txn_lease=1.0, intent_fault=pause, **common
+        )
+
+    n = 0
+    producer = new_producer()
     consumer = Consumer(
         args.input,
         group_id=args.group,
@@ -72,7 +89,6 @@ def main() -> None:
         **common,
     )
     say("started")
-    n = 0
     try:
         while True:
             records = consumer.poll(0.5, max_records=args.txn_size)
@@ -87,6 +103,9 @@ def main() -> None:
                     if stuck.is_set():
                         say("stuck")
                         threading.Event().wait(args.stuck)  # the application's slow processing
+                    if args.pause_in_commit and n >= args.pause_in_commit:
+                        args.pause_in_commit = 0
+                        pause.armed = True  # stops in commit_transaction(), before the INTENT
                     if args.pause_after and n >= args.pause_after:
                         args.pause_after = 0
                         say("pausing", n=n)
@@ -94,8 +113,18 @@ def main() -> None:
             except CommitError as exc:  # lost its partitions: the transaction was aborted
                 say("commit_failed", error=type(exc).__name__, message=str(exc))
                 continue
+            except ProducerFencedError as exc:
+                if not args.restart_fenced:
+                    raise
+                say("fenced", error=str(exc))
+                producer.close()
+                producer = new_producer()  # the next instance of the id: the loop goes on
+                say("restarted")
+                continue
             n += 1
-            say("txn", n=n, last=records[-1].value.decode())
+            stats = consumer.group_statistics()
+            fenced = 0 if stats is None else stats.logs_fenced
+            say("txn", n=n, last=records[-1].value.decode(), logs_fenced=fenced)
     except ProducerFencedError as exc:
         say("fenced", error=str(exc))
     except DeliveryError as exc:  # not stored: the transaction was not committed either

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,96 @@ def test_a_paused_members_transaction_with_lost_offsets_is_aborted(
     assert set(got) == {b"out-%d" % i for i in range(EOS_TOTAL)}
     assert outcome["event"] == "commit_failed", outcome
     assert outcome["error"] == "CommitFailedError", outcome
+
+
+def test_a_member_paused_before_its_intent_is_fenced_by_the_taker(
+    cluster: LocalCluster, procs: Processes
+) -> None:
+    # The window the ownership check cannot close: A stops itself inside
+    # commit_transaction(), after its last ownership check and before its INTENT
+    # (TransactionalProducer(intent_fault=stop_mid_commit())). B takes every partition
+    # over: the group's last commit of them is A's undecided transaction, so B first fences
+    # A's transaction log (a fencing claim, as a new instance of A's id would make), then
+    # reads the commits and writes the same outputs. A resumes into its INTENT: the stores
+    # refuse it (ProducerFencedError), A restarts its producer and goes on. Before, A's
+    # INTENT was stored: its outputs counted, and B had written them too (twice in the
+    # read-committed output). Then more input: the restarted producer's transactions work.
+    def member(name: str, *extra: str) -> Proc:
+        argv = [sys.executable, str(EOS_MEMBER), "--tower", cluster.towers]
+        argv += ["--input", "zfence-in", "--output", "zfence-out", "--group", "g-zfence"]
+        argv += ["--tid", name, "--txn-size", "5", "--restart-fenced", *extra]
+        return procs.spawn(name, argv)
+
+    ends: dict[tuple[str, str], int] = {}
+    with Producer(
+        "zfence-in", towers=cluster.towers, beacon_interval=0.2, name="zfence-src", partitions=2
+    ) as source:
+
+        def feed(first: int, last: int) -> None:
+            for start in range(first, last, 50):
+                futures = [source.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
+                assert source.flush(30) == 0
+                for future in futures:
+                    meta = future.result()
+                    key = (meta.topic, meta.partition)
+                    ends[key] = max(ends.get(key, 0), meta.offset + 1)
+
+        feed(0, EOS_TOTAL)
+        a = member("zfence-a", "--work", "0.05", "--pause-in-commit", "3")
+        a.wait_event("pausing", timeout=90)  # stopped between its last check and its INTENT
+
+        b = member("zfence-b")
+        with Consumer(
+            assign=dict.fromkeys(ends, 0),
+            group_id="g-zfence",
+            towers=cluster.towers,
+            beacon_interval=0.2,
+        ) as watcher:
+
+            def committed() -> dict[tuple[str, str], int]:
+                found = watcher.committed(list(ends))
+                return {k: -1 if c is None else c.offset for k, c in found.items()}
+
+            wait_until(lambda: committed() == ends, "B's commits to reach every end", timeout=90)
+            a.send_signal(signal.SIGCONT)  # into its INTENT
+            outcome = wait_until(
+                lambda: _after(a, "pausing", ("txn", "fenced", "commit_failed")),
+                "the zombie's commit to end",
+                timeout=60,
+            )
+            assert committed() == ends
+            total = EOS_TOTAL
+            if outcome["event"] == "fenced":  # the loop goes on with a new instance
+                wait_until(lambda: _after(a, "fenced", ("restarted",)), "A's restart", timeout=60)
+                # more input until A (rejoined: B hands it a partition) commits with its
+                # new producer instance
+                deadline = time.monotonic() + 60
+                while not _after(a, "restarted", ("txn",)) and time.monotonic() < deadline:
+                    feed(total, total + 50)
+                    total += 50
+                    time.sleep(0.5)  # the feed's pace, not a settle: the loop waits on A
+                wait_until(lambda: committed() == ends, "every new input committed", timeout=90)
+
+    with ReadCommittedConsumer(
+        ["zfence-out"], towers=cluster.towers, beacon_interval=0.2, offset_reset="earliest"
+    ) as reader:
+        got: list[bytes] = []
+
+        def read_all() -> bool:
+            got.extend(r.value for r in reader.poll(0.1) if r.value)
+            return len(set(got)) >= total and reader.at_end()
+
+        wait_until(read_all, "the read-committed output", timeout=90)
+        got.extend(r.value for r in reader.poll(0.5) if r.value)
+    twice = sorted(v for v, n in Counter(got).items() if n > 1)
+    assert not twice, f"{len(twice)} outputs committed twice: {twice[:10]} (A's: {outcome})"
+    assert set(got) == {b"out-%d" % i for i in range(total)}
+    assert outcome["event"] == "fenced", f"A's transaction was not fenced: {outcome}"
+    assert "fenced" in outcome["error"], outcome
+    txns_b = [e for e in b.events() if e["event"] == "txn"]
+    assert txns_b, "B committed nothing"
+    assert txns_b[-1]["logs_fenced"] >= 1, "B never fenced A's log"
+    # A rejoined and B handed it a partition in a normal rebalance: its last transaction
+    # was decided, so nothing fenced B's log, and A's restarted producer committed
+    assert not [e for e in b.events() if e["event"] == "fenced"], "B was fenced needlessly"
+    assert _after(a, "restarted", ("txn",)), "A's restarted producer committed nothing"

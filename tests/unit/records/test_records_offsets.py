@@ -15,8 +15,10 @@ from dafka.records import (
     commit_partition,
     decode_commit,
     encode_commit,
+    fenced_decisions,
     fold_commits,
     next_version,
+    undecided_logs,
 )
 
 A = ("orders", "w.0")
@@ -142,3 +144,35 @@ def test_the_fold_does_not_depend_on_the_order_it_reads_partitions(
             (o.tenure, o.version, r.writer) for r in found for k, o in r.offsets.items() if k == key
         ]
         assert max(ranks)[:2] == (chosen.tenure, chosen.version)
+
+
+def test_a_take_fences_the_logs_of_undecided_transactions_of_its_partitions() -> None:
+    # A paused between its last ownership check and its INTENT: its record's transaction
+    # (slot 9 of a~.0) is undecided; B's decided one and C's plain commit need no fence,
+    # nor D's undecided transaction of another partition, nor the taker's own log.
+    paused = TxnRef("a~.0", 9, 4)
+    records = [
+        CommitRecord("g", "a", {A: CommittedOffset(30, 0, 5)}, paused, {A: CommittedOffset(25)}),
+        CommitRecord("g", "b", {A: CommittedOffset(20, 0, 4)}, TxnRef("b~.0", 3, 1)),
+        CommitRecord("g", "c", {A: CommittedOffset(10, 0, 3)}),
+        CommitRecord("g", "d", {B: CommittedOffset(7, 0, 2)}, TxnRef("d~.0", 5, 0)),
+        CommitRecord("g", "own", {A: CommittedOffset(40, 0, 6)}, TxnRef("own~.0", 2, 0)),
+    ]
+    decided = {TxnRef("b~.0", 3, 1): True}
+    spare = {"own~.0"}.__contains__
+    assert undecided_logs(records, [A], decided.get, spare) == {"a~.0": [paused]}
+    assert set(undecided_logs(records, [A, B], decided.get, spare)) == {"a~.0", "d~.0"}
+    assert undecided_logs(records, [A], {**decided, paused: False}.get, spare) == {}
+    assert undecided_logs(records, [("other", "x.0")], decided.get, spare) == {}
+
+
+def test_a_fence_decides_the_undecided_transactions_of_its_log_for_good() -> None:
+    # Fenced at head 8: an INTENT slot past it is never written by the older run (the next
+    # instance writes its EPOCH there), one at or below it is stored: read it.
+    late, stored = TxnRef("a~.0", 9, 4), TxnRef("a~.0", 8, 3)
+    assert fenced_decisions([late, stored], 8) == ({late: False}, [stored])
+    assert fenced_decisions([late], 9) == ({}, [late])
+    # with the fence's decision the fold counts the base, for every reader from now on
+    record = CommitRecord("g", "a", {A: CommittedOffset(30, 0, 5)}, late, {A: CommittedOffset(25)})
+    aborted, _ = fenced_decisions([late], 8)
+    assert fold_commits([record], lambda ref: aborted.get(ref, False))[A].offset == 25
