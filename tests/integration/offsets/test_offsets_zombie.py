@@ -20,6 +20,8 @@ import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,22 +47,75 @@ def _member(
     return procs.spawn(name, [*argv, *extra])
 
 
-def _produce(cluster: LocalCluster, topic: str, name: str) -> dict[tuple[str, str], int]:
-    """``TOTAL`` messages to 4 partitions in batched RECORDs (cut by the members' polls);
-    returns each partition's end."""
+def _produce(
+    cluster: LocalCluster, topic: str, name: str, total: int = TOTAL, partitions: int = 4
+) -> dict[tuple[str, str], int]:
+    """``total`` messages to ``partitions`` partitions in batched RECORDs (cut by the
+    members' polls); returns each partition's end."""
     ends: dict[tuple[str, str], int] = {}
     with Producer(
-        topic, towers=cluster.towers, beacon_interval=0.2, name=name, partitions=4
+        topic, towers=cluster.towers, beacon_interval=0.2, name=name, partitions=partitions
     ) as producer:
-        for start in range(0, TOTAL, 50):
+        for start in range(0, total, 50):
             futures = [producer.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
             assert producer.flush(30) == 0
             for future in futures:
                 meta = future.result()
                 key = (meta.topic, meta.partition)
                 ends[key] = max(ends.get(key, 0), meta.offset + 1)
-    assert len(ends) == 4
+    assert len(ends) == partitions
     return ends
+
+
+@contextmanager
+def _group_commits(
+    cluster: LocalCluster, group: str, ends: dict[tuple[str, str], int]
+) -> Iterator[Callable[[], dict[tuple[str, str], int]]]:
+    """``committed()``: the group's committed offset of each partition of ``ends`` (-1:
+    none), asked by a consumer that reads nothing."""
+    with Consumer(
+        assign=dict.fromkeys(ends, 0), group_id=group, towers=cluster.towers, beacon_interval=0.2
+    ) as watcher:
+
+        def committed() -> dict[tuple[str, str], int]:
+            found = watcher.committed(list(ends))
+            return {k: -1 if c is None else c.offset for k, c in found.items()}
+
+        yield committed
+
+
+def _resume_after_takeover(
+    a: Proc,
+    committed: Callable[[], dict[tuple[str, str], int]],
+    ends: dict[tuple[str, str], int],
+    outcomes: tuple[str, ...],
+) -> dict[str, Any]:
+    """Once B's commits reach every partition's end, A (stopped) resumes straight into its
+    commit: the first of ``outcomes`` it prints after its ``pausing``."""
+    wait_until(lambda: committed() == ends, "B's commits to reach every end", timeout=90)
+    a.send_signal(signal.SIGCONT)
+    return wait_until(
+        lambda: _after(a, "pausing", outcomes), "the zombie's commit to end", timeout=60
+    )
+
+
+def _unmoved(
+    committed: Callable[[], dict[tuple[str, str], int]], ends: dict[tuple[str, str], int]
+) -> None:
+    after = committed()
+    moved = {k: (ends[k], after[k]) for k in ends if after[k] != ends[k]}
+    assert not moved, f"the zombie's late commit moved the group's position (end, now): {moved}"
+
+
+def _read_once_but_as_tail(handled_a: list[str], committed_a: int, b: Proc) -> None:
+    """A and B read every message between them, and what both read is only what A read
+    after its last commit before the pause."""
+    handled_b, _ = _handled(b.events())
+    everything = {str(i) for i in range(TOTAL)}
+    assert set(handled_a) | set(handled_b) == everything  # nothing lost
+    twice = set(handled_a) & set(handled_b)
+    tail = set(handled_a[committed_a:])
+    assert twice <= tail, f"read twice before A's last commit: {sorted(twice - tail)[:10]}"
 
 
 def _handled(events: list[dict[str, Any]]) -> tuple[list[str], int]:
@@ -95,37 +150,15 @@ def test_a_paused_members_late_commit_is_refused_and_moves_nothing(
     assert committed_a < len(handled_a) < TOTAL
 
     b = _member(procs, cluster, "member-b")
-    with Consumer(
-        assign=dict.fromkeys(ends, 0), group_id=GROUP, towers=cluster.towers, beacon_interval=0.2
-    ) as watcher:
-
-        def committed() -> dict[tuple[str, str], int]:
-            found = watcher.committed(list(ends))
-            return {k: -1 if c is None else c.offset for k, c in found.items()}
-
-        wait_until(lambda: committed() == ends, "B's commits to reach every end", timeout=90)
-
-        a.send_signal(signal.SIGCONT)  # the zombie resumes, straight into its commit
-        outcome = wait_until(
-            lambda: _after(a, "pausing", ("committed", "commit_failed")),
-            "the zombie's commit to end",
-            timeout=60,
-        )
+    with _group_commits(cluster, GROUP, ends) as committed:
+        outcome = _resume_after_takeover(a, committed, ends, ("committed", "commit_failed"))
         wait_until(lambda: _after(a, "pausing", ("assigned",)), "A to rejoin", timeout=60)
-        after = committed()
-        moved = {k: (ends[k], after[k]) for k in ends if after[k] != ends[k]}
-        assert not moved, f"the zombie's commit moved the group's position (end, now): {moved}"
+        _unmoved(committed, ends)
 
     assert outcome["event"] == "commit_failed", f"the zombie's commit was stored: {outcome}"
     assert outcome["error"] == "CommitFailedError", outcome
     assert [e for e in a.events() if e["event"] == "lost"], "A never learnt it lost its partitions"
-
-    handled_b, _ = _handled(b.events())
-    everything = {str(i) for i in range(TOTAL)}
-    assert set(handled_a) | set(handled_b) == everything  # nothing lost
-    twice = set(handled_a) & set(handled_b)
-    tail = set(handled_a[committed_a:])
-    assert twice <= tail, f"read twice before A's last commit: {sorted(twice - tail)[:10]}"
+    _read_once_but_as_tail(handled_a, committed_a, b)  # what A handled before the pause
 
 
 def test_a_commit_paused_past_its_ownership_check_ranks_below_the_new_owners(
@@ -156,35 +189,13 @@ def test_a_commit_paused_past_its_ownership_check_ranks_below_the_new_owners(
     assert committed_a < len(handled_a) < TOTAL
 
     b = _member(procs, cluster, "window-b", topic=topic, group=group)
-    with Consumer(
-        assign=dict.fromkeys(ends, 0), group_id=group, towers=cluster.towers, beacon_interval=0.2
-    ) as watcher:
-
-        def committed() -> dict[tuple[str, str], int]:
-            found = watcher.committed(list(ends))
-            return {k: -1 if c is None else c.offset for k, c in found.items()}
-
-        wait_until(lambda: committed() == ends, "B's commits to reach every end", timeout=90)
-
-        a.send_signal(signal.SIGCONT)  # the zombie resumes, into the write of its commit
-        outcome = wait_until(
-            lambda: _after(a, "pausing", ("committed", "commit_failed")),
-            "the zombie's commit to end",
-            timeout=60,
-        )
+    with _group_commits(cluster, group, ends) as committed:
+        # the zombie resumes into the write of its commit
+        outcome = _resume_after_takeover(a, committed, ends, ("committed", "commit_failed"))
         wait_until(lambda: _after(a, "pausing", ("lost",)), "A to learn it lost", timeout=60)
-        after = committed()
-        moved = {k: (ends[k], after[k]) for k in ends if after[k] != ends[k]}
-        assert not moved, f"the zombie's late commit moved the group's position (end, now): {moved}"
+        _unmoved(committed, ends)
     assert outcome["event"] == "committed", f"the check refused it: not this window: {outcome}"
-
-    handled_a, _ = _handled(a.events())
-    handled_b, _ = _handled(b.events())
-    everything = {str(i) for i in range(TOTAL)}
-    assert set(handled_a) | set(handled_b) == everything  # nothing lost
-    twice = set(handled_a) & set(handled_b)
-    tail = set(handled_a[committed_a:])
-    assert twice <= tail, f"read twice before A's last commit: {sorted(twice - tail)[:10]}"
+    _read_once_but_as_tail(_handled(a.events())[0], committed_a, b)  # A's whole run
 
 
 EOS_MEMBER = Path(__file__).with_name("eos_member.py")
@@ -205,37 +216,14 @@ def test_a_paused_members_transaction_with_lost_offsets_is_aborted(
     # transaction, after sending its output and offsets; B takes every partition over and
     # commits everything; A resumes into commit_transaction(). Before, A's transaction
     # committed: its output was in the read-committed output twice (B had written it too)
-    ends: dict[tuple[str, str], int] = {}
-    with Producer(
-        "zeos-in", towers=cluster.towers, beacon_interval=0.2, name="zeos-src", partitions=2
-    ) as source:
-        for start in range(0, EOS_TOTAL, 50):
-            futures = [source.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
-            assert source.flush(30) == 0
-            for future in futures:
-                meta = future.result()
-                key = (meta.topic, meta.partition)
-                ends[key] = max(ends.get(key, 0), meta.offset + 1)
-
+    ends = _produce(cluster, "zeos-in", "zeos-src", EOS_TOTAL, partitions=2)
     a = _eos_member(procs, cluster, "zeos-a", "--work", "0.05", "--pause-after", "3")
     a.wait_event("pausing", timeout=90)
 
     _eos_member(procs, cluster, "zeos-b")
-    with Consumer(
-        assign=dict.fromkeys(ends, 0), group_id="g-zeos", towers=cluster.towers, beacon_interval=0.2
-    ) as watcher:
-
-        def committed() -> dict[tuple[str, str], int]:
-            found = watcher.committed(list(ends))
-            return {k: -1 if c is None else c.offset for k, c in found.items()}
-
-        wait_until(lambda: committed() == ends, "B's commits to reach every end", timeout=90)
-        a.send_signal(signal.SIGCONT)  # into commit_transaction()
-        outcome = wait_until(
-            lambda: _after(a, "pausing", ("txn", "commit_failed")),
-            "the zombie's commit to end",
-            timeout=60,
-        )
+    with _group_commits(cluster, "g-zeos", ends) as committed:
+        # into commit_transaction()
+        outcome = _resume_after_takeover(a, committed, ends, ("txn", "commit_failed"))
         assert committed() == ends
 
     with ReadCommittedConsumer(
