@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/eos.py [--messages 100000] [--txn 100,1000,10000] [--stores 1,2]
         [--partitions 4] [--size 100] [--lease 1.0] [--call produce_many|send] [--rounds 3]
-        [--reads 5]
+        [--reads 5] [--modes commit,nowait]
 
 For each store count (a fresh local cluster each, default fsync ``ms:5``) and transaction
 size, ``--rounds`` rounds, each alternating the plain path with the transactional one -
@@ -18,8 +18,11 @@ alike (one baseline per store count moved 9x between two of them once):
   latency p50/p99 (flush the data, INTENT stored; the ACKs are stored in the background;
   for ``nowait`` from the request to the decision).
 
-Each round prints its line; then the medians over the rounds: msg/s of each, and the median
-of the rounds' ratios (issue 25's aims: transactions of 1,000 >= 0.5x, of 100 >= 0.2x).
+Each round prints its line; then the medians over the rounds: msg/s of each, the median of
+the rounds' ratios (issue 25's aims: transactions of 1,000 >= 0.5x, of 100 >= 0.2x), and the
+CPU per message of the producer's process and of the cluster's processes (tower and stores,
+from /proc) beside the batched producer's: on the shared machine single rounds scatter (one
+baseline ran at 90k, another at 1.13M msg/s), the CPU per message much less.
 
 Then the topic of the largest transaction size (both runs of the first round) is read from
 the start by a fresh consumer each time, ``--reads`` rounds of four reads alternated - read
@@ -69,10 +72,45 @@ def _read(
         return got / took, cpu, c.replays if isinstance(c, ReadCommittedConsumer) else 0
 
 
-def _plain(common: dict[str, Any], args: argparse.Namespace, chunk: int, value: bytes) -> float:
-    """The batched producer's msg/s: ``produce_many`` of ``chunk`` keyed messages per call."""
+class _Cpu:
+    """CPU seconds spent meanwhile by this process (the producer's threads) and by the
+    cluster's processes (tower and stores, read from /proc): on a shared machine the CPU per
+    message is steadier than the wall-clock rate."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self._pids = [m.pid for m in cluster.members if m.pid is not None]
+        self._start = self._now()
+
+    def _now(self) -> tuple[float, float]:
+        ticks = os.sysconf("SC_CLK_TCK")
+        cluster = 0.0
+        for pid in self._pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            cluster += (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        return time.process_time(), cluster
+
+    def per_message(self, messages: int) -> tuple[float, float]:
+        """(producer, cluster) microseconds of CPU per message since construction."""
+        now = self._now()
+        return tuple((b - a) / messages * 1e6 for a, b in zip(self._start, now, strict=True))  # type: ignore[return-value]
+
+
+def _plain(
+    common: dict[str, Any],
+    args: argparse.Namespace,
+    chunk: int,
+    value: bytes,
+    cluster: LocalCluster,
+) -> tuple[float, tuple[float, float]]:
+    """The batched producer's msg/s: ``produce_many`` of ``chunk`` keyed messages per call,
+    and its CPU per message (producer, cluster)."""
     keys = [b"%d" % i for i in range(chunk)]
     with Producer("bench-plain", partitions=args.partitions, **common) as p:
+        cpu = _Cpu(cluster)
         start = time.perf_counter()
         sent = 0
         while sent < args.messages:
@@ -83,7 +121,7 @@ def _plain(common: dict[str, Any], args: argparse.Namespace, chunk: int, value: 
         took = time.perf_counter() - start
         if left:
             raise SystemExit(f"{left} plain messages not stored")
-        return sent / took
+        return sent / took, cpu.per_message(sent)
 
 
 def _topic(txn: int, round_: int) -> str:
@@ -98,10 +136,12 @@ def _transactional(
     value: bytes,
     nowait: bool,
     round_: int,
-) -> tuple[float, float, float, list[float]]:
+    cluster: LocalCluster,
+) -> tuple[float, float, float, list[float], tuple[float, float]]:
     """(ready s, first commit s, msg/s, commit latencies) of one fresh transactional id;
     ``nowait``: pipelined commits (``commit_transaction_nowait``, all awaited at the end;
-    the latencies are then request to decision)."""
+    the latencies are then request to decision), and the CPU per message (producer,
+    cluster)."""
     keys = [b"%d" % i for i in range(txn)]
     t0 = time.perf_counter()
     producer = TransactionalProducer(
@@ -117,6 +157,7 @@ def _transactional(
         with producer.transaction():
             producer.send(value, key=b"first")
         first = time.perf_counter() - t0
+        cpu = _Cpu(cluster)
         start = time.perf_counter()
         sent = 0
         while sent < args.messages:
@@ -137,7 +178,8 @@ def _transactional(
                 commits.append(time.perf_counter() - c0)
         producer.flush()  # every pipelined commit decided
         took = time.perf_counter() - start
-    return ready, first, sent / took, commits
+        used = cpu.per_message(sent)
+    return ready, first, sent / took, commits, used
 
 
 def _decided(commits: list[float], requested: float, _future: Future[None]) -> None:
@@ -151,34 +193,55 @@ def _ms(values: list[float], q: int) -> float:
 
 
 def _produce_rounds(
-    common: dict[str, Any], args: argparse.Namespace, txn: int, value: bytes
+    common: dict[str, Any], args: argparse.Namespace, txn: int, value: bytes, cluster: LocalCluster
 ) -> None:
-    """``--rounds`` rounds of baseline, commit, baseline, nowait for transactions of
-    ``txn``: each round's line, then the medians (rates, and the rounds' ratios)."""
+    """``--rounds`` rounds of baseline, commit, baseline, nowait (``--modes``) for
+    transactions of ``txn``: each round's line, then the medians (rates, the rounds' ratios,
+    CPU per message of the producer's process and of the cluster's)."""
+    modes = args.modes.split(",")
     rates: dict[str, list[float]] = {}
     ratios: dict[str, list[float]] = {}
+    cpus: dict[str, list[tuple[float, float]]] = {}
+    latencies: dict[str, list[float]] = {}
     for round_ in range(args.rounds):
-        for nowait in (False, True):
-            how = "nowait" if nowait else "commit"
-            plain = _plain(common, args, txn, value)
-            ready, first, rate, commits = _transactional(common, args, txn, value, nowait, round_)
+        for how in modes:
+            plain, plain_cpu = _plain(common, args, txn, value, cluster)
+            ready, first, rate, commits, cpu = _transactional(
+                common, args, txn, value, how == "nowait", round_, cluster
+            )
             rates.setdefault("baseline", []).append(plain)
+            cpus.setdefault("baseline", []).append(plain_cpu)
             rates.setdefault(how, []).append(rate)
+            cpus.setdefault(how, []).append(cpu)
             ratios.setdefault(how, []).append(rate / plain)
+            latencies.setdefault(how, []).extend(commits)
             print(
                 f"txn {txn:>6} round {round_ + 1} {how}: {rate:>10,.0f} msg/s = "
-                f"{rate / plain:.2f}x batched ({plain:,.0f} msg/s just before); commit p50 "
-                f"{_ms(commits, 50):.1f} ms, p99 {_ms(commits, 99):.1f} ms ({len(commits)} "
-                f"commits); ready {ready:.2f} s, first commit done {first:.2f} s"
+                f"{rate / plain:.2f}x batched ({plain:,.0f} msg/s just before); CPU us/msg "
+                f"producer+cluster {cpu[0]:.2f}+{cpu[1]:.2f} (batched {plain_cpu[0]:.2f}+"
+                f"{plain_cpu[1]:.2f}); commit p50 {_ms(commits, 50):.1f} ms, p99 "
+                f"{_ms(commits, 99):.1f} ms ({len(commits)} commits); ready {ready:.2f} s, "
+                f"first commit done {first:.2f} s [load {os.getloadavg()[0]:.1f}]",
+                flush=True,
             )
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     median = statistics.median
-    for how in ("commit", "nowait"):
+
+    def cpu_of(how: str) -> tuple[float, float]:
+        return median(c[0] for c in cpus[how]), median(c[1] for c in cpus[how])
+
+    base_cpu = cpu_of("baseline")
+    for how in modes:
+        cpu = cpu_of(how)
         print(
             f"txn {txn:>6} {how}, medians of {args.rounds} rounds: {median(rates[how]):,.0f} "
             f"msg/s, batched {median(rates['baseline']):,.0f} msg/s, ratio "
             f"{median(ratios[how]):.2f}x (rounds: "
-            f"{', '.join(f'{r:.2f}' for r in ratios[how])}) [load {load}]"
+            f"{', '.join(f'{r:.2f}' for r in sorted(ratios[how]))}); CPU us/msg producer+cluster "
+            f"{cpu[0]:.2f}+{cpu[1]:.2f} against batched {base_cpu[0]:.2f}+{base_cpu[1]:.2f} "
+            f"({sum(base_cpu) / sum(cpu):.2f}x); commit p50 {_ms(latencies[how], 50):.1f} ms, "
+            f"p99 {_ms(latencies[how], 99):.1f} ms (all rounds) [load {load}]",
+            flush=True,
         )
 
 
@@ -197,11 +260,16 @@ def main() -> None:
         "--rounds", type=int, default=3, help="alternated produce rounds (medians printed)"
     )
     parser.add_argument(
-        "--reads", type=int, default=5, help="alternated read rounds (medians printed)"
+        "--reads", type=int, default=5, help="alternated read rounds (medians printed; 0: none)"
+    )
+    parser.add_argument(
+        "--modes", default="commit,nowait", help="transactional runs per round: commit,nowait"
     )
     args = parser.parse_args()
-    if args.reads < 1 or args.rounds < 1:
-        parser.error("--reads and --rounds must be at least 1")
+    if args.reads < 0 or args.rounds < 1:
+        parser.error("--reads must be at least 0 and --rounds at least 1")
+    if not args.modes or not set(args.modes.split(",")) <= {"commit", "nowait"}:
+        parser.error(f"--modes: commit and/or nowait, got {args.modes!r}")
     sizes = [int(t) for t in args.txn.split(",")]
     value = os.urandom(args.size)
     print(
@@ -220,8 +288,11 @@ def main() -> None:
             }
             print(f"-- {stores} store(s)")
             for txn in sizes:
-                _produce_rounds(common, args, txn, value)
-            topic, expect = _topic(sizes[-1], 0), 2 * (args.messages + 1)
+                _produce_rounds(common, args, txn, value, cluster)
+            if not args.reads:
+                continue
+            topic = _topic(sizes[-1], 0)
+            expect = len(args.modes.split(",")) * (args.messages + 1)
             rates: dict[tuple[bool, bool], list[float]] = {}
             cpus: dict[tuple[bool, bool], list[float]] = {}
             replayed = 0

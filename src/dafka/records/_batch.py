@@ -56,7 +56,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from itertools import accumulate, pairwise
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from crc32c import crc32c
 
@@ -132,11 +132,18 @@ def encode_batch(
     flags = 0
     columns: list[bytes] = []
     data: list[bytes] = []
-    if keys is not None and keys.count(None) != len(keys):  # count: no Python frame per key
+    keyless = keys.count(None) if keys is not None else 0  # count: no Python frame per key
+    if keys is not None and keyless != len(keys):
         _check_len("keys", keys, count)
         flags |= FLAG_KEYS
-        columns.append(struct.pack(f"<{count}i", *[-1 if k is None else len(k) for k in keys]))
-        data.append(b"".join([k for k in keys if k]))
+        if keyless:
+            lengths = [-1 if k is None else len(k) for k in keys]
+            columns.append(struct.pack(f"<{count}i", *lengths))
+            data.append(b"".join([k for k in keys if k]))
+        else:  # every message keyed (a keyed produce_many): no Python step per key
+            keyed = cast("Sequence[bytes]", keys)  # no None: counted
+            columns.append(struct.pack(f"<{count}i", *map(len, keyed)))
+            data.append(b"".join(keyed))
     columns.append(struct.pack(f"<{count}I", *map(len, values)))
     data.append(b"".join(values))
     header_data: list[bytes] = []
@@ -173,7 +180,7 @@ def encode_batch(
             columns.append(struct.pack(f"<{count}i", *[t - base for t in timestamps]))
     if uuids is not None:
         _check_len("uuids", uuids, count)
-        if any(len(u) != UUID_SIZE for u in uuids):
+        if set(map(len, uuids)) != {UUID_SIZE}:  # in C: no Python step per UUID
             raise ValueError("every uuid must be 16 bytes")
         flags |= FLAG_UUIDS
         columns.append(b"".join(uuids))

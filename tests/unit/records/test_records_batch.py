@@ -163,6 +163,8 @@ def test_encode_rejects_mismatched_columns() -> None:
         encode_batch([b"a", b"b"], keys=[b"k"])
     with pytest.raises(ValueError, match="16 bytes"):
         encode_batch([b"a"], uuids=[b"short"])
+    with pytest.raises(ValueError, match="16 bytes"):  # 32 bytes in all, but not 16 each
+        encode_batch([b"a", b"b"], uuids=[b"x" * 15, b"y" * 17])
     with pytest.raises(ValueError, match="at least one"):
         encode_batch([])
 
