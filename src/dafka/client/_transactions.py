@@ -127,7 +127,18 @@ class _OpenBatch:
     ``waiters``: (position, future) of the messages sent with :meth:`send` (a bulk call adds
     none: completing its RECORD costs nothing per message unless ``on_delivery`` is set)."""
 
-    __slots__ = ("headed", "headers", "keys", "timestamps", "uuids", "values", "waiters", "weight")
+    __slots__ = (
+        "cut",
+        "cut_weight",
+        "headed",
+        "headers",
+        "keys",
+        "timestamps",
+        "uuids",
+        "values",
+        "waiters",
+        "weight",
+    )
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
@@ -141,6 +152,34 @@ class _OpenBatch:
         self.weight = 0
         """The most its batch can weigh beyond the batch header (``max_message_bytes``);
         the batch is sent once it reaches ``batch_size``."""
+        self.cut = 0
+        """The first ``cut`` messages belong to transactions whose pipelined commit was
+        requested and not yet taken by the committer (``commit_transaction_nowait``): the
+        batch stays open across them, and is cut there when it is sent (their group's ACK
+        goes between them and the rest)."""
+        self.cut_weight = 0
+        """The weight of those ``cut`` messages."""
+
+    def take_head(self) -> _OpenBatch:
+        """Split off the first ``cut`` messages as a batch of their own (returned); this one
+        keeps the rest, with ``cut`` 0."""
+        cut = self.cut
+        head = _OpenBatch()
+        head.values, self.values = self.values[:cut], self.values[cut:]
+        head.keys, self.keys = self.keys[:cut], self.keys[cut:]
+        head.headers, self.headers = self.headers[:cut], self.headers[cut:]
+        if self.headed:
+            head.headed = any(head.headers)
+            self.headed = any(self.headers)
+        head.timestamps, self.timestamps = self.timestamps[:cut], self.timestamps[cut:]
+        head.uuids, self.uuids = self.uuids[:cut], self.uuids[cut:]
+        if self.waiters:
+            head.waiters = [(i, f) for i, f in self.waiters if i < cut]
+            self.waiters = [(i - cut, f) for i, f in self.waiters if i >= cut]
+        head.weight = self.cut_weight
+        self.weight -= self.cut_weight
+        self.cut = self.cut_weight = 0
+        return head
 
 
 @dataclasses.dataclass(slots=True)
@@ -258,7 +297,10 @@ class TransactionalProducer(Closing):
         self._hold = False
         """RECORDs wait in ``_held`` (a requested commit's ACKs are not queued yet)."""
         self._held: list[tuple[int, int, bytes, list[tuple[int, Future[RecordMetadata]]], int]] = []
-        """(txn, partition index, content, waiters, count) of each RECORD held, in order."""
+        """(txn, partition index, content, waiters, count) of each RECORD held, in order
+        (``txn``: the transaction of its last message)."""
+        self._requested = -1
+        """The transaction of the latest pipelined commit requested."""
         self._committer: threading.Thread | None = None
         self._commit_error: BaseException | None = None
         """Why a pipelined commit failed: every later call raises it."""
@@ -585,11 +627,20 @@ class TransactionalProducer(Closing):
             raise DeliveryError(f"{left} records of {self.topic} not stored within {timeout}s")
 
     def _close_batch(self, index: int) -> None:
-        """Send the open batch of partition ``index`` as one RECORD (lock held)."""
+        """Send the open batch of partition ``index`` (lock held): one RECORD, or two when
+        it holds messages of a requested pipelined commit and later ones (cut between them:
+        that commit's group ACK goes there)."""
         batch = self._open.pop(index, None)
         if batch is None:
             return
-        assert self._data is not None
+        if 0 < batch.cut < len(batch.values):
+            self._emit(index, batch.take_head(), self._requested)
+        self._emit(index, batch, self._requested if batch.cut else self._txn)
+
+    def _emit(self, index: int, batch: _OpenBatch, txn: int) -> None:
+        """Encode ``batch`` and send it, or hold it while a pipelined commit is in flight
+        (``txn``: the transaction of its last message; released after the ACKs of the group
+        that decides it, ``_release_held``). Lock held."""
         content = encode_batch(
             batch.values,
             batch.keys,
@@ -597,10 +648,31 @@ class TransactionalProducer(Closing):
             batch.timestamps,
             batch.uuids,
         )
-        if self._hold:  # a pipelined commit is in flight: after its ACKs (_Committer)
-            self._held.append((self._txn, index, content, batch.waiters, len(batch.values)))
+        if self._hold:  # a pipelined commit is in flight: after its ACKs (_run_commits)
+            self._held.append((txn, index, content, batch.waiters, len(batch.values)))
             return
         self._send_record(index, content, batch.waiters, len(batch.values))
+
+    def _cut_open(self) -> None:
+        """Send the requested commits' messages still in the open batches (the part before
+        each batch's ``cut``), right behind the held RECORDs of the group just taken; the
+        rest stays open for the transactions after the group (lock held)."""
+        for index, batch in list(self._open.items()):
+            if not batch.cut:
+                continue
+            if batch.cut == len(batch.values):
+                del self._open[index]
+                head = batch
+            else:
+                head = batch.take_head()
+            content = encode_batch(
+                head.values,
+                head.keys,
+                head.headers if head.headed else None,
+                head.timestamps,
+                head.uuids,
+            )
+            self._send_record(index, content, head.waiters, len(head.values))
 
     def _send_record(
         self,
@@ -919,12 +991,19 @@ class TransactionalProducer(Closing):
                 self._wake.wait()
             self._check("commit_transaction")
             future: Future[None] = Future()
-            for index in list(self._open):
-                self._close_batch(index)
             acks = {
                 self.partitions[i]: ack_uuid(self.p_txn, self._clock.tick()) for i in self._touched
             }
             if acks:
+                # The open batches stay open (the next transactions' messages join them: a
+                # group's transactions share RECORDs); the committer cuts them here when it
+                # takes this request (_cut_open), and a batch closed before that is cut
+                # here too (_close_batch): a RECORD never holds messages on both sides of
+                # an ACK.
+                for batch in self._open.values():
+                    batch.cut = len(batch.values)
+                    batch.cut_weight = batch.weight
+                self._requested = self._txn
                 self._groups.append(_Pending(self._txn, acks, future))
                 self._hold = True
                 if self._committer is None:
@@ -958,6 +1037,7 @@ class TransactionalProducer(Closing):
                 self._busy = True
                 last = groups[-1].txn
                 self._release_held(upto=last)
+                self._cut_open()
                 acks: dict[str, bytes] = {}
                 for group in groups:
                     acks.update(group.acks)
@@ -986,13 +1066,13 @@ class TransactionalProducer(Closing):
                     self._groups = []
                     held, self._held = self._held, []
                     self._busy = False
+                    # every later call raises: what is not sent never will be (the requested
+                    # commits' messages may still be in the open batches, before their cut)
+                    self._fail_open(exc)
                     self._wake.notify_all()
                 for group in failed:
                     group.future.set_exception(exc)
-                for _, _, _, waiters, _ in held:
-                    for _, future in waiters:
-                        with contextlib.suppress(InvalidStateError):
-                            future.set_exception(exc)
+                self._fail_held(held, exc)
                 log.error(
                     "transactional producer %r: a pipelined commit failed (%s); the next "
                     "instance decides what was left",
@@ -1002,16 +1082,18 @@ class TransactionalProducer(Closing):
                 return
 
     def _release_held(self, upto: int | None) -> None:
-        """Send the held RECORDs of transactions up to ``upto`` (None: all), in order."""
+        """Send the held RECORDs of transactions up to ``upto`` (None: all), in order.
+
+        Not a prefix of ``_held``: a partition's RECORDs are held in the order of their
+        transactions, but across partitions a RECORD cut at a requested commit (tagged with
+        that commit's transaction) may follow another partition's RECORD of a later one."""
         held = self._held
         if upto is None:
             keep: list[tuple[int, int, bytes, list[tuple[int, Future[RecordMetadata]]], int]] = []
             send = held
         else:
-            cut = 0
-            while cut < len(held) and held[cut][0] <= upto:
-                cut += 1
-            send, keep = held[:cut], held[cut:]
+            send = [h for h in held if h[0] <= upto]
+            keep = [h for h in held if h[0] > upto]
         self._held = keep
         for _, index, content, waiters, count in send:
             self._send_record(index, content, waiters, count)
@@ -1205,11 +1287,26 @@ class TransactionalProducer(Closing):
         error = ProducerFencedError("fenced before it was sent")
         self._fail_open(error)
         held, self._held = self._held, []
-        for _, _, _, waiters, _ in held:
+        self._fail_held(held, error)
+        self._shutdown(timeout=0)
+
+    def _fail_held(
+        self,
+        held: list[tuple[int, int, bytes, list[tuple[int, Future[RecordMetadata]]], int]],
+        error: BaseException,
+    ) -> None:
+        """The messages of held RECORDs (never sent) fail with ``error`` (futures and
+        ``on_delivery``)."""
+        for _, _, _, waiters, count in held:
             for _, future in waiters:
                 with contextlib.suppress(InvalidStateError):
                     future.set_exception(error)
-        self._shutdown(timeout=0)
+            if self._on_delivery is not None:
+                for _ in range(count):
+                    try:
+                        self._on_delivery(None, error)
+                    except Exception:
+                        log.exception("on_delivery callback raised")
 
     def _fail_open(self, error: BaseException) -> None:
         """The messages not sent yet fail with ``error`` (futures and ``on_delivery``)."""

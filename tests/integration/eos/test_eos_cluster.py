@@ -468,6 +468,84 @@ def test_pipelined_commits_are_each_atomic_and_aborts_between_them_roll_back(
         assert in_partition == sorted(in_partition)
 
 
+def test_a_group_of_pipelined_transactions_shares_records_and_each_is_read_once(
+    cluster: LocalCluster,
+) -> None:
+    """Pipelined commits decided by one INTENT (a group) put their transactions' messages in
+    shared RECORDs (issue 25: RECORDs of a whole group, not of one transaction, per
+    partition), cut where the group's ACK goes - also when a RECORD fills or a message
+    outside a transaction leaves while the commits wait: read committed shows each
+    committed message once and nothing of the aborted one, ``send``'s futures name where
+    each message was stored, and ``on_delivery`` hears of every message once."""
+    topic = "t-group"
+    reports: list[tuple[RecordMetadata | None, BaseException | None]] = []
+    expected: list[bytes] = []
+    sent: list[tuple[bytes, Any]] = []
+    futures = []
+    with TransactionalProducer(
+        topic,
+        "wgroup",
+        partitions=2,
+        txn_lease=1.0,
+        batch_size=1024,  # RECORDs fill while the commits wait, mid-transaction too
+        on_delivery=lambda meta, error: reports.append((meta, error)),
+        **common(cluster),
+    ) as p:
+        # The committer takes requests under the producer's lock: holding it, every request
+        # below waits for one take - one group, deterministically.
+        with p._lock:
+            for txn in range(20):
+                batch = [b"G%02d-%02d" % (txn, i) for i in range(12)]
+                p.begin_transaction()
+                p.produce_many(batch, [b"%d" % i for i in range(12)])
+                one = b"G%02d-s" % txn
+                sent.append((one, p.send(one, key=b"s%d" % txn)))
+                expected += [*batch, one]
+                futures.append(p.commit_transaction_nowait())
+                if txn % 7 == 3:  # outside a transaction: its own RECORD, cut from the rest
+                    p.produce_many([b"O%02d" % txn], [b"1"])
+                    expected.append(b"O%02d" % txn)
+        # Then groups of one, each taken while the next transaction's messages (or one
+        # outside a transaction) already left its RECORDs: they are cut at its ACK.
+        p.begin_transaction()
+        for txn in range(20, 26):
+            batch = [b"G%02d-%02d" % (txn, i) for i in range(30)]
+            p.produce_many(batch[:4], [b"%d" % i for i in range(4)])
+            with p._lock:  # no take before the next messages fill the RECORDs
+                future = p.commit_transaction_nowait()
+                if txn % 2:
+                    p.produce_many([b"O%02d" % txn], [b"1"])
+                    expected.append(b"O%02d" % txn)
+                p.begin_transaction()
+                p.produce_many(batch[4:], [b"%d" % i for i in range(4, 30)])
+            future.result(DEADLINE)
+            expected += batch
+        futures.append(p.commit_transaction_nowait())
+        for future in futures:
+            future.result(DEADLINE)
+        p.begin_transaction()
+        p.produce_many([b"A-%d" % i for i in range(30)], [b"%d" % i for i in range(30)])
+        p.abort_transaction()
+        with p.transaction():
+            p.produce_many([b"Z-%d" % i for i in range(5)], [b"%d" % i for i in range(5)])
+        expected += [b"Z-%d" % i for i in range(5)]
+        assert p.flush(DEADLINE) == 0
+    got = read_all(cluster, topic, committed=True, expect=len(expected))
+    assert Counter(values(got)) == Counter(expected)
+    raw = read_all(cluster, topic, committed=False, expect=len(expected))
+    where = {(r.partition, r.offset, r.index): r.value for r in raw}
+    for value, future in sent:
+        meta = future.result(0)
+        assert where[(meta.partition, meta.offset, meta.index)] == value
+    txns_of: dict[tuple[str, int], set[bytes]] = {}
+    for r in raw:
+        if r.value.startswith(b"G"):
+            txns_of.setdefault((r.partition, r.offset), set()).add(r.value[:3])
+    assert max(len(t) for t in txns_of.values()) > 1  # a RECORD of several transactions
+    assert len(reports) == len(expected) + 30
+    assert sum(error is None for _, error in reports) == len(expected)
+
+
 def test_a_producer_killed_amid_pipelined_commits_leaves_whole_transactions(
     cluster: LocalCluster, procs: Processes
 ) -> None:
