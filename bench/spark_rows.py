@@ -1,6 +1,6 @@
 """Rows/s of the Spark connector next to the raw clients, in one run, on one cluster.
 
-    .venv/bin/python bench/spark_rows.py [--messages 200000] [--size 100]
+    .venv/bin/python bench/spark_rows.py [--messages 200000] [--size 100] [--rounds 3]
 
 1. raw producer: the topic-level ``Producer`` (batching) sends N messages of SIZE bytes;
 2. raw consumer: a ``Consumer`` reads them back from the earliest offset;
@@ -8,14 +8,16 @@
 4. sink: ``df.write.format("dafka")`` of N rows of SIZE bytes (exactly-once transactions);
 5. source with ``isolation=read_committed`` of the sink's output (transactions), next to
    the raw read-committed ``Consumer`` of the same topic and to the source with
-   ``isolation=read_uncommitted`` of that topic (alternated, ``ROUNDS`` times each, medians:
-   issue 25's ratio, read_committed / read_uncommitted).
+   ``isolation=read_uncommitted`` of that topic (alternated, ``--rounds`` times each,
+   medians: issue 25's ratio, read_committed / read_uncommitted; at 200,000 rows a read
+   takes well under a second and single reads move 2x under load: more rounds, steadier
+   medians).
 
 The load average (``os.getloadavg()``) is printed before and after: the machine is shared.
 
 Spark runs ``local[2]``; its figures include the job's fixed costs (planning: ~0.3 s of it
 waits for the stores' answers; the first job's Python worker start is left out by a warm-up
-run). The raw consumer and the source run alternately, ``ROUNDS`` times each: the medians
+run). The raw consumer and the source run alternately, ``--rounds`` times each: the medians
 are compared (the machine is shared and its load moves).
 """
 
@@ -37,6 +39,7 @@ from dafka.client import Consumer, Producer, ReadCommittedConsumer
 from dafka.server import InProcessCluster, free_port_pair
 
 ROUNDS = 3
+"""Default ``--rounds``."""
 
 
 def raw_producer(towers: str, topic: str, n: int, size: int) -> float:
@@ -100,7 +103,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="alternated reads, each")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     load_before = os.getloadavg()
     port = free_port_pair()
     towers = f"127.0.0.1:{port}"
@@ -122,14 +128,14 @@ def main() -> None:
             spark_source(spark, towers, "bench-in", args.messages)  # warm-up: Python workers
             consumed: list[float] = []
             sourced: list[float] = []
-            for _ in range(ROUNDS):  # alternate: the machine's load changes under us
+            for _ in range(args.rounds):  # alternate: the machine's load changes under us
                 consumed.append(raw_consumer(towers, "bench-in", args.messages))
                 sourced.append(spark_source(spark, towers, "bench-in", args.messages))
             sink = spark_sink(spark, towers, "bench-out", args.messages, args.size)
             committed_raw = raw_consumer(towers, "bench-out", args.messages, "read_committed")
             uncommitted_out: list[float] = []
             committed_out: list[float] = []
-            for _ in range(ROUNDS):
+            for _ in range(args.rounds):
                 uncommitted_out.append(spark_source(spark, towers, "bench-out", args.messages))
                 committed_out.append(
                     spark_source(spark, towers, "bench-out", args.messages, "read_committed")

@@ -367,9 +367,13 @@ class CutTracker:
                     found.popleft()
 
     def close(self) -> None:
+        """Stop the thread and the consumer: closing the consumer first wakes the thread's
+        poll (a batch read's plan waited up to its 0.1 s timeout for it)."""
         self._closed.set()
-        self._thread.join(5)
-        self._reader.close()
+        try:
+            self._reader.close()
+        finally:
+            self._thread.join(5)
 
     def _run(self) -> None:
         reader = self._reader

@@ -17,6 +17,7 @@ from dafka.message import (
     MustStartReplay,
     ProducerState,
     QueueOutcome,
+    ReplayedRun,
     ReplayError,
     Sequencer,
     SequencerError,
@@ -495,6 +496,43 @@ def test_misuse_is_a_typed_error() -> None:
     queue(seq, gen(A, 1, OUT))
     with pytest.raises(SequencerError):
         seq.queue_uncommitted(gen(A, 2, OUT))
+
+
+@pytest.mark.parametrize("ack_clock", [5, 3])
+def test_a_replayed_run_is_delivered_whole_or_decided_message_by_message(ack_clock: int) -> None:
+    # A replay may hand a run of one producer's messages (strictly rising clocks) as one
+    # ReplayedRun item: delivered as its one envelope when the commit covers all of it,
+    # split and decided message by message when the ACK falls inside its clocks; another
+    # producer's message is skipped.
+    gen = Generator()
+    msgs = [gen(A, c, CONT) for c in range(1, 5)]
+    other = gen(B, 1, CONT)
+    ack = gen(A, ack_clock, ACK)
+    run_env = Envelope(PARTITION, msgs[0].begin, msgs[-1].end, msgs[0].message)
+
+    def split_run(env: Envelope[JsonMessage]) -> list[tuple[Envelope[JsonMessage], int]]:
+        assert env is run_env
+        return [(m, c) for c, m in enumerate(msgs, 1)]
+
+    seq: Sequencer[JsonMessage] = Sequencer(buffer=1, split_run=split_run)
+    assert queue(seq, *msgs, other, ack)[-1] == Q.ACK_COMMIT_REPLAY
+    seq.start_replay([ReplayedRun(run_env, int(A), 1, 4), ReplayedRun(other, int(B), 1, 1)])
+    if ack_clock == 5:
+        assert seq.drain() == [run_env, ack]
+    else:  # the ACK's clock 3 commits a1..a3 (a4 is above it; the ACK itself is then
+        # at the last delivered clock, skipped as one by one)
+        assert seq.drain() == [msgs[0], msgs[1], msgs[2]]
+    assert state(seq, A).last_ack == ack_clock
+
+
+def test_a_replayed_run_outside_the_range_is_a_replay_error() -> None:
+    seq: Sequencer[JsonMessage] = Sequencer(buffer=1, split_run=lambda env: [])
+    gen = Generator()
+    b1, a2, a3 = gen(B, 1, CONT), gen(A, 2, CONT), gen(A, 3, ACK)
+    assert queue(seq, b1, a2, a3)[-1] == Q.ACK_COMMIT_REPLAY
+    seq.start_replay([ReplayedRun(a2._replace(end=a2.end + 100), int(A), 2, 2)])
+    with pytest.raises(ReplayError, match="replay has wrong end"):
+        seq.step()
 
 
 def test_long_transaction_larger_than_the_default_ring() -> None:
