@@ -56,15 +56,21 @@ def _produce(
     with Producer(
         topic, towers=cluster.towers, beacon_interval=0.2, name=name, partitions=partitions
     ) as producer:
-        for start in range(0, total, 50):
-            futures = [producer.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
-            assert producer.flush(30) == 0
-            for future in futures:
-                meta = future.result()
-                key = (meta.topic, meta.partition)
-                ends[key] = max(ends.get(key, 0), meta.offset + 1)
+        _feed(producer, ends, 0, total)
     assert len(ends) == partitions
     return ends
+
+
+def _feed(producer: Producer, ends: dict[tuple[str, str], int], first: int, last: int) -> None:
+    """Messages ``first`` to ``last`` (keyed by their number), stored 50 at a time; ``ends``
+    follows each partition's end."""
+    for start in range(first, last, 50):
+        futures = [producer.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
+        assert producer.flush(30) == 0
+        for future in futures:
+            meta = future.result()
+            key = (meta.topic, meta.partition)
+            ends[key] = max(ends.get(key, 0), meta.offset + 1)
 
 
 @contextmanager
@@ -202,10 +208,31 @@ EOS_MEMBER = Path(__file__).with_name("eos_member.py")
 EOS_TOTAL = 200
 
 
-def _eos_member(procs: Processes, cluster: LocalCluster, name: str, *extra: str) -> Proc:
-    argv = [sys.executable, str(EOS_MEMBER), "--tower", cluster.towers, "--input", "zeos-in"]
-    argv += ["--output", "zeos-out", "--group", "g-zeos", "--tid", name, "--txn-size", "5"]
+def _eos_member(
+    procs: Processes, cluster: LocalCluster, name: str, *extra: str, prefix: str = "zeos"
+) -> Proc:
+    """An exactly-once member of group ``g-PREFIX``: PREFIX-in to PREFIX-out."""
+    argv = [sys.executable, str(EOS_MEMBER), "--tower", cluster.towers]
+    argv += ["--input", f"{prefix}-in", "--output", f"{prefix}-out", "--group", f"g-{prefix}"]
+    argv += ["--tid", name, "--txn-size", "5"]
     return procs.spawn(name, [*argv, *extra])
+
+
+def _read_committed(cluster: LocalCluster, topic: str, total: int) -> list[bytes]:
+    """Every value of ``topic`` read committed: until ``total`` distinct ones and the end,
+    and then whatever else comes within half a second (a duplicate must show)."""
+    with ReadCommittedConsumer(
+        [topic], towers=cluster.towers, beacon_interval=0.2, offset_reset="earliest"
+    ) as reader:
+        got: list[bytes] = []
+
+        def read_all() -> bool:
+            got.extend(r.value for r in reader.poll(0.1) if r.value)
+            return len(set(got)) >= total and reader.at_end()
+
+        wait_until(read_all, "the read-committed output", timeout=90)
+        got.extend(r.value for r in reader.poll(0.5) if r.value)
+    return got
 
 
 def test_a_paused_members_transaction_with_lost_offsets_is_aborted(
@@ -226,17 +253,7 @@ def test_a_paused_members_transaction_with_lost_offsets_is_aborted(
         outcome = _resume_after_takeover(a, committed, ends, ("txn", "commit_failed"))
         assert committed() == ends
 
-    with ReadCommittedConsumer(
-        ["zeos-out"], towers=cluster.towers, beacon_interval=0.2, offset_reset="earliest"
-    ) as reader:
-        got: list[bytes] = []
-
-        def read_all() -> bool:
-            got.extend(r.value for r in reader.poll(0.1) if r.value)
-            return len(set(got)) >= EOS_TOTAL and reader.at_end()
-
-        wait_until(read_all, "the read-committed output", timeout=90)
-        got.extend(r.value for r in reader.poll(0.5) if r.value)
+    got = _read_committed(cluster, "zeos-out", EOS_TOTAL)
     twice = sorted(v for v, n in Counter(got).items() if n > 1)
     assert not twice, f"{len(twice)} outputs committed twice: {twice[:10]} (A's: {outcome})"
     assert set(got) == {b"out-%d" % i for i in range(EOS_TOTAL)}
@@ -257,48 +274,20 @@ def test_a_member_paused_before_its_intent_is_fenced_by_the_taker(
     # INTENT was stored: its outputs counted, and B had written them too (twice in the
     # read-committed output). Then more input: the restarted producer's transactions work.
     def member(name: str, *extra: str) -> Proc:
-        argv = [sys.executable, str(EOS_MEMBER), "--tower", cluster.towers]
-        argv += ["--input", "zfence-in", "--output", "zfence-out", "--group", "g-zfence"]
-        argv += ["--tid", name, "--txn-size", "5", "--restart-fenced", *extra]
-        return procs.spawn(name, argv)
+        return _eos_member(procs, cluster, name, "--restart-fenced", *extra, prefix="zfence")
 
     ends: dict[tuple[str, str], int] = {}
     with Producer(
         "zfence-in", towers=cluster.towers, beacon_interval=0.2, name="zfence-src", partitions=2
     ) as source:
-
-        def feed(first: int, last: int) -> None:
-            for start in range(first, last, 50):
-                futures = [source.send(b"%d" % i, key=b"%d" % i) for i in range(start, start + 50)]
-                assert source.flush(30) == 0
-                for future in futures:
-                    meta = future.result()
-                    key = (meta.topic, meta.partition)
-                    ends[key] = max(ends.get(key, 0), meta.offset + 1)
-
-        feed(0, EOS_TOTAL)
+        _feed(source, ends, 0, EOS_TOTAL)
         a = member("zfence-a", "--work", "0.05", "--pause-in-commit", "3")
         a.wait_event("pausing", timeout=90)  # stopped between its last check and its INTENT
 
         b = member("zfence-b")
-        with Consumer(
-            assign=dict.fromkeys(ends, 0),
-            group_id="g-zfence",
-            towers=cluster.towers,
-            beacon_interval=0.2,
-        ) as watcher:
-
-            def committed() -> dict[tuple[str, str], int]:
-                found = watcher.committed(list(ends))
-                return {k: -1 if c is None else c.offset for k, c in found.items()}
-
-            wait_until(lambda: committed() == ends, "B's commits to reach every end", timeout=90)
-            a.send_signal(signal.SIGCONT)  # into its INTENT
-            outcome = wait_until(
-                lambda: _after(a, "pausing", ("txn", "fenced", "commit_failed")),
-                "the zombie's commit to end",
-                timeout=60,
-            )
+        with _group_commits(cluster, "g-zfence", ends) as committed:
+            # into its INTENT
+            outcome = _resume_after_takeover(a, committed, ends, ("txn", "fenced", "commit_failed"))
             assert committed() == ends
             total = EOS_TOTAL
             if outcome["event"] == "fenced":  # the loop goes on with a new instance
@@ -307,22 +296,12 @@ def test_a_member_paused_before_its_intent_is_fenced_by_the_taker(
                 # new producer instance
                 deadline = time.monotonic() + 60
                 while not _after(a, "restarted", ("txn",)) and time.monotonic() < deadline:
-                    feed(total, total + 50)
+                    _feed(source, ends, total, total + 50)
                     total += 50
                     time.sleep(0.5)  # the feed's pace, not a settle: the loop waits on A
                 wait_until(lambda: committed() == ends, "every new input committed", timeout=90)
 
-    with ReadCommittedConsumer(
-        ["zfence-out"], towers=cluster.towers, beacon_interval=0.2, offset_reset="earliest"
-    ) as reader:
-        got: list[bytes] = []
-
-        def read_all() -> bool:
-            got.extend(r.value for r in reader.poll(0.1) if r.value)
-            return len(set(got)) >= total and reader.at_end()
-
-        wait_until(read_all, "the read-committed output", timeout=90)
-        got.extend(r.value for r in reader.poll(0.5) if r.value)
+    got = _read_committed(cluster, "zfence-out", total)
     twice = sorted(v for v, n in Counter(got).items() if n > 1)
     assert not twice, f"{len(twice)} outputs committed twice: {twice[:10]} (A's: {outcome})"
     assert set(got) == {b"out-%d" % i for i in range(total)}
