@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from itertools import groupby, pairwise
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -157,9 +158,27 @@ def build(
     return log
 
 
+CASE = {
+    "buffer": 8192,
+    "ring_bytes": 32 << 20,
+    "recent": True,
+    "restore_at": 0,
+    "as_records": False,
+    "clocks_from": (1000, 5000),
+    "replay_columns": False,
+}
+"""The common case of the examples below: a ring that holds everything, recent RECORDs
+kept, no cut, no restore, columns, clocks from 1000, Records replayed."""
+
+
+def case(spec: list[tuple[int, list[tuple[str, int, int, int, int]]]], **given: Any) -> example:
+    """An ``@example`` of the property: :data:`CASE` but for ``given``."""
+    return example(spec=spec, cuts=[], **{**CASE, **given})
+
+
 @settings(max_examples=300, deadline=None)
-@example(  # a CONTINUE between a run's first and last clocks, after it: a duplicate
-    spec=[
+@case(  # a CONTINUE between a run's first and last clocks, after it: a duplicate
+    [
         (0, [("run", 0, 1, 1, 0)]),
         (0, [("run", 1, 2, 3, 0)]),
         (1, [("run", 0, 1, 1, 0)]),
@@ -168,74 +187,33 @@ def build(
     buffer=2,
     ring_bytes=1,
     recent=False,
-    cuts=[],
-    restore_at=0,
-    as_records=False,
-    clocks_from=(1000, 5000),
-    replay_columns=False,
 )
-@example(  # consecutive clocks across a multiple of 4096 (4091..4100): two pieces
-    spec=[(0, [("run", 0, 5, 1, 0), ("run", 0, 5, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
-    buffer=8192,
-    ring_bytes=32 << 20,
-    recent=True,
-    cuts=[],
-    restore_at=0,
-    as_records=False,
+@case(  # consecutive clocks across a multiple of 4096 (4091..4100): two pieces
+    [(0, [("run", 0, 5, 1, 0), ("run", 0, 5, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
     clocks_from=(4090, 5000),
-    replay_columns=False,
 )
-@example(  # a clock going back inside a RECORD: not a run
-    spec=[(0, [("run", 0, 4, 1, 0), ("back", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
-    buffer=8192,
-    ring_bytes=32 << 20,
-    recent=True,
-    cuts=[],
-    restore_at=0,
-    as_records=False,
-    clocks_from=(1000, 5000),
-    replay_columns=False,
+@case(  # a clock going back inside a RECORD: not a run
+    [(0, [("run", 0, 4, 1, 0), ("back", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
 )
-@example(  # flags 0x101 (in byte 8) inside a RECORD of CONTINUEs: not a run
-    spec=[(0, [("run", 0, 3, 1, 0), ("odd", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
-    buffer=8192,
-    ring_bytes=32 << 20,
-    recent=True,
-    cuts=[],
-    restore_at=0,
-    as_records=False,
-    clocks_from=(1000, 5000),
-    replay_columns=False,
+@case(  # flags 0x101 (in byte 8) inside a RECORD of CONTINUEs: not a run
+    [(0, [("run", 0, 3, 1, 0), ("odd", 0, 1, 1, 0)]), (0, [("ack", 0, 1, 1, 0)])],
 )
-@example(  # an ACK inside a run's clocks: the commit takes the run's first messages
-    spec=[(0, [("run", 0, 4, 1, 0)]), (0, [("early", 0, 1, 2, 0)]), (0, [("ack", 0, 1, 1, 0)])],
-    buffer=8192,
-    ring_bytes=32 << 20,
-    recent=True,
-    cuts=[],
-    restore_at=0,
-    as_records=False,
-    clocks_from=(1000, 5000),
-    replay_columns=False,
+@case(  # an ACK inside a run's clocks: the commit takes the run's first messages
+    [(0, [("run", 0, 4, 1, 0)]), (0, [("early", 0, 1, 2, 0)]), (0, [("ack", 0, 1, 1, 0)])],
 )
-@example(  # the same, the run stepped through after a replay of what left the ring
-    spec=[
+@case(  # the same, the run stepped through after a replay of what left the ring
+    [
         (0, [("run", 0, 2, 1, 0)]),
         (0, [("run", 0, 3, 1, 0)]),
         (0, [("run", 0, 4, 1, 0)]),
         (0, [("early", 0, 1, 2, 0)]),
     ],
     buffer=2,
-    ring_bytes=32 << 20,
     recent=False,
-    cuts=[],
-    restore_at=0,
     as_records=True,
-    clocks_from=(1000, 5000),
-    replay_columns=False,
 )
-@example(  # the same, replayed as columns: the replayed run is split by the ACK
-    spec=[
+@case(  # the same, replayed as columns: the replayed run is split by the ACK
+    [
         (0, [("run", 0, 2, 1, 0)]),
         (0, [("run", 0, 3, 1, 0)]),
         (0, [("run", 0, 4, 1, 0)]),
@@ -244,10 +222,6 @@ def build(
     buffer=2,
     ring_bytes=1,
     recent=False,
-    cuts=[],
-    restore_at=0,
-    as_records=False,
-    clocks_from=(1000, 5000),
     replay_columns=True,
 )
 @given(
