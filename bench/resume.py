@@ -17,7 +17,10 @@ before the first measurement), each figure is the time a constructor or call tak
   with a long log;
 * a group member's fence of that id's log (``fence_log``: the claim a take makes when the
   partition's last commit is another member's undecided transaction, docs/groups.md
-  "Fencing the previous owner's log"): what such a take adds;
+  "Fencing the previous owner's log"), and a take's whole read of the commits when the
+  partition's last commit is such a transaction (``GroupOffsets.committed_for_take``:
+  the fence, the decision, the commits read again; its reader warm): what such a take
+  costs;
 * ``committed()`` of a group consumer (after a commit);
 * ``offsets_for_times`` of one partition.
 
@@ -35,7 +38,7 @@ import time
 from collections.abc import Callable
 
 from dafka import Consumer, ConsumerSettings, LocalCluster, Producer, TransactionalProducer
-from dafka.client._offsets import fence_log
+from dafka.client._offsets import GroupOffsets, fence_log
 
 
 def _timed(runs: int, call: Callable[[], object]) -> list[float]:
@@ -113,6 +116,23 @@ def main() -> None:
         settings = ConsumerSettings(**common)
         fences = _timed(args.runs, lambda: fence_log("bench-id~.0", settings, context=None))
         _show("a group taker's fence of that log", fences)
+        takes: list[float] = []
+        taken = ("bench-resume", "w.0")
+        for run in range(args.runs):
+            group = f"bench-take-{run}"
+            with TransactionalProducer(
+                "bench-txn", f"bench-take-{run}", partitions=1, txn_lease=args.lease, **common
+            ) as zombie:
+                zombie.begin_transaction()
+                zombie.send(b"x")
+                zombie.send_offsets_to_transaction({taken: 5}, group)  # undecided: no INTENT
+                with GroupOffsets(group, settings, writer="taker") as taker:
+                    taker.committed([taken])  # the reader warm, as a member's
+                    started = time.monotonic()
+                    taker.committed_for_take([taken])
+                    takes.append(time.monotonic() - started)
+                    assert taker.logs_fenced == [f"bench-take-{run}~.0"], taker.logs_fenced
+        _show("  a take's commit read with that fence", takes)
 
         keys = {("bench-resume", "w.0"): 0}
         with Consumer(
