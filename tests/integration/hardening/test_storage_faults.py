@@ -15,15 +15,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.integration.cluster.cluster_client import payload
 from tests.integration.cluster.cluster_probe import HeadsProbe, check_partition, read_log
 from tests.integration.cluster.cluster_procs import DAFKA, Proc, Processes, wait_until
-from tests.integration.storage.tmpfs import TmpfsUnavailableError, fill, small_tmpfs
+from tests.integration.storage.tmpfs import fill
 
 _DISK_FULL = re.compile(r"disk full \(ENOSPC\) in (\S+) \((\d+) bytes free\)")
 _RESUMED = re.compile(r"writes to (\S+) resume after (\d+) failed append")
@@ -31,15 +28,6 @@ _READ_DAMAGE = re.compile(
     r"read: partition '(\S+)'/'(\S+)' damaged \(corrupt: [^)]*\) .*offsets (\d+)\.\.(\d+) "
 )
 _FILLED = re.compile(r"records (\d+)\.\.(\d+) filled from a peer")
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    try:
-        with small_tmpfs(tmp_path / "disk", "2m") as disk:
-            yield disk
-    except TmpfsUnavailableError as exc:
-        pytest.skip(f"needs a small real filesystem to fill: {exc}")
 
 
 def test_a_store_on_a_full_disk_heals_when_space_is_freed(

@@ -4,25 +4,13 @@ append succeeds once there is room again - also across segment rolls."""
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from dafka.storage import FsyncPolicy, Storage, StorageConfig, StorageIOError
-from tests.integration.storage.tmpfs import TmpfsUnavailableError, fill, small_tmpfs
+from tests.integration.storage.tmpfs import fill
 
 CONFIG = StorageConfig(segment_bytes=64 * 1024, index_flush_entries=1, fsync=FsyncPolicy.batch())
 BATCH = [bytes([i % 251]) * 1000 for i in range(20)]
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    try:
-        with small_tmpfs(tmp_path / "disk", "2m") as disk:
-            yield disk
-    except TmpfsUnavailableError as exc:
-        pytest.skip(f"needs a small real filesystem to fill: {exc}")
 
 
 def test_a_full_disk_fails_appends_cleanly_and_they_succeed_after(small_disk: Path) -> None:

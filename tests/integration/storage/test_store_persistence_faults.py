@@ -4,7 +4,6 @@ size limit are logged at most every ``DROP_LOG_INTERVAL``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from dafka.server import StorePersistence
 from dafka.server._persistence import DROP_LOG_INTERVAL
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
-from tests.integration.storage.tmpfs import TmpfsUnavailableError, fill, small_tmpfs
+from tests.integration.storage.tmpfs import fill
 
 W, R = "57000000000000000000000000000001", "52000000000000000000000000000002"
 CONFIG = StorageConfig(fsync=FsyncPolicy.batch())
@@ -86,15 +85,6 @@ def test_a_damaged_record_met_by_a_read_is_refetched_in_the_same_turn(tmp_path: 
     assert turns.storage.holes("t", "P") == []
     assert turns.machine.statistics().holes == 0
     assert turns.storage.read("t", "P", 0, 200) == [(s, b"%06d" % s) for s in range(110)]
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    try:
-        with small_tmpfs(tmp_path / "disk", "2m") as disk:
-            yield disk
-    except TmpfsUnavailableError as exc:
-        pytest.skip(f"needs a small real filesystem to fill: {exc}")
 
 
 def test_a_full_disk_is_logged_once_per_run_and_its_end_too(
