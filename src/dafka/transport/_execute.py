@@ -131,23 +131,27 @@ class Executor:
             if not advanced and not actions:
                 return
 
-    def execute_here(self) -> bool:
+    def execute_here(self) -> tuple[bool, bool]:
         """In a caller's thread holding the turn lock (``_turns.py``): execute the machine's
         outbox if it holds only sends - they go out on the data XPUBs, the sockets the lock
         lends - and deliveries (``on_deliver`` is thread-safe), else keep it, in order, for
-        the runner's next turn; True: the runner must be woken for it."""
+        the runner's next turn. Returns (the runner must be woken for it, the XPUBs were
+        used)."""
         actions = self._machine.take_actions()
         if self._deferred:  # an earlier caller's, not yet run: these go after them
             self._deferred += actions
-            return True
+            return True, False
+        sending = False
         for action in actions:
             kind = action.__class__
-            if kind is not SendRecords and kind is not Send and kind is not Deliver:
-                self._deferred += actions
-                return True
+            if kind is not Deliver:
+                if kind is not SendRecords and kind is not Send:
+                    self._deferred += actions
+                    return True, False
+                sending = True
         if actions:
             self.execute_actions(actions)
-        return False
+        return False, sending
 
     def shutdown(self, now: float) -> None:
         """The last turn: execute, make everything durable, and send the last ACKs."""

@@ -242,7 +242,7 @@ class NodeRunner:
             if not turns.open or self._executor is None:
                 return False
             done = fn(self._clock())
-            self._lent_turn_ends(turns, self._executor)
+            self._lent_turn_ends(turns, self._executor, read=False)
             return done
         finally:
             turns.lock.release()
@@ -268,7 +268,7 @@ class NodeRunner:
                     if readable(sock):
                         receiver.data(sock, now)
                 stats.received_here += stats.received - received
-            self._lent_turn_ends(turns, executor)
+            self._lent_turn_ends(turns, executor, read=True)
             return True
         finally:
             turns.lock.release()
@@ -308,18 +308,19 @@ class NodeRunner:
         finally:
             turns.lock.release()
 
-    def _lent_turn_ends(self, turns: Turns, executor: Executor) -> None:
+    def _lent_turn_ends(self, turns: Turns, executor: Executor, read: bool) -> None:
         """A caller's turn ends (the lock is held): execute what it may, and wake the runner
-        for the rest (see :meth:`run_here`)."""
+        for the rest (see :meth:`run_here`) or for a message that waits on a socket the
+        caller used (``read``: the SUBs; the XPUBs if it sent on them)."""
         stats = self._stats
         sent = stats.sent
-        wake = executor.execute_here()
+        wake, sending = executor.execute_here()
         stats.sent_here += stats.sent - sent
         due = self.machine.next_deadline()
         sleeping_until = turns.sleeping_until
         if due is not None and (sleeping_until is None or due < sleeping_until):
             wake = True
-        if wake or turns.waiting():
+        if wake or turns.waiting(receiving=read, sending=sending):
             with contextlib.suppress(NodeFailedError):  # the next call says so
                 self._mailbox.post(_nothing)
 
