@@ -48,6 +48,7 @@ from typing import Any, Protocol
 from dafka.client._errors import DeliveryError, RunFencedError
 from dafka.client._future import DeliveryFuture, Run, resolve_runs
 from dafka.client._metrics import LatencyHistogram, ProducerMetrics, producer_metrics
+from dafka.client._partition_producer import DIRECT_GAP
 from dafka.client._settings import ProducerSettings, resolve_settings
 from dafka.client._topic_machine import PER_MESSAGE, Chunk, TopicProducerMachine
 from dafka.errors import ConfigError, DafkaError, MessageTooLargeError, NodeFailedError
@@ -164,6 +165,8 @@ class Producer(Closing):
         self._chunks_queued = 0  # written by the application's threads (under _lock)
         self._chunks_drained = 0  # written by the runner thread
         self._scheduled = False
+        self._last_call = 0.0
+        """``time.monotonic()`` of the previous single message (``_lone``; under ``_lock``)."""
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
         """Waited on for room (in flight) and by flush; on ``_lock``, so that a send that
@@ -207,6 +210,7 @@ class Producer(Closing):
             route_send=self._route_send,
             after_turn=self._after_turn,
             name=f"producer-{topic}-{self.name}",
+            direct=True,
         )
         self._failure = self._runner.failure
         self._failure.add_listener(self._on_failure)
@@ -482,9 +486,34 @@ class Producer(Closing):
                 self._next_ticket = ticket + 1
                 self._futures[ticket] = future
             self._pending.append((index, value, key, headers, timestamp, uuid, (ticket, size)))
+            here = self._lone() and not self._scheduled
             if not self._scheduled:
                 self._scheduled = True
-                self._runner.post(self._drain)
+                if not here:
+                    self._runner.post(self._drain)
+        if here:
+            self._drain_lone()
+
+    def _lone(self) -> bool:
+        """This message comes :data:`DIRECT_GAP` or more after the previous one (``_lock``
+        held; every single message asks): with nothing queued before it, the caller's thread
+        may send it itself. Closer ones are queued: the runner sends them in batches."""
+        now = time.monotonic()
+        lone = now - self._last_call >= DIRECT_GAP
+        self._last_call = now
+        return lone
+
+    def _drain_lone(self) -> None:
+        """Drain what is queued (a lone message) in the caller's thread, if the runner is
+        between turns (``NodeRunner.run_here``: one thread wake-up less on its way, as
+        ``PartitionProducer``'s lone record); else post the drain it was scheduled for.
+        ``_lock`` is not held: the drain takes it."""
+        if not self._runner.run_here(self._drain_here):
+            self._runner.post(self._drain)
+
+    def _drain_here(self, now: float) -> bool:
+        self._drain(now)
+        return True
 
     def _append(self, value: bytes, future: Any) -> None:
         """``send``/``produce`` of a plain value (no key, headers, timestamp or uuid) with
@@ -540,9 +569,13 @@ class Producer(Closing):
             chunk.size += size
             if future is not None:
                 chunk.futures.append(future)
+            here = self._lone() and not self._scheduled
             if not self._scheduled:
                 self._scheduled = True
-                self._runner.post(self._drain)
+                if not here:
+                    self._runner.post(self._drain)
+        if here:
+            self._drain_lone()
 
     def _new_tail(self, index: int, future: Any) -> tuple[Any, ...]:
         """A new, empty column chunk for partition ``index``, queued (``_lock`` held)."""

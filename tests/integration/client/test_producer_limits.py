@@ -79,7 +79,9 @@ def test_a_timestamp_out_of_range_is_refused_at_the_call_and_the_producer_goes_o
     cluster: Cluster,
 ) -> None:
     """``send(timestamp=2**70)`` killed the producer's thread and its future never
-    resolved: now a ValueError at the call; the extremes of the range share a batch."""
+    resolved: now a ValueError at the call; the extremes of the range are stored (that they
+    share a batch: tests/unit/records/test_records_batch.py - here the first one, sent after
+    a gap, leaves on its own: the adaptive batching's lone message)."""
     with Producer("ts-range", towers=cluster.towers, linger_ms=50, **FAST) as p:
         for bad in (2**70, 2**63, -1):
             with pytest.raises(ValueError, match="timestamp"):
@@ -90,7 +92,7 @@ def test_a_timestamp_out_of_range_is_refused_at_the_call_and_the_producer_goes_o
         low = p.send(b"low", timestamp=0)
         high = p.send(b"high", timestamp=2**63 - 1)
         assert p.flush(timeout=20) == 0
-        assert low.result(timeout=0).offset == high.result(timeout=0).offset  # one batch
+        assert low.result(timeout=0).offset <= high.result(timeout=0).offset
     records = read_back(cluster, "ts-range", 2)
     assert {r.value: r.timestamp for r in records} == {b"low": 0, b"high": 2**63 - 1}
 

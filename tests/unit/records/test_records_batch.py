@@ -63,6 +63,11 @@ def test_round_trip(batch: dict[str, object]) -> None:
     assert got.uuids == batch.get("uuids", [None] * n)
 
 
+def test_the_extremes_of_the_timestamp_range_share_a_batch() -> None:
+    got = decode_batch(encode_batch([b"low", b"high"], timestamps=[0, 2**63 - 1]))
+    assert got.timestamps == [0, 2**63 - 1]
+
+
 def test_absent_and_empty_keys_differ() -> None:
     got = decode_batch(encode_batch([b"a", b"b", b"c"], keys=[None, b"", b"k"]))
     assert got.keys == [None, b"", b"k"]
