@@ -9,6 +9,7 @@ The store runs in its own process (``LocalCluster``); its RSS is read from ``/pr
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
@@ -16,7 +17,6 @@ from pathlib import Path
 
 from dafka import LocalCluster
 from dafka.client import PartitionProducer
-from dafka.transport.config import TransportConfig
 
 RECORDS = 400_000
 BOUND_MIB = 100
@@ -39,18 +39,9 @@ def peak_mib(pid: int) -> float:
 
 def test_a_store_gives_back_the_memory_of_a_burst_once_it_is_stored() -> None:
     with LocalCluster(stores=1, beacon_interval=0.2) as cluster:
-        store = next(m for m in cluster.members if m.name.startswith("store"))
+        store = cluster.stores[0]
         assert store.pid is not None
-        host, port = cluster.towers.split(",")[0].rsplit(":", 1)
-        transport = TransportConfig(
-            tower_sub_addresses=(f"tcp://{host}:{port}",),
-            tower_pub_addresses=(f"tcp://{host}:{int(port) + 1}",),
-            advertised_host="127.0.0.1",
-            bind_host="127.0.0.1",
-            beacon_interval=0.2,
-            beacon_timeout=0.8,
-        )
-        with PartitionProducer("burst", transport) as producer:
+        with PartitionProducer("burst", cluster.transport) as producer:
             value = b"x" * 100
             for _ in range(RECORDS):
                 producer.publish(value)
@@ -84,17 +75,10 @@ def test_a_lagging_store_holds_no_more_than_its_receive_watermark() -> None:
         beacon_interval=1.0,  # the stop is shorter than the store's beacon timeout (4 s)
         store_settings={"store/receive_watermark": LAG_WATERMARK},
     ) as cluster:
-        store = next(m for m in cluster.members if m.name.startswith("store"))
+        store = cluster.stores[0]
         assert store.pid is not None
-        host, port = cluster.towers.split(",")[0].rsplit(":", 1)
-        transport = TransportConfig(
-            tower_sub_addresses=(f"tcp://{host}:{port}",),
-            tower_pub_addresses=(f"tcp://{host}:{int(port) + 1}",),
-            advertised_host="127.0.0.1",
-            bind_host="127.0.0.1",
-            beacon_interval=1.0,
-            beacon_timeout=60.0,  # the producer keeps the stopped store
-        )
+        # the producer keeps the stopped store
+        transport = dataclasses.replace(cluster.transport, beacon_timeout=60.0)
         with PartitionProducer("lag", transport) as producer:
             producer.publish(b"w")
             assert producer.flush(60), "the warm-up record was not stored"
