@@ -10,7 +10,8 @@
 * :func:`crash_mid_commit` - ``TransactionalProducer(commit_fault=)``: SIGKILLs the process
   with a chosen number of a commit's ACKs stored;
 * :func:`stop_mid_commit` - ``Consumer(commit_fault=)``: SIGSTOPs the process between a group
-  member's ownership check and the write of its commit;
+  member's ownership check and the write of its commit; ``TransactionalProducer(
+  intent_fault=)``: between ``commit_transaction()``'s last ownership check and its INTENT;
 * :func:`fail_sink_task` - the Spark sink's ``fault``: the first attempt of a task fails
   after it stored some rows;
 * :class:`Hosts` - hosts made of Linux network namespaces joined by a router, with links to
