@@ -17,6 +17,7 @@ from dafka.errors import ConfigError, NodeFailedError
 from dafka.node import BackpressureError
 from dafka.records import Record, RecordMetadata
 from dafka.server import InProcessCluster, free_port_pair
+from dafka.storage import StorageConfig
 
 BEACON = 0.2
 FAST: dict[str, Any] = {"beacon_interval": BEACON, "beacon_timeout": 4 * BEACON}
@@ -25,9 +26,17 @@ FAST: dict[str, Any] = {"beacon_interval": BEACON, "beacon_timeout": 4 * BEACON}
 class Cluster(InProcessCluster):
     """In this process (the tests stop stores and read their heads), on a port pair."""
 
-    def __init__(self, data_dir: Path, stores: int) -> None:
+    def __init__(
+        self, data_dir: Path, stores: int, storage_config: StorageConfig | None = None
+    ) -> None:
         self.port = free_port_pair()
-        super().__init__(data_dir, stores=stores, tower_port=self.port, beacon_interval=BEACON)
+        super().__init__(
+            data_dir,
+            stores=stores,
+            tower_port=self.port,
+            beacon_interval=BEACON,
+            storage_config=storage_config,
+        )
 
     @property
     def towers(self) -> str:

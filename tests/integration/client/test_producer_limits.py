@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -27,47 +26,19 @@ from dafka import (
 from dafka.client import PartitionProducer
 from dafka.node import ProducerConfig
 from dafka.protocol import MAX_MESSAGE_BYTES
-from dafka.records import Record, drop_notice
-from dafka.server import InProcessCluster, free_port_pair
+from dafka.records import drop_notice
 from dafka.storage import FsyncPolicy, StorageConfig
-from tests.integration.client.test_producer import BEACON, FAST
+from tests.integration.client.test_producer import FAST, Cluster, read_back
 
 LIMIT = 4096
 BATCH_OF_ONE = 64
 """What a batch of one message adds to its bytes (header and the message's columns)."""
 
 
-class Cluster(InProcessCluster):
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port_pair()
-        storage = StorageConfig(fsync=FsyncPolicy.interval(5), max_record_bytes=LIMIT)
-        super().__init__(
-            data_dir,
-            stores=1,
-            tower_port=self.port,
-            beacon_interval=BEACON,
-            storage_config=storage,
-        )
-
-    @property
-    def towers(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
-def read_back(cluster: Cluster, topic: str, count: int, timeout: float = 20) -> list[Record]:
-    """Every message of ``topic``, read by a late consumer."""
-    out: list[Record] = []
-    deadline = time.monotonic() + timeout
-    with Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST) as consumer:
-        while len(out) < count and time.monotonic() < deadline:
-            out += consumer.poll(timeout=0.5)
-    assert len(out) == count, f"read {len(out)} of {count}"
-    return out
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("limits"))
+    storage = StorageConfig(fsync=FsyncPolicy.interval(5), max_record_bytes=LIMIT)
+    c = Cluster(tmp_path_factory.mktemp("limits"), stores=1, storage_config=storage)
     c.start()
     try:
         yield c
