@@ -13,10 +13,9 @@ import pytest
 
 from dafka import AsyncConsumer, Consumer, Producer, Record
 from dafka.server import LocalCluster
+from tests.integration.client.test_consumer_cluster import DEADLINE, client
 
 pytestmark = pytest.mark.integration
-
-DEADLINE = 30.0
 
 
 @pytest.fixture(scope="module")
@@ -25,24 +24,13 @@ def cluster() -> Iterator[LocalCluster]:
         yield running
 
 
-def fields(cluster: LocalCluster, **more: Any) -> dict[str, Any]:
-    return {
-        "towers": cluster.towers,
-        "advertised_host": "127.0.0.1",
-        "bind_host": "127.0.0.1",
-        "beacon_interval": 0.2,
-        "ready_timeout": DEADLINE,
-        **more,
-    }
-
-
 def produce(
     cluster: LocalCluster, topic: str, name: str, values: list[bytes]
 ) -> dict[str, list[bytes]]:
     """``values`` spread over the two partitions ``name.0``/``name.1`` (even ones to one,
     odd ones to the other), stored; returns what each partition got."""
     sent: dict[str, list[bytes]] = {f"{name}.0": [], f"{name}.1": []}
-    with Producer(topic, name=name, partitions=2, **fields(cluster)) as producer:
+    with Producer(topic, name=name, partitions=2, **client(cluster)) as producer:
         keys = [b"0", b"1"]
         while producer.partition_for(keys[0]) == producer.partition_for(keys[1]):
             keys[1] += b"1"
@@ -72,7 +60,7 @@ def test_a_paused_partition_waits_while_the_other_flows(cluster: LocalCluster) -
     topic = "pause-flow"
     sent = produce(cluster, topic, "pf", [b"v%d" % i for i in range(40)])
     first, second = "pf.0", "pf.1"
-    with Consumer(topic, **fields(cluster, offset_reset="earliest")) as consumer:
+    with Consumer(topic, **client(cluster, offset_reset="earliest")) as consumer:
         consumer.pause([(topic, first)])
         assert consumer.paused() == {(topic, first)}
         got = read_until(consumer, lambda g: len(values_of(g, second)) >= 20)
@@ -93,7 +81,7 @@ def test_a_paused_partition_waits_while_the_other_flows(cluster: LocalCluster) -
 def test_pause_in_the_middle_of_a_batch_loses_and_repeats_nothing(cluster: LocalCluster) -> None:
     topic = "pause-cut"
     sent = produce(cluster, topic, "pc", [b"c%d" % i for i in range(200)])
-    with Consumer(topic, **fields(cluster, offset_reset="earliest")) as consumer:
+    with Consumer(topic, **client(cluster, offset_reset="earliest")) as consumer:
         got = read_until(consumer, lambda g: len(g) >= 3, max_records=3)  # cuts a batch
         key = (topic, got[0].partition)
         consumer.pause([key])
@@ -112,7 +100,7 @@ def test_async_consumer_pauses_and_resumes(cluster: LocalCluster) -> None:
     sent = produce(cluster, topic, "pa", [b"a%d" % i for i in range(20)])
 
     async def run() -> list[Record]:
-        async with AsyncConsumer(topic, **fields(cluster, offset_reset="earliest")) as consumer:
+        async with AsyncConsumer(topic, **client(cluster, offset_reset="earliest")) as consumer:
             await consumer.pause([(topic, "pa.0"), (topic, "pa.1")])
             assert consumer.paused() == {(topic, "pa.0"), (topic, "pa.1")}
             assert await consumer.poll(timeout=1.5) == []

@@ -21,10 +21,10 @@ from dafka.protocol import new_node_id
 from dafka.records import encode_batch
 from dafka.server import LocalCluster
 from dafka.transport.runner import Identity, NodeRunner
+from tests.integration.client.test_consumer_cluster import DEADLINE, client
 
 pytestmark = pytest.mark.integration
 
-DEADLINE = 30.0
 RECORDS = 3000
 T0 = 1_700_000_000_000
 
@@ -65,17 +65,6 @@ def partition(cluster: LocalCluster) -> str:
     return pid
 
 
-def fields(cluster: LocalCluster, **more: Any) -> dict[str, Any]:
-    return {
-        "towers": cluster.towers,
-        "advertised_host": "127.0.0.1",
-        "bind_host": "127.0.0.1",
-        "beacon_interval": 0.2,
-        "ready_timeout": DEADLINE,
-        **more,
-    }
-
-
 def test_offsets_for_times_reads_a_handful_of_records(
     cluster: LocalCluster, partition: str
 ) -> None:
@@ -101,7 +90,7 @@ def test_offsets_for_times_reads_a_handful_of_records(
 
 def test_consumer_seeks_to_a_timestamp(cluster: LocalCluster, partition: str) -> None:
     key = ("times", partition)
-    with Consumer("times", **fields(cluster, offset_reset="latest")) as consumer:
+    with Consumer("times", **client(cluster, offset_reset="latest")) as consumer:
         assert consumer.offsets_for_times({key: T0 + 30 * 2000}) == {key: 2000}
         assert consumer.seek_to_timestamp(T0 + 30 * 2990 + 5) == {key: 2990}
         got: list[Any] = []
@@ -120,7 +109,7 @@ def test_async_consumer_offsets_for_times(cluster: LocalCluster, partition: str)
     key = ("times", partition)
 
     async def run() -> dict[tuple[str, str], int | None]:
-        async with AsyncConsumer("times", **fields(cluster)) as consumer:
+        async with AsyncConsumer("times", **client(cluster)) as consumer:
             sought = await consumer.seek_to_timestamp(T0 + 30 * 7, [key])
             assert sought == {key: 7}
             return await consumer.offsets_for_times({key: T0 + 30 * 8})
@@ -160,7 +149,7 @@ def test_cli_from_timestamp_starts_at_the_records_found(
 
 
 def test_admin_lists_describes_and_searches(cluster: LocalCluster, partition: str) -> None:
-    admin = Admin(**fields(cluster))
+    admin = Admin(**client(cluster))
     listed = admin.topics()
     assert listed["times"].heads == {partition: RECORDS - 1}
     info = admin.describe("times")
@@ -176,9 +165,9 @@ def test_admin_lists_describes_and_searches(cluster: LocalCluster, partition: st
 def test_no_store_is_an_error_that_says_so() -> None:
     with LocalCluster(stores=0, beacon_interval=0.2) as empty:
         with pytest.raises(NoStoreError, match=r"no store answered within 1\.0 s"):
-            Admin(**fields(empty)).offsets_for_times({("t", "p"): 1}, timeout=1.0)
+            Admin(**client(empty)).offsets_for_times({("t", "p"): 1}, timeout=1.0)
         with pytest.raises(NoStoreError, match="no live store"):
-            Admin(**fields(empty)).delete_topic("t")
+            Admin(**client(empty)).delete_topic("t")
 
 
 def test_a_search_ends_on_the_stores_that_is_all_not_a_quiet_window(
