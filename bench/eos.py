@@ -22,7 +22,9 @@ Each round prints its line; then the medians over the rounds: msg/s of each, the
 the rounds' ratios (issue 25's aims: transactions of 1,000 >= 0.5x, of 100 >= 0.2x), and the
 CPU per message of the producer's process and of the cluster's processes (tower and stores,
 from /proc) beside the batched producer's: on the shared machine single rounds scatter (one
-baseline ran at 90k, another at 1.13M msg/s), the CPU per message much less.
+baseline ran at 90k, another at 1.13M msg/s), the CPU per message much less. For the
+pipelined ratio, rounds long enough to measure: ``--modes nowait --messages 1000000 --rounds
+5 --reads 0`` (docs/exactly-once.md, "Pipelined commits with 2 stores").
 
 Then the topic of the largest transaction size (both runs of the first round) is read from
 the start by a fresh consumer each time, ``--reads`` rounds of four reads alternated - read

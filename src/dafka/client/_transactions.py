@@ -39,8 +39,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from itertools import accumulate, repeat
-from operator import itemgetter
-from typing import Any, Protocol
+from operator import add, itemgetter
+from typing import Any, Protocol, cast
 
 from dafka.client._consumer import Consumer
 from dafka.client._errors import DeliveryError, RunFencedError
@@ -823,11 +823,14 @@ class TransactionalProducer(Closing):
             check_timestamp(timestamp)
         if not count:
             return
-        weights = [len(v) + MESSAGE_OVERHEAD for v in vals]
+        weights = list(map(MESSAGE_OVERHEAD.__add__, map(len, vals)))  # no Python step each
         if key_list is not None:
-            weights = [
-                w if k is None else w + len(k) for w, k in zip(weights, key_list, strict=True)
-            ]
+            if None in key_list:
+                weights = [
+                    w if k is None else w + len(k) for w, k in zip(weights, key_list, strict=True)
+                ]
+            else:
+                weights = list(map(add, weights, map(len, cast("list[bytes]", key_list))))
         heaviest = max(weights)
         if heaviest > self._room_bytes:
             i = weights.index(heaviest)
