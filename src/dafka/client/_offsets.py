@@ -304,12 +304,26 @@ class CommitReader(Closing):
         if TXN_TOPIC not in watcher.topics:
             watcher.subscribe(TXN_TOPIC)
         heads = watcher.refresh(max(0.3, self._settle), timeout)
-        wanted = {
-            (TXN_TOPIC, r.log): r.at for r in open_refs if heads.get((TXN_TOPIC, r.log), -1) >= r.at
-        }
-        contents = self._read_at(wanted, timeout)
+        # Several open transactions may name one log (instances of one transactional id
+        # each commit through a committer of their own): each is judged by its own slot,
+        # read one slot per log per round - never by another's (a transaction 0 of each).
+        left = sorted(
+            {(r.log, r.at) for r in open_refs if heads.get((TXN_TOPIC, r.log), -1) >= r.at}
+        )
+        slots: dict[tuple[str, int], bytes] = {}
+        while left:
+            wanted: dict[Key, int] = {}
+            later: list[tuple[str, int]] = []
+            for log_name, at in left:
+                if (TXN_TOPIC, log_name) in wanted:
+                    later.append((log_name, at))
+                else:
+                    wanted[(TXN_TOPIC, log_name)] = at
+            for (_, log_name), stored in self._read_at(wanted, timeout).items():
+                slots[(log_name, wanted[(TXN_TOPIC, log_name)])] = stored
+            left = later
         for ref in open_refs:
-            content = contents.get((TXN_TOPIC, ref.log))
+            content = slots.get((ref.log, ref.at))
             if content is None:
                 continue  # not written yet: not committed (yet)
             try:
