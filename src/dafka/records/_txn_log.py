@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dafka.errors import DafkaError
-from dafka.message import Flags, ProducerID, build_uuid
+from dafka.message import Flags, ProducerID, build_uuids
 from dafka.records._errors import CorruptLogError
 
 TXN_TOPIC = "__dafka_txn"
@@ -213,8 +213,10 @@ def decode_at(log: str, offset: int, content: bytes) -> LogRecord:
 
 
 def ack_uuid(producer: ProducerID, clock: int) -> bytes:
-    """The 16 UUID bytes of ``producer``'s ACK at ``clock``."""
-    return build_uuid(producer, clock, Flags.ACK_TXN).bytes
+    """The 16 UUID bytes of ``producer``'s ACK at ``clock`` (``build_uuid``'s bytes, by
+    ``build_uuids``: no ``uuid.UUID`` and 128-bit int per ACK - a pipelined commit of a
+    transaction of 100 messages over 4 partitions mints 4)."""
+    return build_uuids(producer, int(clock), 1, Flags.ACK_TXN)[0]
 
 
 @dataclass(slots=True)
