@@ -166,7 +166,8 @@ class Producer(Closing):
         self._chunks_drained = 0  # written by the runner thread
         self._scheduled = False
         self._last_call = 0.0
-        """``time.monotonic()`` of the previous single message (``_lone``; under ``_lock``)."""
+        """``time.monotonic()`` of the previous drain or unqueued message (``_lone``; under
+        ``_lock``)."""
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
         """Waited on for room (in flight) and by flush; on ``_lock``, so that a send that
@@ -486,18 +487,21 @@ class Producer(Closing):
                 self._next_ticket = ticket + 1
                 self._futures[ticket] = future
             self._pending.append((index, value, key, headers, timestamp, uuid, (ticket, size)))
-            here = self._lone() and not self._scheduled
+            here = False
             if not self._scheduled:
                 self._scheduled = True
+                here = self._lone()
                 if not here:
                     self._runner.post(self._drain)
         if here:
             self._drain_lone()
 
     def _lone(self) -> bool:
-        """This message comes :data:`DIRECT_GAP` or more after the previous one (``_lock``
-        held; every single message asks): with nothing queued before it, the caller's thread
-        may send it itself. Closer ones are queued: the runner sends them in batches."""
+        """Nothing is queued before this message (``_lock`` held, no drain scheduled) and it
+        comes :data:`DIRECT_GAP` or more after the previous drain or unqueued message: the
+        caller's thread may send it itself. Closer ones are queued: the runner sends them in
+        batches. Asked only when no drain is scheduled: a loop's calls, which find one
+        scheduled, read no clock."""
         now = time.monotonic()
         lone = now - self._last_call >= DIRECT_GAP
         self._last_call = now
@@ -569,9 +573,10 @@ class Producer(Closing):
             chunk.size += size
             if future is not None:
                 chunk.futures.append(future)
-            here = self._lone() and not self._scheduled
+            here = False
             if not self._scheduled:
                 self._scheduled = True
+                here = self._lone()
                 if not here:
                     self._runner.post(self._drain)
         if here:
@@ -749,6 +754,7 @@ class Producer(Closing):
         pending = self._pending
         with self._lock:
             self._scheduled = False
+            self._last_call = now  # what comes next is lone only DIRECT_GAP after this
             if self._chunks_queued == self._chunks_drained:  # single messages only
                 popleft = pending.popleft
                 entries = [popleft() for _ in range(min(len(pending), DRAIN_SLICE))]
