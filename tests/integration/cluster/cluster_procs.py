@@ -268,6 +268,14 @@ class Processes:
         stdin = "--pause-at" in args or "--wait-line" in args
         return self.spawn(name, [*argv, *args], stdin=stdin, env=env)
 
+    def produce_named(
+        self, towers: list[TowerProc], topic: str, name: str, tag: str, records: int, *args: str
+    ) -> Proc:
+        """Run ``tag`` of the named producer ``name`` (``cluster_client.py produce-named``,
+        the process named ``tag``): ``records`` records, their contents naming the run."""
+        args = ("--name", name, "--tag", tag, "--records", str(records), *args)
+        return self.client(tag, "produce-named", towers, topic, *args)
+
     def describe(self) -> str:
         """The tails of every process's output, for failure messages."""
         return "\n".join(p.tail() for p in self._all)

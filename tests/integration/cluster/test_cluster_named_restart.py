@@ -64,18 +64,7 @@ def test_a_named_producer_restarting_while_a_store_lags_resumes_after_the_highes
     try:
 
         def run(tag: str, records: int) -> Proc:
-            return procs.client(
-                tag,
-                "produce-named",
-                [tower],
-                TOPIC,
-                "--name",
-                NAME,
-                "--tag",
-                tag,
-                "--records",
-                str(records),
-            )
+            return procs.produce_named([tower], TOPIC, NAME, tag, records)
 
         first = run("g1", 5_000)
         assert first.wait_exit() == 0, procs.describe()
@@ -88,20 +77,8 @@ def test_a_named_producer_restarting_while_a_store_lags_resumes_after_the_highes
         assert second.require("done")["start"] == 5_000
         probe.heads(a.reader_port, TOPIC, {PARTITION: 19_999})
 
-        third = procs.client(
-            "g2",
-            "produce-named",
-            [tower],
-            TOPIC,
-            "--name",
-            NAME,
-            "--tag",
-            "g2",
-            "--records",
-            "1000",
-            "--wait-line",
-            "--beacon-interval",
-            SLOW_BEACONS,
+        third = procs.produce_named(
+            [tower], TOPIC, NAME, "g2", 1000, "--wait-line", "--beacon-interval", SLOW_BEACONS
         )
         third.wait_event("waiting")
         a.proc.send_signal(signal.SIGSTOP)  # A will answer late...

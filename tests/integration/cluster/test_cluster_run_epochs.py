@@ -53,19 +53,7 @@ def test_an_older_runs_unacknowledged_records_are_replaced_on_the_store_that_too
     expected += [named_payload(s, "g3") for s in range(1_000, 1_300)]
 
     def run(tag: str, records: int, *extra: str) -> Proc:
-        return procs.client(
-            tag,
-            "produce-named",
-            [tower],
-            TOPIC,
-            "--name",
-            NAME,
-            "--tag",
-            tag,
-            "--records",
-            str(records),
-            *extra,
-        )
+        return procs.produce_named([tower], TOPIC, NAME, tag, records, *extra)
 
     live = Consumer(
         TOPIC,
