@@ -159,6 +159,9 @@ def decode_commit(content: bytes) -> CommitRecord:
         if "txn" in doc:
             log, at, number = doc["txn"]
             txn = TxnRef(str(log), int(at), int(number))
+            if txn.at < 0 or txn.txn < 0 or not txn.log.endswith(".0"):
+                # a slot below 0 would be asked of the log (every head is >= -1)
+                raise ValueError(f"a transaction is [log partition, slot >= 0, txn >= 0]: {txn}")
             base = _offsets_from(doc["base"])
         return CommitRecord(
             str(doc["group"]), str(doc["writer"]), _offsets_from(doc["offsets"]), txn, base

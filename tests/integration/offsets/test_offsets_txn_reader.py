@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from dafka import CommittedOffset, Consumer, LocalCluster, TransactionalProducer
+from dafka import CommittedOffset, Consumer, LocalCluster, Producer, TransactionalProducer
+from dafka.records import OFFSETS_TOPIC, CommitRecord, TxnRef, commit_partition, encode_commit
 
 
 class _CrashError(Exception):
@@ -65,3 +66,37 @@ def test_each_transaction_of_one_log_is_decided_by_its_own_intent_slot(
         found = reader.committed([first, second], timeout=20)
     offsets = {k: v.offset if isinstance(v, CommittedOffset) else v for k, v in found.items()}
     assert offsets == {first: None, second: 20}
+
+
+def test_a_commit_record_naming_a_slot_below_zero_is_skipped_as_corrupt(
+    cluster: LocalCluster,
+) -> None:
+    """A peer's commit record whose transaction names slot -1 of a log (no writer of ours
+    sends one) is a corrupt record: skipped and counted, the group's other commits read.
+    Before, the reader asked the log for record -1 (every head is >= -1) and the reading
+    consumer's ConfigError came out of ``committed()`` - every member's take raised it."""
+    group = "g-txr-forged"
+    good, forged = ("txr-in", "good.0"), ("txr-in", "forged.0")
+    record = CommitRecord(
+        group,
+        "hostile",
+        {forged: CommittedOffset(99, 0, 1)},
+        TxnRef("txr-loop~.0", -1, 0),
+    )
+    with Producer(
+        OFFSETS_TOPIC,
+        towers=cluster.towers,
+        beacon_interval=0.2,
+        name=commit_partition(group, "forged")[:-2],
+        partitions=1,
+        batching=False,
+    ) as writer:
+        writer.send(encode_commit(record))
+        assert writer.flush(30) == 0
+    with Consumer(
+        towers=cluster.towers, beacon_interval=0.2, group_id=group, assign={good: 0, forged: 0}
+    ) as member:
+        member.commit({good: 7})
+        found = member.committed([good, forged], timeout=20)
+    offsets = {k: v.offset if isinstance(v, CommittedOffset) else v for k, v in found.items()}
+    assert offsets == {good: 7, forged: None}

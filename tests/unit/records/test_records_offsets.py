@@ -67,6 +67,13 @@ def test_a_commit_without_a_tenure_keeps_the_earlier_form() -> None:
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1,0,0,"",Infinity]]}',
         b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[["t","p",1e400,0,0,""]]}',
         b"[" * 100_000,
+        # a transaction's slot below 0 (asked of its log: every head is >= -1), a
+        # negative transaction number, a log that is no partition
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[],'
+        b'"txn":["t~.0",-1,0],"base":[]}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[],'
+        b'"txn":["t~.0",3,-1],"base":[]}',
+        b'{"type":"commit","v":1,"group":"g","writer":"w","offsets":[],"txn":["t~",3,0],"base":[]}',
     ],
 )
 def test_anything_else_is_a_corrupt_commit(content: bytes) -> None:
