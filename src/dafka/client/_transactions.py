@@ -181,6 +181,16 @@ class _OpenBatch:
         self.cut = self.cut_weight = 0
         return head
 
+    def encode(self) -> bytes:
+        """The batch as a RECORD's content (the batch format)."""
+        return encode_batch(
+            self.values,
+            self.keys,
+            self.headers if self.headed else None,
+            self.timestamps,
+            self.uuids,
+        )
+
 
 @dataclasses.dataclass(slots=True)
 class _Pending:
@@ -641,13 +651,7 @@ class TransactionalProducer(Closing):
         """Encode ``batch`` and send it, or hold it while a pipelined commit is in flight
         (``txn``: the transaction of its last message; released after the ACKs of the group
         that decides it, ``_release_held``). Lock held."""
-        content = encode_batch(
-            batch.values,
-            batch.keys,
-            batch.headers if batch.headed else None,
-            batch.timestamps,
-            batch.uuids,
-        )
+        content = batch.encode()
         if self._hold:  # a pipelined commit is in flight: after its ACKs (_run_commits)
             self._held.append((txn, index, content, batch.waiters, len(batch.values)))
             return
@@ -665,14 +669,7 @@ class TransactionalProducer(Closing):
                 head = batch
             else:
                 head = batch.take_head()
-            content = encode_batch(
-                head.values,
-                head.keys,
-                head.headers if head.headed else None,
-                head.timestamps,
-                head.uuids,
-            )
-            self._send_record(index, content, head.waiters, len(head.values))
+            self._send_record(index, head.encode(), head.waiters, len(head.values))
 
     def _send_record(
         self,

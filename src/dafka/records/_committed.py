@@ -542,23 +542,29 @@ class CommittedFilter:
         elif records:
             out.append(RecordRun(records))
 
+    def _step(self) -> Envelope[_Msg] | None:
+        """The sequencer's next envelope (None: the commit is done), starting each replay it
+        asks for from the recent RECORDs or the stores."""
+        seq = self._seq
+        while True:
+            try:
+                return seq.step()
+            except MustStartReplay as needed:
+                seq.start_replay(self._replayed(needed.partition, needed.begin, needed.end))
+
     def _step_parts(self, out: list[Part]) -> None:
         """Step through a commit that is not all in the ring (a replay, or a run split by
         an ACK inside its clocks) into ``out``: consecutive messages of one batched RECORD
         (replayed as runs from the recent RECORDs or the stores, or from the ring) as one
         slice of it, Records for messages that came as Records; the committing ACK dropped.
         What was stepped before a failing replay is in ``out`` when the error propagates."""
-        seq = self._seq
+        step = self._step
         run: CheckedBatch | None = None
         run_start = run_stop = 0
         records: list[Record] = []
         try:
             while True:
-                try:
-                    env = seq.step()
-                except MustStartReplay as needed:
-                    seq.start_replay(self._replayed(needed.partition, needed.begin, needed.end))
-                    continue
+                env = step()
                 if env is None:
                     return
                 message: Any = env[3]
@@ -667,12 +673,9 @@ class CommittedFilter:
                 out.pop()
             return
         append = out.append
+        step = self._step
         while True:
-            try:
-                env = seq.step()
-            except MustStartReplay as needed:
-                seq.start_replay(self._replayed(needed.partition, needed.begin, needed.end))
-                continue
+            env = step()
             if env is None:
                 return
             if env[2] - env[1] > 1:  # a run (CONTINUEs only: no ACK in it)

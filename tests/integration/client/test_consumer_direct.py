@@ -17,10 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from dafka import Consumer
 from dafka.client import PartitionProducer
 from dafka.records import Record
-from tests.integration.client.test_producer import FAST, Cluster
+from tests.integration.client.test_producer import (
+    Cluster,
+    live_consumer,
+    poll_values,
+)
 
 
 @pytest.fixture
@@ -29,30 +32,18 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield c
 
 
-def _consumer(cluster: Cluster, topic: str) -> Consumer:
-    return Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST)
-
-
-def _until(consumer: Consumer, count: int) -> list[bytes]:
-    got: list[Record] = []
-    deadline = time.monotonic() + 30
-    while len(got) < count and time.monotonic() < deadline:
-        got += consumer.poll(timeout=0.5)
-    return [r.value for r in got]
-
-
 def test_a_waiting_poll_reads_the_records_in_its_own_thread(cluster: Cluster) -> None:
     with (
-        _consumer(cluster, "waits") as consumer,
+        live_consumer(cluster, "waits") as consumer,
         PartitionProducer("waits", cluster.client_transport()) as producer,
     ):
         producer.publish(b"first")
-        assert _until(consumer, 1) == [b"first"]
+        assert poll_values(consumer, 1, poll=0.5) == [b"first"]
         before = consumer.transport_statistics().received_here
         got: list[bytes] = []
         for i in range(30):  # each published while the consumer waits in poll for it
             producer.publish(f"r{i}".encode())
-            got += _until(consumer, 1)
+            got += poll_values(consumer, 1, poll=0.5)
         assert got == [f"r{i}".encode() for i in range(30)]
         read_here = consumer.transport_statistics().received_here - before
     assert read_here >= 15  # the others arrived while the runner was in a turn (a beacon's)
@@ -60,11 +51,12 @@ def test_a_waiting_poll_reads_the_records_in_its_own_thread(cluster: Cluster) ->
 
 def test_records_arrive_while_the_application_does_not_poll(cluster: Cluster) -> None:
     with (
-        _consumer(cluster, "away") as consumer,
+        live_consumer(cluster, "away") as consumer,
         PartitionProducer("away", cluster.client_transport()) as producer,
     ):
         producer.publish(b"first")
-        assert _until(consumer, 1) == [b"first"]  # the poll waited: the runner left the SUBs
+        # the poll waited: the runner left the SUBs
+        assert poll_values(consumer, 1, poll=0.5) == [b"first"]
         received = consumer.transport_statistics().received
         for i in range(10):
             producer.publish(f"r{i}".encode())
@@ -74,13 +66,13 @@ def test_records_arrive_while_the_application_does_not_poll(cluster: Cluster) ->
         while consumer.transport_statistics().received < received + 10:
             assert time.monotonic() < deadline, "the runner did not read while nobody polled"
             time.sleep(0.01)
-        assert _until(consumer, 10) == [f"r{i}".encode() for i in range(10)]
+        assert poll_values(consumer, 10, poll=0.5) == [f"r{i}".encode() for i in range(10)]
 
 
 def test_two_threads_polling_get_every_record_once_in_order(cluster: Cluster) -> None:
     count = 3_000
     with (
-        _consumer(cluster, "two") as consumer,
+        live_consumer(cluster, "two") as consumer,
         PartitionProducer("two", cluster.client_transport()) as producer,
     ):
         got: list[list[bytes]] = [[], []]
@@ -113,7 +105,7 @@ def test_two_threads_polling_get_every_record_once_in_order(cluster: Cluster) ->
 
 
 def test_close_wakes_a_poll_waiting_on_the_sockets(cluster: Cluster) -> None:
-    consumer = _consumer(cluster, "closing")
+    consumer = live_consumer(cluster, "closing")
     out: list[list[Record]] = []
     started = threading.Event()
 
@@ -140,7 +132,7 @@ def test_a_poll_that_began_in_the_runners_turn_still_waits_on_the_sockets(
     """The runner held its turn when ``poll`` began (no data wait could be had then): the
     poll asks again soon, rather than waiting on the condition for its whole timeout (it
     did: 4 of 9 runs of the test above at load 5 never saw the direct waiter)."""
-    consumer = _consumer(cluster, "mid-turn")
+    consumer = live_consumer(cluster, "mid-turn")
     turns = consumer._runner._turns
     assert turns is not None
     out: list[list[Record]] = []

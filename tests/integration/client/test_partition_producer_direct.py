@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from dafka import Consumer
 from dafka.client import PartitionProducer
-from dafka.records import Record
-from tests.integration.client.test_producer import FAST, Cluster
+from tests.integration.client.test_producer import (
+    Cluster,
+    live_consumer,
+    poll_values,
+)
 
 
 @pytest.fixture
@@ -28,27 +30,15 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield c
 
 
-def _read(consumer: Consumer, count: int) -> list[bytes]:
-    got: list[Record] = []
-    deadline = time.monotonic() + 30
-    while len(got) < count and time.monotonic() < deadline:
-        got += consumer.poll(timeout=0.2)
-    return [r.value for r in got]
-
-
-def _consumer(cluster: Cluster, topic: str) -> Consumer:
-    return Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST)
-
-
 def test_lone_records_are_sent_by_the_publishing_thread(cluster: Cluster) -> None:
     with (
-        _consumer(cluster, "lone") as consumer,
+        live_consumer(cluster, "lone") as consumer,
         PartitionProducer("lone", cluster.client_transport()) as producer,
     ):
         for i in range(40):  # each after the previous one was stored: lone
             producer.publish(f"lone-{i}".encode())
             assert producer.flush(10)
-        assert _read(consumer, 40) == [f"lone-{i}".encode() for i in range(40)]
+        assert poll_values(consumer, 40) == [f"lone-{i}".encode() for i in range(40)]
         stats = producer.transport_statistics()
     assert stats.sent_here >= 20, stats  # the others met the runner in a turn (an ACK's)
 
@@ -56,13 +46,13 @@ def test_lone_records_are_sent_by_the_publishing_thread(cluster: Cluster) -> Non
 def test_a_loop_still_goes_in_runs_from_the_runner(cluster: Cluster) -> None:
     count = 20_000
     with (
-        _consumer(cluster, "loop") as consumer,
+        live_consumer(cluster, "loop") as consumer,
         PartitionProducer("loop", cluster.client_transport()) as producer,
     ):
         for i in range(count):
             producer.publish(b"%d" % i)
         assert producer.flush(30)
-        assert _read(consumer, count) == [b"%d" % i for i in range(count)]
+        assert poll_values(consumer, count) == [b"%d" % i for i in range(count)]
         stats = producer.transport_statistics()
     assert stats.sent_here <= count // 4, stats
 
@@ -72,7 +62,7 @@ def test_direct_and_queued_records_of_two_threads_keep_the_order_of_their_sequen
 ) -> None:
     per_thread = 3_000
     with (
-        _consumer(cluster, "mixed") as consumer,
+        live_consumer(cluster, "mixed") as consumer,
         PartitionProducer("mixed", cluster.client_transport()) as producer,
     ):
         sequences: dict[bytes, int] = {}
@@ -92,7 +82,7 @@ def test_direct_and_queued_records_of_two_threads_keep_the_order_of_their_sequen
         for t in threads:
             t.join()
         assert producer.flush(30)
-        got = _read(consumer, 2 * per_thread)
+        got = poll_values(consumer, 2 * per_thread)
     assert len(got) == 2 * per_thread
     assert [sequences[v] for v in got] == list(range(2 * per_thread))
     for name in ("a", "b"):

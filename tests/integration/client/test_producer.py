@@ -53,6 +53,21 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield c
 
 
+def live_consumer(cluster: Cluster, topic: str) -> Consumer:
+    """A consumer of ``topic`` from its beginning, at the suite's fast beacons."""
+    return Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST)
+
+
+def poll_values(consumer: Consumer, count: int, poll: float = 0.2) -> list[bytes]:
+    """The values ``consumer`` polls (``poll`` s a call) until it has ``count`` or 30 s
+    passed (the caller asserts on what came)."""
+    got: list[Record] = []
+    deadline = time.monotonic() + 30
+    while len(got) < count and time.monotonic() < deadline:
+        got += consumer.poll(timeout=poll)
+    return [r.value for r in got]
+
+
 def read_back(cluster: Cluster, topic: str, count: int, timeout: float = 20) -> list[Record]:
     """Every message of ``topic``, read by a late consumer (batches unpacked by it)."""
     out: list[Record] = []

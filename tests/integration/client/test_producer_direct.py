@@ -17,9 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from dafka import Consumer, Producer
-from dafka.records import Record
-from tests.integration.client.test_producer import FAST, Cluster
+from dafka import Producer
+from tests.integration.client.test_producer import (
+    FAST,
+    Cluster,
+    live_consumer,
+    poll_values,
+)
 
 
 @pytest.fixture
@@ -28,21 +32,9 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield c
 
 
-def _read(consumer: Consumer, count: int) -> list[bytes]:
-    got: list[Record] = []
-    deadline = time.monotonic() + 30
-    while len(got) < count and time.monotonic() < deadline:
-        got += consumer.poll(timeout=0.2)
-    return [r.value for r in got]
-
-
-def _consumer(cluster: Cluster, topic: str) -> Consumer:
-    return Consumer(topic, towers=cluster.towers, offset_reset="earliest", **FAST)
-
-
 def test_lone_messages_are_sent_by_the_calling_thread(cluster: Cluster) -> None:
     with (
-        _consumer(cluster, "lone") as consumer,
+        live_consumer(cluster, "lone") as consumer,
         Producer("lone", towers=cluster.towers, partitions=1, **FAST) as producer,
     ):
         for i in range(40):  # each after the previous one was stored: lone
@@ -52,7 +44,7 @@ def test_lone_messages_are_sent_by_the_calling_thread(cluster: Cluster) -> None:
             assert producer.flush(10) == 0
         expected = [f"send-{i}".encode() for i in range(40)]
         expected += [f"produce-{i}".encode() for i in range(40)]
-        assert _read(consumer, 80) == expected
+        assert poll_values(consumer, 80) == expected
         stats = producer.transport_statistics()
     # one RECORD per lone message; the others met the runner in a turn (an ACK's)
     assert stats.sent_here >= 40, stats
@@ -61,13 +53,13 @@ def test_lone_messages_are_sent_by_the_calling_thread(cluster: Cluster) -> None:
 def test_a_loop_still_goes_in_batches_from_the_runner(cluster: Cluster) -> None:
     count = 50_000
     with (
-        _consumer(cluster, "loop") as consumer,
+        live_consumer(cluster, "loop") as consumer,
         Producer("loop", towers=cluster.towers, partitions=1, **FAST) as producer,
     ):
         for i in range(count):
             producer.produce(b"%d" % i)
         assert producer.flush(30) == 0
-        assert _read(consumer, count) == [b"%d" % i for i in range(count)]
+        assert poll_values(consumer, count) == [b"%d" % i for i in range(count)]
         stats = producer.transport_statistics()
     assert stats.sent <= count // 20, stats  # batches, not a RECORD per message
 
@@ -77,7 +69,7 @@ def test_direct_and_queued_messages_of_two_threads_keep_each_threads_order(
 ) -> None:
     per_thread = 3_000
     with (
-        _consumer(cluster, "mixed") as consumer,
+        live_consumer(cluster, "mixed") as consumer,
         Producer("mixed", towers=cluster.towers, partitions=1, **FAST) as producer,
     ):
 
@@ -93,7 +85,7 @@ def test_direct_and_queued_messages_of_two_threads_keep_each_threads_order(
         for t in threads:
             t.join()
         assert producer.flush(30) == 0
-        got = _read(consumer, 2 * per_thread)
+        got = poll_values(consumer, 2 * per_thread)
         stats = producer.transport_statistics()
     assert len(got) == 2 * per_thread
     assert len(set(got)) == len(got)
