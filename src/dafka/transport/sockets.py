@@ -18,17 +18,31 @@ subscription on a store's PUB cost the store ~50 MB it never gave back (issue 19
   producer's RECORD over its limit, so that the partition goes on; a socket that disconnected
   on such a RECORD would see it again on every FETCH and never get past it.
 
-And ZMTP heartbeats with a connect timeout, so that a connection across a network partition
-is replaced soon after the network heals: a TCP connection whose packets vanish retransmits
-with the kernel's back-off (a 30 s cut between hosts healed, and the records went on ~27 s
-later, at the next retransmission; tests/hosts). A connection that received nothing for
-:data:`HEARTBEAT_TIMEOUT_MS` (pings every :data:`HEARTBEAT_INTERVAL_MS` answered by the
-peer's ZeroMQ I/O thread, not by Python: a busy node still answers) is closed and the
-connecting side reconnects, each attempt given up after :data:`CONNECT_TIMEOUT_MS` (a SYN lost
-in the cut is retried by the kernel after 1, 3, 7, 15, 31 s otherwise): the same cut now
-heals ~1 s after the link. What was published while disconnected is fetched again, as after
-any loss. The timeout is generous so that a slow link with a deep queue is not mistaken for
-a dead one; a cut shorter than it heals by TCP retransmission alone.
+And a dead-connection rule kept by the kernel, with a connect timeout, so that a connection
+across a network partition is replaced soon after the network heals: a TCP connection whose
+packets vanish retransmits with the kernel's back-off (a 30 s cut between hosts healed, and
+the records went on ~27 s later, at the next retransmission; tests/hosts). A connection on
+which nothing arrived for :data:`DEAD_CONNECTION_MS` while keepalive probes went unanswered
+(``ZMQ_TCP_KEEPALIVE*``: a probe after :data:`KEEPALIVE_IDLE_S` of silence, then every
+:data:`KEEPALIVE_INTERVAL_S`), or whose sent bytes stayed unacknowledged that long
+(``ZMQ_TCP_MAXRT``, Linux's ``TCP_USER_TIMEOUT``), is closed by the kernel and the connecting
+side reconnects, each attempt given up after :data:`CONNECT_TIMEOUT_MS` (a SYN lost in the
+cut is retried by the kernel after 1, 3, 7, 15, 31 s otherwise): the same cut heals a second
+or two after the link (docs/deploy.md). The peer's kernel answers the probes, not its Python
+nor its ZeroMQ thread: a busy node still answers. What was published while disconnected is
+fetched again, as after any loss. The timeout is generous so that a slow link with a deep
+queue is not mistaken for a dead one; a cut shorter than it heals by TCP retransmission
+alone. A node that reads nothing from a peer for that long (its queue from the peer full,
+the kernel's window closed) has the connection closed and re-made by the sender's kernel,
+as the heartbeat timeout did (what was in flight is fetched again).
+
+Not ZMTP heartbeats (``ZMQ_HEARTBEAT_IVL``), which this used until 2026-11: in libzmq 4.3.5
+(pyzmq 27's) the heartbeat timer writes a PING on a connection whose reading had stopped
+(the socket's queue from that peer full: a node lagging behind it) and then failed (the peer
+closed or reset it), and that write aborts the whole process (``Assertion failed: !_io_error
+(src/stream_engine_base.cpp:310)``), most likely how a store died in CI while its peers
+left as it caught up; ``scripts/zmq_abort.py lag --heartbeats`` reproduces it every time
+(docs/nodes.md, "Limits against strangers").
 """
 
 from __future__ import annotations
@@ -43,11 +57,18 @@ ZmqContext: TypeAlias = zmq.Context[zmq.Socket[bytes]]
 """The ZeroMQ context a node may be given (``context=``): other packages name the type
 from here, never from zmq (only ``dafka.transport`` imports zmq)."""
 
-HEARTBEAT_INTERVAL_MS = 2000
-"""ZMTP PING every 2 s on a connection (``ZMQ_HEARTBEAT_IVL``)."""
-HEARTBEAT_TIMEOUT_MS = 10_000
-"""A connection that received nothing for 10 s is closed, then re-made by its connecting
-side (``ZMQ_HEARTBEAT_TIMEOUT``)."""
+DEAD_CONNECTION_MS = 10_000
+"""A connection silent for 10 s while keepalive probes went unanswered, or whose sent bytes
+stayed unacknowledged for 10 s, is closed by the kernel, then re-made by its connecting side
+(``ZMQ_TCP_MAXRT``; it also bounds the keepalive probing)."""
+KEEPALIVE_IDLE_S = 2
+"""Seconds of silence on a connection before the kernel's first keepalive probe
+(``ZMQ_TCP_KEEPALIVE_IDLE``)."""
+KEEPALIVE_INTERVAL_S = 2
+"""Seconds between keepalive probes (``ZMQ_TCP_KEEPALIVE_INTVL``)."""
+KEEPALIVE_PROBES = 5
+"""Unanswered probes before the kernel gives the connection up when no ``TCP_MAXRT`` applies
+(``ZMQ_TCP_KEEPALIVE_CNT``)."""
 CONNECT_TIMEOUT_MS = 2000
 """A connection attempt unanswered for 2 s is given up and tried again (``ZMQ_CONNECT_TIMEOUT``;
 a lost SYN would otherwise wait for the kernel's back-off)."""
@@ -79,15 +100,19 @@ def make_socket(
     hwm: int = DEFAULT_HWM,
     max_inbound_bytes: int,
 ) -> zmq.Socket[bytes]:
-    """A new socket of ``kind`` with LINGER, both high-water marks and the inbound frame cap
-    set (no default: every socket says which of the two caps it needs)."""
+    """A new socket of ``kind`` with LINGER, both high-water marks, the inbound frame cap
+    (no default: every socket says which of the two caps it needs) and the kernel's
+    dead-connection rule set; never ZMTP heartbeats (the module's docstring says why)."""
     sock = context.socket(kind)
     sock.setsockopt(zmq.LINGER, linger_ms)
     sock.setsockopt(zmq.SNDHWM, hwm)
     sock.setsockopt(zmq.RCVHWM, hwm)
     sock.setsockopt(zmq.MAXMSGSIZE, max_inbound_bytes)
-    sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_INTERVAL_MS)
-    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
+    sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, KEEPALIVE_IDLE_S)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, KEEPALIVE_INTERVAL_S)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, KEEPALIVE_PROBES)
+    sock.setsockopt(zmq.TCP_MAXRT, DEAD_CONNECTION_MS)
     sock.setsockopt(zmq.CONNECT_TIMEOUT, CONNECT_TIMEOUT_MS)
     return sock
 
@@ -108,6 +133,7 @@ __all__ = [
     "BEACON_HWM",
     "CONTROL_MESSAGE_BYTES",
     "DATA_MESSAGE_BYTES",
+    "DEAD_CONNECTION_MS",
     "DEFAULT_HWM",
     "DEFAULT_LINGER_MS",
     "ZmqContext",
