@@ -191,6 +191,11 @@ class ProducerSettings(_CommonSettings):
     """Messages sent or queued and not yet delivered, per producer; then ``backpressure``."""
     max_in_flight_bytes: int = 512 * 1024 * 1024
     """The same bound in bytes of value (+ key and headers)."""
+    max_pending_commit_bytes: int = 64 * 1024 * 1024
+    """``TransactionalProducer`` only: bytes of RECORDs held back behind pipelined commits
+    (``commit_transaction_nowait``: the RECORDs a transaction sends wait in the producer
+    until the ACKs before them are queued); then ``backpressure``. Not counted in
+    ``max_in_flight_bytes`` (nothing held is sent yet)."""
     backpressure: Backpressure = "block"
     """What ``send`` does at the bound: ``"block"`` waits, ``"error"`` raises
     :class:`BackpressureError`."""
@@ -226,6 +231,7 @@ class ProducerSettings(_CommonSettings):
         _int("batch_size", self.batch_size, 1)
         _int("max_in_flight", self.max_in_flight, 1)
         _int("max_in_flight_bytes", self.max_in_flight_bytes, 1)
+        _int("max_pending_commit_bytes", self.max_pending_commit_bytes, 1)
         _choice("backpressure", self.backpressure, ("block", "error"))
         _number("delivery_timeout", self.delivery_timeout)
         _number("head_interval", self.head_interval)

@@ -71,6 +71,7 @@ from dafka.client._txn_state import TransactionState, TransactionStatus
 from dafka.errors import ConfigError, MessageTooLargeError
 from dafka.lifecycle import Closing
 from dafka.message import Clock, Flags, build_uuid, build_uuids, fnv1a32, new_producer_id
+from dafka.node import BackpressureError
 from dafka.records import (
     HEADER_OVERHEAD,
     HEADER_SIZE,
@@ -203,9 +204,12 @@ class _Pending:
     future: Future[None]
 
 
-MAX_PENDING_COMMITS = 256
-"""Pipelined commits requested and not yet decided before a request waits (their RECORDs
-wait in the producer)."""
+MAX_PENDING_COMMITS = 4096
+"""Pipelined commits requested and not yet taken by the committer before a request waits: a
+cap on the futures waiting. What their transactions hold is bounded in bytes
+(``max_pending_commit_bytes``, ``_wait_for_room``), so that small transactions pipeline
+deep (256 requests were 25,600 messages of transactions of 100) and large ones do not hold
+a count's worth of RECORDs."""
 
 
 class TransactionalProducer(Closing):
@@ -284,6 +288,7 @@ class TransactionalProducer(Closing):
         """This instance registered its log as claimed in this process (``claim_log``)."""
         self._on_delivery = on_delivery
         self._room_bytes = s.max_message_bytes - HEADER_SIZE
+        self._max_held = s.max_pending_commit_bytes
         """The most a RECORD's messages may weigh beyond the batch header."""
         self._log: Producer | None = None
         self._watch: Consumer | None = None
@@ -309,6 +314,9 @@ class TransactionalProducer(Closing):
         self._held: list[tuple[int, int, bytes, list[tuple[int, Future[RecordMetadata]]], int]] = []
         """(txn, partition index, content, waiters, count) of each RECORD held, in order
         (``txn``: the transaction of its last message)."""
+        self._held_bytes = 0
+        """The contents' bytes of ``_held``: at most ``max_pending_commit_bytes`` before a
+        call waits (``_wait_for_room``)."""
         self._requested = -1
         """The transaction of the latest pipelined commit requested."""
         self._committer: threading.Thread | None = None
@@ -654,6 +662,7 @@ class TransactionalProducer(Closing):
         content = batch.encode()
         if self._hold:  # a pipelined commit is in flight: after its ACKs (_run_commits)
             self._held.append((txn, index, content, batch.waiters, len(batch.values)))
+            self._held_bytes += len(content)
             return
         self._send_record(index, content, batch.waiters, len(batch.values))
 
@@ -760,6 +769,8 @@ class TransactionalProducer(Closing):
         with self._lock:
             self._check("send")
             self._fence_check()
+            if self._held_bytes and self._held_bytes + weight > self._max_held:
+                self._wait_for_room(weight)
             in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
             if key is None:
@@ -835,6 +846,8 @@ class TransactionalProducer(Closing):
         with self._lock:
             self._check("send")
             self._fence_check()
+            if self._held_bytes and self._held_bytes + sum(weights) > self._max_held:
+                self._wait_for_room(sum(weights))
             in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
             groups: dict[int, tuple[list[bytes], list[bytes | None], list[int]]]
@@ -890,6 +903,28 @@ class TransactionalProducer(Closing):
             i = stop
             if batch.weight >= target:
                 self._close_batch(index)
+
+    def _wait_for_room(self, weight: int) -> None:
+        """Wait (lock held: the wait releases it) until a call of ``weight`` bytes fits
+        beside the RECORDs held behind pipelined commits (``max_pending_commit_bytes``), or
+        nothing is held (a larger call is taken alone); with ``backpressure="error"`` raise
+        :class:`BackpressureError` instead, having queued nothing. The committer releases
+        held RECORDs as it takes and decides the commits (``_run_commits``); a failed
+        commit, a fence or ``close`` ends the wait with their error."""
+        bound = self._max_held
+        if self.settings.backpressure == "error":
+            raise BackpressureError(
+                len(self._held),
+                self._held_bytes,
+                f"transactional producer {self.transactional_id!r} holds {len(self._held)} "
+                f"RECORDs ({self._held_bytes:,} bytes) behind pipelined commits not yet "
+                f"decided, and this call weighs {weight:,} bytes: over "
+                f"max_pending_commit_bytes={bound:,}; nothing was queued (wait for the "
+                "commits' futures, or raise the bound)",
+            )
+        while self._held_bytes and self._held_bytes + weight > bound:
+            self._wake.wait(0.5)  # woken by the committer; the timeout re-checks the state
+            self._check("send")
 
     def _too_large(self, weight: int, what: str = "message") -> MessageTooLargeError:
         return MessageTooLargeError(
@@ -1065,6 +1100,7 @@ class TransactionalProducer(Closing):
                     failed = groups + self._groups
                     self._groups = []
                     held, self._held = self._held, []
+                    self._held_bytes = 0
                     self._busy = False
                     # every later call raises: what is not sent never will be (the requested
                     # commits' messages may still be in the open batches, before their cut)
@@ -1096,6 +1132,7 @@ class TransactionalProducer(Closing):
             keep = [h for h in held if h[0] > upto]
         self._held = keep
         for _, index, content, waiters, count in send:
+            self._held_bytes -= len(content)
             self._send_record(index, content, waiters, count)
 
     def _drain_commits(self, timeout: float | None = None) -> None:
@@ -1226,6 +1263,14 @@ class TransactionalProducer(Closing):
         return self._status.state
 
     @property
+    def pending_commit_bytes(self) -> int:
+        """Bytes of the RECORDs held back behind pipelined commits not yet decided (sent
+        once the ACKs before them are queued): a call waits, or raises with
+        ``backpressure="error"``, while these and its messages would pass
+        ``max_pending_commit_bytes``."""
+        return self._held_bytes
+
+    @property
     def in_transaction(self) -> bool:
         """A transaction is open (or being committed or aborted)."""
         return self._status.state in (
@@ -1287,6 +1332,7 @@ class TransactionalProducer(Closing):
         error = ProducerFencedError("fenced before it was sent")
         self._fail_open(error)
         held, self._held = self._held, []
+        self._held_bytes = 0
         self._fail_held(held, error)
         self._shutdown(timeout=0)
 

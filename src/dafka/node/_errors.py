@@ -14,10 +14,14 @@ class BackpressureError(DafkaError):
     retries; with ``error`` the caller sees this error and decides.
     """
 
-    def __init__(self, unacked_records: int, unacked_bytes: int) -> None:
+    def __init__(
+        self, unacked_records: int, unacked_bytes: int, message: str | None = None
+    ) -> None:
         super().__init__(
-            f"producer holds {unacked_records} unACKed records ({unacked_bytes} bytes), its limit;"
-            " wait for stores to ACK (is a store running?) or raise max_unacked_records/bytes"
+            message
+            or f"producer holds {unacked_records} unACKed records ({unacked_bytes} bytes), its"
+            " limit; wait for stores to ACK (is a store running?) or raise"
+            " max_unacked_records/bytes"
         )
         self.unacked_records = unacked_records
         self.unacked_bytes = unacked_bytes

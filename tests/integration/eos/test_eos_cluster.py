@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import dafka
+from dafka import BackpressureError
 from dafka.client import Consumer, Producer, ReadCommittedConsumer, TransactionalProducer
 from dafka.errors import MessageTooLargeError
 from dafka.message import Clock, Flags, build_uuid, new_producer_id
@@ -544,6 +545,67 @@ def test_a_group_of_pipelined_transactions_shares_records_and_each_is_read_once(
     assert max(len(t) for t in txns_of.values()) > 1  # a RECORD of several transactions
     assert len(reports) == len(expected) + 30
     assert sum(error is None for _, error in reports) == len(expected)
+
+
+@pytest.mark.parametrize("backpressure", ["block", "error"])
+def test_records_held_behind_pipelined_commits_are_bounded_in_bytes(
+    cluster: LocalCluster, backpressure: str
+) -> None:
+    """The RECORDs sent while a pipelined commit is undecided wait in the producer, at most
+    ``max_pending_commit_bytes`` of them (issue 25: not a count of requests): a call past
+    the bound waits until the committer decided the commit and sent what it held
+    (``"block"``), or raises ``BackpressureError`` having queued nothing (``"error"``);
+    either way the producer goes on and read committed shows each committed message once.
+    Holding the producer's lock keeps the committer from taking the request, so that what
+    the next transaction sends is held - until a call past the bound waits (the wait
+    releases the lock)."""
+    bound = 16 * 1024
+    topic = f"t-held-{backpressure}"
+    expected: list[bytes] = []
+    held: list[int] = []
+    refused: list[bytes] = []
+    with TransactionalProducer(
+        topic,
+        f"wheld-{backpressure}",
+        partitions=2,
+        txn_lease=1.0,
+        batch_size=2048,
+        max_pending_commit_bytes=bound,
+        backpressure=backpressure,
+        **common(cluster),
+    ) as p:
+        p.begin_transaction()
+        first = [b"H--%03d" % i + bytes(100) for i in range(20)]
+        p.produce_many(first, [b"%d" % i for i in range(20)])
+        expected += first
+        with p._lock:
+            decided = p.commit_transaction_nowait()
+            p.begin_transaction()
+            for call in range(40):  # 2.7 kB a call: 108 kB held unbounded
+                batch = [b"H%02d%03d" % (call, i) + bytes(100) for i in range(20)]
+                try:
+                    p.produce_many(batch, [b"%d" % i for i in range(20)])
+                except BackpressureError:
+                    refused = batch
+                    break
+                expected += batch
+                held.append(p.pending_commit_bytes)
+                if len(held) > 1 and held[-1] < held[-2]:  # this call waited for the commit
+                    break
+        # Past the bound by at most the open batches (a batch_size each) and one call.
+        assert max(held, default=0) <= bound + 2 * 2048 + 3 * 1024
+        if backpressure == "error":
+            assert refused
+            decided.result(DEADLINE)
+            assert p.pending_commit_bytes == 0  # released with the commit's decision
+            p.produce_many(refused, [b"%d" % i for i in range(20)])
+            expected += refused
+        else:
+            assert held[-1] < held[-2]  # the call past the bound waited, then went on
+            decided.result(DEADLINE)
+        p.commit_transaction()
+    got = read_all(cluster, topic, committed=True, expect=len(expected))
+    assert Counter(values(got)) == Counter(expected)
 
 
 def test_a_producer_killed_amid_pipelined_commits_leaves_whole_transactions(
