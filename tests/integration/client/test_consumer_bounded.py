@@ -21,6 +21,7 @@ from dafka.message import Flags, build_uuid
 from dafka.records import encode_batch
 from dafka.server import InProcessCluster, free_port_pair
 from dafka.storage import FsyncPolicy, RetentionPolicy, StorageConfig
+from tests.integration.loopback import loopback_client
 
 pytestmark = pytest.mark.integration
 
@@ -38,17 +39,13 @@ class Trimmed:
         self.key = ("kept", "r.0")
 
     def settings(self, **fields: Any) -> dict[str, Any]:
-        return {
-            "towers": self.towers,
-            "advertised_host": "127.0.0.1",
-            "bind_host": "127.0.0.1",
-            "beacon_interval": 0.2,
-            "beacon_timeout": 0.8,
-            "ready_timeout": DEADLINE,
-            "fetch_retry_initial": 0.05,  # the skip comes after 10 refused retries
-            "fetch_retry_max": 0.2,
+        return loopback_client(
+            self.towers,
+            DEADLINE,
+            fetch_retry_initial=0.05,  # the skip comes after 10 refused retries
+            fetch_retry_max=0.2,
             **fields,
-        }
+        )
 
 
 @pytest.fixture(scope="module")

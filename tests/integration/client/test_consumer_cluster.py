@@ -20,6 +20,7 @@ from dafka.records import Record, encode_batch
 from dafka.server import LocalCluster
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
+from tests.integration.loopback import loopback_client
 
 pytestmark = pytest.mark.integration
 
@@ -70,15 +71,7 @@ def cluster() -> Iterator[LocalCluster]:
 
 
 def client(cluster: LocalCluster, **fields: Any) -> dict[str, Any]:
-    return {
-        "towers": cluster.towers,
-        "advertised_host": "127.0.0.1",
-        "bind_host": "127.0.0.1",
-        "beacon_interval": 0.2,
-        "beacon_timeout": 0.8,
-        "ready_timeout": DEADLINE,
-        **fields,
-    }
+    return loopback_client(cluster.towers, DEADLINE, **fields)
 
 
 def read(consumer: Consumer, count: int, max_records: int = 10_000) -> list[Record]:

@@ -19,6 +19,7 @@ from dafka import Consumer, DataLossError, Producer
 from dafka.server import InProcessCluster, free_port_pair
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
+from tests.integration.loopback import loopback_client
 
 pytestmark = pytest.mark.integration
 
@@ -33,18 +34,14 @@ class Damaged:
         self.towers = towers
 
     def settings(self, **fields: Any) -> dict[str, Any]:
-        return {
-            "towers": self.towers,
-            "advertised_host": "127.0.0.1",
-            "bind_host": "127.0.0.1",
-            "beacon_interval": 0.2,
-            "beacon_timeout": 0.8,
-            "ready_timeout": DEADLINE,
-            "offset_reset": "earliest",
-            "fetch_retry_initial": 0.05,  # the loss is known after 10 refused retries
-            "fetch_retry_max": 0.2,
+        return loopback_client(
+            self.towers,
+            DEADLINE,
+            offset_reset="earliest",
+            fetch_retry_initial=0.05,  # the loss is known after 10 refused retries
+            fetch_retry_max=0.2,
             **fields,
-        }
+        )
 
 
 def value(i: int) -> bytes:

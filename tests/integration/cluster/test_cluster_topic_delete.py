@@ -13,6 +13,7 @@ from typing import Any
 
 from dafka import Admin, Consumer, Producer
 from tests.integration.cluster.cluster_procs import DAFKA, DEADLINE, Processes, wait_until
+from tests.integration.loopback import loopback_client
 from tests.unit.cli.test_cli_describe_table import assert_aligned
 
 TOPIC = "doomed"
@@ -20,13 +21,7 @@ _APPLIED = re.compile(r"deleted doomed/dw\.0 up to (\d+)")
 
 
 def fields(towers: str) -> dict[str, Any]:
-    return {
-        "towers": towers,
-        "advertised_host": "127.0.0.1",
-        "bind_host": "127.0.0.1",
-        "beacon_interval": 0.2,
-        "ready_timeout": DEADLINE,
-    }
+    return loopback_client(towers, DEADLINE)  # beacon_timeout 0.8: the default 4 beacons
 
 
 def read_range(towers: str, first: int, end: int, idle: float = 3.0) -> tuple[list[bytes], int]:

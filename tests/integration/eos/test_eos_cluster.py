@@ -38,6 +38,7 @@ from dafka.records import (
 )
 from dafka.server import LocalCluster
 from tests.integration.cluster.cluster_procs import Proc, Processes
+from tests.integration.loopback import loopback_client
 
 pytestmark = pytest.mark.integration
 
@@ -46,14 +47,7 @@ DEADLINE = 60.0
 
 
 def common(cluster: LocalCluster) -> dict[str, Any]:
-    return {
-        "towers": cluster.towers,
-        "advertised_host": "127.0.0.1",
-        "bind_host": "127.0.0.1",
-        "beacon_interval": 0.2,
-        "beacon_timeout": 0.8,
-        "ready_timeout": 30.0,
-    }
+    return loopback_client(cluster.towers, 30.0)
 
 
 def app(procs: Processes, name: str, cluster: LocalCluster, *args: str) -> Proc:

@@ -14,6 +14,7 @@ import time
 from dafka.client import TransactionalProducer
 from dafka.server import LocalCluster
 from tests.integration.eos.test_eos_cluster import read_all, values
+from tests.integration.loopback import loopback_client
 
 BEACON = 4.0
 OLD_WAIT = 2 * 1.5 * BEACON
@@ -23,19 +24,17 @@ OLD_WAIT = 2 * 1.5 * BEACON
 def test_a_transactional_producer_is_ready_without_the_settle_windows(
     cluster: LocalCluster,
 ) -> None:
-    settings = {
-        "towers": cluster.towers,
-        "advertised_host": "127.0.0.1",
-        "bind_host": "127.0.0.1",
-        "beacon_interval": BEACON,
-        "beacon_timeout": 3 * BEACON,
-        "ready_timeout": 30.0,
-        "partitions": 2,
-        "txn_lease": 0.5,
-    }
+    settings = loopback_client(
+        cluster.towers,
+        30.0,
+        beacon_interval=BEACON,
+        beacon_timeout=3 * BEACON,
+        partitions=2,
+        txn_lease=0.5,
+    )
     for n in range(2):
         started = time.monotonic()
-        with TransactionalProducer("ready-topic", "ready-id", **settings) as producer:  # type: ignore[arg-type]
+        with TransactionalProducer("ready-topic", "ready-id", **settings) as producer:
             ready = time.monotonic() - started
             with producer.transaction():
                 producer.send(b"run-%d" % n, key=b"k")

@@ -1,0 +1,24 @@
+"""The settings of a client of a test cluster: every node on this machine's loopback.
+
+One place for what the integration tests' clients share (each file had its own copy of the
+dict): bound and advertised on 127.0.0.1, and beacons fast enough that a client finds the
+cluster, and notices a peer gone, within a second."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def loopback_client(towers: str, ready_timeout: float, **fields: Any) -> dict[str, Any]:
+    """Keyword arguments of a client (``Producer``, ``Consumer``, ``TransactionalProducer``,
+    ``Admin``...) of the cluster at ``towers``: a beacon every 0.2 s, a peer gone after
+    0.8 s; ``fields`` add to these or replace them."""
+    return {
+        "towers": towers,
+        "advertised_host": "127.0.0.1",
+        "bind_host": "127.0.0.1",
+        "beacon_interval": 0.2,
+        "beacon_timeout": 0.8,
+        "ready_timeout": ready_timeout,
+        **fields,
+    }
