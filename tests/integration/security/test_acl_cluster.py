@@ -15,15 +15,13 @@ with keys the ACL grants differently:
 
 from __future__ import annotations
 
-import shutil
 import socket
 import urllib.request
 from pathlib import Path
 
-from dafka.server import LocalCluster
 from tests.integration.cli.cli_run import dafka
-from tests.integration.cluster.cluster_procs import BEACON_INTERVAL, wait_until
-from tests.integration.security.test_curve_cluster import Log
+from tests.integration.cluster.cluster_procs import wait_until
+from tests.integration.security.secured import keygen, secured_cluster
 
 ACL = """
 stores = ["tower"]          # dafka up's tower and stores run with the tower's key
@@ -82,33 +80,13 @@ def _counter(port: int, name: str) -> float:
 def test_acl_refuses_what_a_key_may_not_do_and_partitions_keep_their_owner(
     tmp_path: Path,
 ) -> None:
-    keys, auth = tmp_path / "keys", tmp_path / "authorized"
-    keys.mkdir()
-    auth.mkdir()
-    for name in ("tower", "alice", "bob", "mallory", "stranger"):
-        made = dafka("keygen", str(keys / name))
-        assert made.code == 0, made.err
-        if name != "stranger":
-            shutil.copy(keys / f"{name}.key", auth)
+    keys, auth = keygen(tmp_path, ("tower", "alice", "bob", "mallory", "stranger"))
     acl = tmp_path / "acl.toml"
     acl.write_text(ACL)
-    log = Log()
     metrics = _free_ports(3)  # the tower's, store-0's, store-1's
     stores = (metrics + 1, metrics + 2)
-    with LocalCluster(
-        tmp_path / "d",
-        stores=2,
-        beacon_interval=float(BEACON_INTERVAL),
-        key=keys / "tower.key_secret",
-        authorized_keys=auth,
-        acl=acl,
-        metrics_port=metrics,
-        echo=log,
-    ) as c:
-        join = ["--tower", c.towers, "--beacon-interval", BEACON_INTERVAL]
-
-        def as_(name: str) -> list[str]:
-            return ["--key", str(keys / f"{name}.key_secret"), "--authorized-keys", str(auth)]
+    with secured_cluster(tmp_path, keys, auth, acl=acl, metrics_port=metrics) as secured:
+        c, log, join, as_ = secured.cluster, secured.log, secured.join, secured.as_
 
         def read(name: str) -> list[bytes]:
             got = dafka("consume", "orders", *join, *as_(name), "--earliest", "-e")

@@ -10,48 +10,26 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from pathlib import Path
 
 import zmq
 import zmq.auth
 
-from dafka.server import LocalCluster
 from tests.integration.cli.cli_run import dafka
-from tests.integration.cluster.cluster_procs import BEACON_INTERVAL, wait_until
+from tests.integration.cluster.cluster_procs import wait_until
+from tests.integration.security.secured import keygen, secured_cluster
 
 LINES = [b"secret-%d" % i for i in range(100)]
-
-
-class Log:
-    """Every line the cluster's members write, kept whole (their own tails keep 50)."""
-
-    def __init__(self) -> None:
-        self._lines: list[str] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, line: str) -> None:
-        with self._lock:
-            self._lines.append(line)
-
-    def count(self, member: str, text: str) -> int:
-        with self._lock:
-            return sum(1 for line in self._lines if line.startswith(member) and text in line)
 
 
 def _keys(tmp_path: Path) -> tuple[Path, Path]:
     """``dafka keygen`` for the cluster (tower.key), a producer, a consumer and a stranger;
     the authorized directory holds all but the stranger's public key."""
-    keys, auth = tmp_path / "keys", tmp_path / "authorized"
-    keys.mkdir()
-    auth.mkdir()
-    for name in ("tower", "producer", "consumer", "stranger"):
-        made = dafka("keygen", str(keys / name))
-        assert made.code == 0, made.err
+    names = ("tower", "producer", "consumer", "stranger")
+    keys, auth = keygen(tmp_path, names)
+    for name in names:
         assert (keys / f"{name}.key").is_file()
         assert (keys / f"{name}.key_secret").stat().st_mode & 0o077 == 0
-        if name != "stranger":
-            shutil.copy(keys / f"{name}.key", auth)
     # the files are zmq.auth certificates: its loader reads them
     public, secret = zmq.auth.load_certificate(keys / "producer.key_secret")
     assert len(public) == 40
@@ -62,20 +40,8 @@ def _keys(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_secured_cluster_round_trips_and_refuses_strangers(tmp_path: Path) -> None:
     keys, auth = _keys(tmp_path)
-    log = Log()
-    with LocalCluster(
-        tmp_path / "d",
-        stores=2,
-        beacon_interval=float(BEACON_INTERVAL),
-        key=keys / "tower.key_secret",
-        authorized_keys=auth,
-        echo=log,
-    ) as c:
-        join = ["--tower", c.towers, "--beacon-interval", BEACON_INTERVAL]
-
-        def as_(name: str) -> list[str]:
-            return ["--key", str(keys / f"{name}.key_secret"), "--authorized-keys", str(auth)]
-
+    with secured_cluster(tmp_path, keys, auth) as secured:
+        c, log, join, as_ = secured.cluster, secured.log, secured.join, secured.as_
         done = dafka("produce", "secret", *join, *as_("producer"), stdin=b"\n".join(LINES) + b"\n")
         assert done.code == 0, done.err
         read = dafka("consume", "secret", *join, *as_("consumer"), "--earliest", "-c", "100")
