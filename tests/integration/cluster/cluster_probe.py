@@ -9,8 +9,10 @@ The tests use both to wait for conditions on a given store instead of sleeping.
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import zmq
@@ -24,6 +26,7 @@ from dafka.transport.sockets import (
     make_socket,
 )
 from tests.integration.cluster.cluster_client import payload
+from tests.integration.cluster.cluster_procs import StoreProc, TowerProc
 
 Key = tuple[str, str]
 
@@ -152,4 +155,34 @@ def check_partition(records: list[tuple[int, bytes]], count: int, size: int = 10
         assert content == payload(sequence, size), f"wrong content at {sequence}"
 
 
-__all__ = ["AckWatch", "HeadsProbe", "check_partition", "read_log"]
+def wait_heads(
+    tower: TowerProc,
+    stores: Sequence[StoreProc],
+    topic: str,
+    expected: dict[str, int],
+    describe: Callable[[], str] | None = None,
+) -> None:
+    """Wait until each of ``stores`` holds the heads ``expected`` of ``topic`` (asked of each
+    store's reader alone); ``describe``: what a failed wait says (the processes' state)."""
+    probe = HeadsProbe([tower.sub_endpoint])
+    try:
+        for store in stores:
+            assert probe.heads(store.reader_port, topic, expected) == expected, (
+                describe() if describe is not None else ""
+            )
+    finally:
+        probe.close()
+
+
+def stopped_logs(stores: Sequence[StoreProc]) -> dict[Key, list[tuple[int, bytes]]]:
+    """Stop each store cleanly (SIGTERM) and read its data directory: the log they all hold
+    (asserted the same in every store)."""
+    for store in stores:
+        assert store.proc.stop(signal.SIGTERM) == 0, store.proc.tail()
+    logs = [read_log(store.data_dir) for store in stores]
+    for log in logs[1:]:
+        assert log == logs[0], "the two stores' logs differ"
+    return logs[0]
+
+
+__all__ = ["AckWatch", "HeadsProbe", "check_partition", "read_log", "stopped_logs", "wait_heads"]

@@ -9,12 +9,11 @@ identical.
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster.cluster_probe import HeadsProbe, check_partition, read_log
+from tests.integration.cluster.cluster_probe import check_partition, stopped_logs, wait_heads
 from tests.integration.cluster.cluster_procs import DEADLINE, Processes
 
 TOPIC = "converge"
@@ -33,15 +32,6 @@ def test_a_store_started_after_the_producer_left_fetches_its_partition(
     pid = producer.require("ready")["id"]
 
     store_b = procs.store(tmp_path / "b", [tower], name="store-b")
-    probe = HeadsProbe([tower.sub_endpoint])
-    try:
-        expected = {pid: RECORDS - 1}
-        assert probe.heads(store_b.reader_port, TOPIC, expected) == expected, procs.describe()
-    finally:
-        probe.close()
-    for store in (store_a, store_b):
-        assert store.proc.stop(signal.SIGTERM) == 0, store.proc.tail()
-
-    logs = [read_log(store.data_dir) for store in (store_a, store_b)]
-    assert logs[0] == logs[1], "the two stores' logs differ"
-    check_partition(logs[0][(TOPIC, pid)], RECORDS)
+    wait_heads(tower, [store_b], TOPIC, {pid: RECORDS - 1}, procs.describe)
+    log = stopped_logs([store_a, store_b])
+    check_partition(log[(TOPIC, pid)], RECORDS)

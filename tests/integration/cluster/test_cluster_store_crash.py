@@ -10,12 +10,17 @@ identical and complete.
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster.cluster_probe import AckWatch, HeadsProbe, check_partition, read_log
+from tests.integration.cluster.cluster_probe import (
+    AckWatch,
+    check_partition,
+    read_log,
+    stopped_logs,
+    wait_heads,
+)
 from tests.integration.cluster.cluster_procs import DEADLINE, Processes, wait_until
 
 TOPIC = "crash"
@@ -59,16 +64,6 @@ def test_killed_store_keeps_acked_records_and_catches_up(procs: Processes, tmp_p
     assert len(on_disk) < RECORDS, "A must have something to catch up"
 
     store_a = procs.store(store_a.data_dir, [tower], name="store-a")
-    probe = HeadsProbe([tower.sub_endpoint])
-    try:
-        expected = {pid: RECORDS - 1}
-        assert probe.heads(store_a.reader_port, TOPIC, expected) == expected, procs.describe()
-        assert probe.heads(store_b.reader_port, TOPIC, expected) == expected, procs.describe()
-    finally:
-        probe.close()
-    for store in (store_a, store_b):
-        assert store.proc.stop(signal.SIGTERM) == 0, store.proc.tail()
-
-    logs = [read_log(store.data_dir) for store in (store_a, store_b)]
-    assert logs[0] == logs[1], "the two stores' logs differ"
-    check_partition(logs[0][key], RECORDS)
+    wait_heads(tower, [store_a, store_b], TOPIC, {pid: RECORDS - 1}, procs.describe)
+    log = stopped_logs([store_a, store_b])
+    check_partition(log[key], RECORDS)
