@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -110,7 +110,14 @@ class Driven(SubscriptionNotices):
 class Group:
     """Members on a MemoryNetwork, the partitions they know, and the checks."""
 
-    def __init__(self, *, seed: int = 0, drop_rate: float = 0.0, interleave: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        drop_rate: float = 0.0,
+        interleave: bool = True,
+        partitions: Iterable[Key] = (),
+    ) -> None:
         self.clock = ManualClock()
         self.cut: Callable[[DataMessage, str], bool] | None = None
         """When set, only what it selects can be lost (``drop_rate`` near 1: a cut link)."""
@@ -124,6 +131,8 @@ class Group:
         self.members: dict[str, Driven] = {}
         self.partitions: set[Key] = set()
         self.steps = 0
+        for key in partitions:
+            self.add_partition(key)
 
     def join(self, name: str, **kw: object) -> Driven:
         driven = Driven(name, self.clock, **kw)  # type: ignore[arg-type]
@@ -233,9 +242,7 @@ def owned_by(group: Group) -> dict[str, set[Key]]:
 
 
 def test_three_members_share_six_partitions_disjointly_and_completely() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     for name in ("a", "b", "c"):
         group.join(name)
     group.run_until(group.converged)
@@ -245,9 +252,7 @@ def test_three_members_share_six_partitions_disjointly_and_completely() -> None:
 
 
 def test_a_member_joining_an_existing_group_reads_once_it_heard_the_group() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     group.join("a")
     group.join("b")
     group.run_until(group.converged)
@@ -267,9 +272,7 @@ def test_a_member_joining_an_existing_group_reads_once_it_heard_the_group() -> N
 def test_a_handed_over_partition_starts_where_its_beats_said_it_was_committed() -> None:
     # the old owners' beats carry their handover commits: the newcomer starts there
     # without reading the commits; a partition nobody handed over (a new one) has no start
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     for name in ("a", "b"):
         group.join(name).handover = (41, 2, 7)
     group.run_until(group.converged)
@@ -296,9 +299,7 @@ def test_a_handed_over_partition_starts_where_its_beats_said_it_was_committed() 
 
 
 def test_a_newcomer_that_hears_nobody_waits_its_whole_join_window() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     a = group.join("a")
     group.run_until(lambda: bool(a.member.assignment()))
     assert group.clock.now == pytest.approx(0.5)  # alone: the window, then everything
@@ -332,9 +333,7 @@ def test_a_lone_members_first_take_waits_for_the_whole_partition_list() -> None:
 
 
 def test_a_crashed_members_partitions_are_taken_over_after_session_timeout() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     for name in ("a", "b", "c"):
         group.join(name)
     group.run_until(group.converged)
@@ -354,9 +353,7 @@ def test_a_crashed_members_partitions_are_taken_over_after_session_timeout() -> 
 
 
 def test_a_leaving_member_hands_over_at_once() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     group.join("a")
     group.join("b")
     group.run_until(group.converged)
@@ -380,9 +377,7 @@ def test_a_new_partition_is_assigned_as_it_appears() -> None:
 
 
 def test_a_static_member_restarting_within_the_timeout_moves_nothing() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     group.join("a", instance="w1", started=1)
     group.join("b", instance="w2", started=1)
     group.run_until(group.converged)
@@ -399,9 +394,7 @@ def test_a_static_member_restarting_within_the_timeout_moves_nothing() -> None:
 
 
 def test_a_static_member_closing_keeps_its_partitions_until_the_timeout() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     group.join("a", instance="w1")
     group.join("b", instance="w2")
     group.run_until(group.converged)
@@ -413,9 +406,7 @@ def test_a_static_member_closing_keeps_its_partitions_until_the_timeout() -> Non
 
 
 def test_two_incarnations_of_one_instance_id_fence_the_older() -> None:
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     old = group.join("a", instance="w1", started=1)
     group.run_until(group.converged)
     new = group.join("a2", instance="w1", started=2)
@@ -430,9 +421,7 @@ def test_two_incarnations_of_one_instance_id_fence_the_older() -> None:
 def test_a_member_counted_dead_learns_it_and_stops_reading() -> None:
     # b's beats to a are lost for a whole session timeout: a expels b and takes its
     # partitions; b hears a's view without it and stops at once (lost, no commit)
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     a = group.join("a")
     b = group.join("b")
     group.run_until(group.converged)
@@ -451,9 +440,7 @@ def test_a_member_counted_dead_learns_it_and_stops_reading() -> None:
 def test_a_member_that_cannot_hear_one_member_takes_nothing_until_the_views_agree() -> None:
     # n hears b but not a (a one-way cut); b hears both: n's view lacks a, b's has it, so
     # they disagree and n takes nothing, although it wins partitions in its own view
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     a = group.join("a")
     group.run_until(group.converged)
     group.cut = lambda m, to: isinstance(m, MemberBeat) and m.member == "a" and to == "n"
@@ -544,9 +531,7 @@ ops = st.lists(
 def test_random_membership_changes_loss_and_reordering(
     ops: list[Op], seed: int, drop: float, commit: float
 ) -> None:
-    group = Group(seed=seed, drop_rate=drop)
-    for p in PARTS[:3]:
-        group.add_partition(p)
+    group = Group(seed=seed, drop_rate=drop, partitions=PARTS[:3])
     names = itertools.count()
     group.join(f"m{next(names)}", commit_delay=commit)
     for op, arg in ops:
@@ -726,9 +711,7 @@ def test_a_paused_member_loses_everything_before_it_commits_or_takes_anything(fi
     # (whose last beats it had were as old as its own), took every partition as a lone
     # member, and on hearing a's claims handed its own partitions over with a commit: a
     # zombie's commit, ranked above a's
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     a = group.join("a")
     b = group.join("b")
     group.run_until(group.converged)
@@ -770,9 +753,7 @@ def test_a_commit_written_after_a_pause_past_its_check_ranks_below_the_new_owner
     # gave b's: the group's position moved back. With b's host clock a minute ahead of a's,
     # a's tenure is still above b's: b's beats carried its tenure clock, and a's take ranks
     # above what it heard.
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     a = group.join("a")
     b = group.join("b", started=b_clock_ahead_ms)
     group.run_until(group.converged)
@@ -808,9 +789,7 @@ def test_a_take_ranks_above_every_tenure_heard_and_read() -> None:
     # a's wall clock reads 0 and b's a minute ahead: a's take after hearing b is above b's
     # tenures all the same, and a tenure read from the stores (a committer whose beats a
     # never heard) raises a's own above it
-    group = Group()
-    for p in PARTS:
-        group.add_partition(p)
+    group = Group(partitions=PARTS)
     a = group.join("a")
     b = group.join("b", started=60_000)
     group.run_until(group.converged)
