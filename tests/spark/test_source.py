@@ -339,9 +339,11 @@ def _seen(spark: SparkSession, out: Path) -> list[Row]:
     return spark.read.parquet(str(out / "data")).collect()
 
 
-def test_max_records_per_trigger(spark: SparkSession, cluster: Cluster) -> None:
-    publish(cluster, "m1", "m1.0", [b"x%d" % i for i in range(25)])
-    publish(cluster, "m1", "m1.1", [b"y%d" % i for i in range(12)])
+def _capped_batches(
+    spark: SparkSession, cluster: Cluster, topic: str, cap: str
+) -> tuple[list[int], list[bytes]]:
+    """Read ``topic`` from the earliest offsets to its end (``availableNow``) with the cap
+    option ``cap`` at 10: each micro-batch's size, and every value read."""
     sizes: list[int] = []
     seen: list[bytes] = []
 
@@ -353,15 +355,22 @@ def test_max_records_per_trigger(spark: SparkSession, cluster: Cluster) -> None:
     query = (
         spark.readStream.format("dafka")
         .option("towers", cluster.towers)
-        .option("subscribe", "m1")
+        .option("subscribe", topic)
         .option("startingOffsets", "earliest")
-        .option("maxRecordsPerTrigger", "10")
+        .option(cap, "10")
         .load()
         .writeStream.foreachBatch(collect)
         .trigger(availableNow=True)
         .start()
     )
     assert query.awaitTermination(120)
+    return sizes, seen
+
+
+def test_max_records_per_trigger(spark: SparkSession, cluster: Cluster) -> None:
+    publish(cluster, "m1", "m1.0", [b"x%d" % i for i in range(25)])
+    publish(cluster, "m1", "m1.1", [b"y%d" % i for i in range(12)])
+    sizes, seen = _capped_batches(spark, cluster, "m1", "maxRecordsPerTrigger")
     assert sorted(seen) == sorted([b"x%d" % i for i in range(25)] + [b"y%d" % i for i in range(12)])
     assert max(sizes) == 10
     assert sum(sizes) == 37
@@ -379,26 +388,7 @@ def test_max_offsets_per_trigger_counts_messages(spark: SparkSession, cluster: C
     publish(cluster, "m2", "m2.0", x)
     publish(cluster, "m2", "m2.1", y)
     publish(cluster, "m2", "m2.2", big)
-    sizes: list[int] = []
-    seen: list[bytes] = []
-
-    def collect(df: DataFrame, batch_id: int) -> None:
-        rows = df.collect()
-        sizes.append(len(rows))
-        seen.extend(r.value for r in rows)
-
-    query = (
-        spark.readStream.format("dafka")
-        .option("towers", cluster.towers)
-        .option("subscribe", "m2")
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "10")
-        .load()
-        .writeStream.foreachBatch(collect)
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(120)
+    sizes, seen = _capped_batches(spark, cluster, "m2", "maxOffsetsPerTrigger")
     expected = (
         [b"x%d-%d" % (r, i) for r in range(8) for i in range(5)]
         + [b"y%d-%d" % (r, i) for r in range(3) for i in range(4)]
