@@ -103,15 +103,7 @@ class ProcessCluster:
             self.pids[f"store-{i}"] = store.pid
 
     def stop(self) -> None:
-        for proc in reversed(self._procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in reversed(self._procs):
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self._procs)
         self._procs.clear()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -128,6 +120,20 @@ class ProcessCluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each process still running, the last started first, then wait for each (15 s,
+    then SIGKILL): the stores leave before the tower they beacon to."""
+    for proc in reversed(procs):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in reversed(procs):
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def cpu_seconds(pid: int) -> float:

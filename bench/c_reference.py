@@ -75,7 +75,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _procs import ProcessCluster, cpu_seconds, free_port_pair
+from _procs import ProcessCluster, cpu_seconds, free_port_pair, stop_processes
 from cluster import Results, consume_count, latency, latency_one_process, throughput
 from zmq_floor import run_catchup, run_produce, run_pubsub
 
@@ -120,15 +120,7 @@ class CCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for proc in reversed(self._procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in reversed(self._procs):
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self._procs)
         crashed = [p.args for p in self._procs if p.returncode not in (0, -signal.SIGTERM)]
         if crashed:
             print(f"  ! C processes ended badly: {crashed}")
