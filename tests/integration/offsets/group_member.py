@@ -25,6 +25,7 @@ import json
 import os
 import signal
 import time
+from typing import Any
 
 from dafka import CommitError, Consumer
 from dafka.testing import stop_mid_commit
@@ -32,6 +33,19 @@ from dafka.testing import stop_mid_commit
 
 def emit(event: str, **fields: object) -> None:
     print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def handled(events: list[dict[str, Any]]) -> tuple[list[str], int]:
+    """What a member printed it handled (its ``records`` lines, read back by a test), and
+    how many of those its last commit covers."""
+    values: list[str] = []
+    committed = 0
+    for event in events:
+        if event["event"] == "records":
+            values += event["values"]
+        elif event["event"] == "committed":
+            committed = event["handled"]
+    return values, committed
 
 
 def main() -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from dafka import Producer
 from tests.integration.cluster.cluster_procs import Proc, Processes, TowerProc, wait_until
+from tests.integration.offsets.group_member import handled
 
 MEMBER = Path(__file__).with_name("group_member.py")
 TOTAL = 3000
@@ -35,18 +35,6 @@ def _produce(tower: TowerProc, topic: str) -> None:
             assert producer.flush(30) == 0
 
 
-def _handled(events: list[dict[str, Any]]) -> tuple[list[str], int]:
-    """What a member printed it handled, and how many of those its last commit covers."""
-    values: list[str] = []
-    committed = 0
-    for event in events:
-        if event["event"] == "records":
-            values += event["values"]
-        elif event["event"] == "committed":
-            committed = event["handled"]
-    return values, committed
-
-
 def test_a_group_restarted_from_scratch_resumes_at_its_commits_on_the_surviving_store(
     procs: Processes, tmp_path: Path
 ) -> None:
@@ -56,11 +44,9 @@ def test_a_group_restarted_from_scratch_resumes_at_its_commits_on_the_surviving_
     _produce(tower, "resume")
 
     first = _member(procs, tower, "resume", "g-resume", every=200)
-    wait_until(
-        lambda: _handled(first.events())[1] >= 1000, "the first member's commits", timeout=60
-    )
+    wait_until(lambda: handled(first.events())[1] >= 1000, "the first member's commits", timeout=60)
     first.kill()  # SIGKILL: no closing commit
-    before, committed = _handled(first.events())
+    before, committed = handled(first.events())
     assert 0 < committed <= len(before)
     doomed.proc.kill()  # the commits must be on the other store too
 
@@ -68,10 +54,10 @@ def test_a_group_restarted_from_scratch_resumes_at_its_commits_on_the_surviving_
     everything = {str(i) for i in range(TOTAL)}
 
     def done() -> bool:
-        return set(before) | set(_handled(second.events())[0]) == everything
+        return set(before) | set(handled(second.events())[0]) == everything
 
     wait_until(done, "the second member to read the rest", timeout=90)
-    after, _ = _handled(second.events())
+    after, _ = handled(second.events())
     assert len(before) == len(set(before))
     assert len(after) == len(set(after))
     twice = set(before) & set(after)

@@ -27,6 +27,7 @@ from typing import Any
 
 from dafka import Consumer, LocalCluster, Producer, ReadCommittedConsumer
 from tests.integration.cluster.cluster_procs import Proc, Processes, wait_until
+from tests.integration.offsets.group_member import handled
 
 MEMBER = Path(__file__).with_name("group_member.py")
 TOTAL = 600
@@ -116,24 +117,12 @@ def _unmoved(
 def _read_once_but_as_tail(handled_a: list[str], committed_a: int, b: Proc) -> None:
     """A and B read every message between them, and what both read is only what A read
     after its last commit before the pause."""
-    handled_b, _ = _handled(b.events())
+    handled_b, _ = handled(b.events())
     everything = {str(i) for i in range(TOTAL)}
     assert set(handled_a) | set(handled_b) == everything  # nothing lost
     twice = set(handled_a) & set(handled_b)
     tail = set(handled_a[committed_a:])
     assert twice <= tail, f"read twice before A's last commit: {sorted(twice - tail)[:10]}"
-
-
-def _handled(events: list[dict[str, Any]]) -> tuple[list[str], int]:
-    """What a member printed it handled, and how many of those its last commit covers."""
-    values: list[str] = []
-    committed = 0
-    for event in events:
-        if event["event"] == "records":
-            values += event["values"]
-        elif event["event"] == "committed":
-            committed = event["handled"]
-    return values, committed
 
 
 def _after(proc: Proc, mark: str, events: tuple[str, ...]) -> dict[str, Any] | None:
@@ -152,7 +141,7 @@ def test_a_paused_members_late_commit_is_refused_and_moves_nothing(
     ends = _produce(cluster, TOPIC, "zombie-w")
     a = _member(procs, cluster, "member-a", "--work", "0.05", "--pause-after", "70")
     a.wait_event("pausing", timeout=90)  # stopped itself right before a commit
-    handled_a, committed_a = _handled(a.events())
+    handled_a, committed_a = handled(a.events())
     assert committed_a < len(handled_a) < TOTAL
 
     b = _member(procs, cluster, "member-b")
@@ -191,7 +180,7 @@ def test_a_commit_paused_past_its_ownership_check_ranks_below_the_new_owners(
         group=group,
     )
     a.wait_event("pausing", timeout=90)
-    handled_a, committed_a = _handled(a.events())  # its last commit stored before the pause
+    handled_a, committed_a = handled(a.events())  # its last commit stored before the pause
     assert committed_a < len(handled_a) < TOTAL
 
     b = _member(procs, cluster, "window-b", topic=topic, group=group)
@@ -201,7 +190,7 @@ def test_a_commit_paused_past_its_ownership_check_ranks_below_the_new_owners(
         wait_until(lambda: _after(a, "pausing", ("lost",)), "A to learn it lost", timeout=60)
         _unmoved(committed, ends)
     assert outcome["event"] == "committed", f"the check refused it: not this window: {outcome}"
-    _read_once_but_as_tail(_handled(a.events())[0], committed_a, b)  # A's whole run
+    _read_once_but_as_tail(handled(a.events())[0], committed_a, b)  # A's whole run
 
 
 EOS_MEMBER = Path(__file__).with_name("eos_member.py")
