@@ -6,15 +6,15 @@ import gc
 import json
 import tracemalloc
 from collections.abc import Iterable
-from itertools import groupby
 
 import pytest
 
 from dafka.errors import ConfigError
 from dafka.message import Flags, ProducerID, build_uuid
 from dafka.records import CommittedFilter, Record, RecordColumns
-from dafka.records._batch import NO_UUID, check_batch, encode_batch
+from dafka.records._batch import check_batch, encode_batch
 from dafka.records._columns import BatchSlice, CheckedBatch
+from tests.unit.records.test_records_committed_runs import as_columns
 
 pytestmark = pytest.mark.unit
 
@@ -167,18 +167,16 @@ def test_a_bad_checkpoint_is_a_config_error() -> None:
         CommittedFilter({"offsets": "x"})
 
 
-def _as_columns(log: Log, records: list[Record]) -> RecordColumns:
-    """``records`` as a consumer's ``poll_columns`` hands them out: a slice of its checked
-    batched RECORD per run of one RECORD's messages."""
-    parts = []
-    for (partition, offset), group in groupby(records, key=lambda r: (r.partition, r.offset)):
-        run = list(group)
-        messages = log.parts[partition][offset]
-        content = encode_batch([v for v, _ in messages], uuids=[u or NO_UUID for _, u in messages])
-        layout, _ = check_batch(content)
-        batch = CheckedBatch(T, partition, offset, content, layout, None)
-        parts.append(BatchSlice(batch, run[0].index, run[-1].index + 1))
-    return RecordColumns(parts)
+def _interleaved(log: Log) -> list[Record]:
+    """Every record of partitions a and b, their RECORDs interleaved (as a consumer reads
+    them)."""
+    return [
+        r
+        for offset in range(len(log.parts["a"]))
+        for p in "ab"
+        if offset < len(log.parts[p])
+        for r in log.records(p, offset, offset)
+    ]
 
 
 def _mixed_log() -> Log:
@@ -217,13 +215,7 @@ def test_feed_columns_releases_the_rows_feed_releases_in_order(buffer: int) -> N
     # poll_columns of a ReadCommittedConsumer is feed_columns of the poll's columns: the
     # same rows as poll, in the same order, replays and a checkpoint restore included.
     log = _mixed_log()
-    stream = [
-        r
-        for offset in range(len(log.parts["a"]))
-        for p in "ab"
-        if offset < len(log.parts[p])
-        for r in log.records(p, offset, offset)
-    ]
+    stream = _interleaved(log)
     expected = CommittedFilter(replay=log.replay, buffer=buffer).feed(stream)
     assert b"a0.0" in values(expected)
     assert b"a1.0" not in values(expected)  # aborted
@@ -233,11 +225,11 @@ def test_feed_columns_releases_the_rows_feed_releases_in_order(buffer: int) -> N
 
     f = CommittedFilter(replay=log.replay, buffer=buffer)
     half = len(stream) // 2
-    got = list(f.feed_columns(_as_columns(log, stream[:half])))
+    got = list(f.feed_columns(as_columns(log, stream[:half])))
     resumed = CommittedFilter(json.loads(json.dumps(f.checkpoint())), replay=log.replay)
     starts = resumed.start_positions()
     rest = [r for r in stream if r.offset >= starts.get((T, r.partition), 0)]
-    out = resumed.feed_columns(_as_columns(log, rest))
+    out = resumed.feed_columns(as_columns(log, rest))
     got += list(out)
     assert got == expected
     assert out.values == [r.value for r in got[len(got) - len(out) :]]
@@ -256,7 +248,7 @@ def test_feed_pauses_the_collector_only_while_filtering_and_never_during_a_repla
 
     assert gc.isenabled()
     f = CommittedFilter(replay=replay, buffer=2, recent_bytes=0)
-    assert len(f.feed_columns(_as_columns(log, log.records("a")))) == 5
+    assert len(f.feed_columns(as_columns(log, log.records("a")))) == 5
     assert during_replay == [True]
     assert gc.isenabled()
     gc.disable()  # the application's own pause is left alone
@@ -274,22 +266,16 @@ def test_columns_and_records_mixed_at_any_cut_release_what_feed_releases(buffer:
     # Spans queued as RECORD slices and committed by Records (and the reverse), cut at
     # every point, even inside a RECORD: the rows and their order are feed's.
     log = _mixed_log()
-    stream = [
-        r
-        for offset in range(len(log.parts["a"]))
-        for p in "ab"
-        if offset < len(log.parts[p])
-        for r in log.records(p, offset, offset)
-    ]
+    stream = _interleaved(log)
     expected = CommittedFilter(replay=log.replay, buffer=buffer).feed(stream)
     for cut in range(0, len(stream) + 1, 3):
         for columns_first in (True, False):
             f = CommittedFilter(replay=log.replay, buffer=buffer)
             head, tail = stream[:cut], stream[cut:]
             if columns_first:
-                got = list(f.feed_columns(_as_columns(log, head))) + f.feed(tail)
+                got = list(f.feed_columns(as_columns(log, head))) + f.feed(tail)
             else:
-                got = f.feed(head) + list(f.feed_columns(_as_columns(log, tail)))
+                got = f.feed(head) + list(f.feed_columns(as_columns(log, tail)))
             assert got == expected, (cut, columns_first)
 
 
@@ -309,7 +295,7 @@ def test_a_failing_replay_in_feed_columns_loses_nothing() -> None:
 
     f = CommittedFilter(replay=flaky, buffer=2, recent_bytes=0)
     with pytest.raises(TimeoutError):
-        f.feed_columns(_as_columns(log, log.records("a")))
+        f.feed_columns(as_columns(log, log.records("a")))
     assert values(f.feed_columns(RecordColumns())) == [b"t0", b"t1", b"t2", b"t3", b"after", b"o2"]
 
 
@@ -321,7 +307,7 @@ def test_a_span_that_left_the_ring_is_replayed_from_the_recent_records_when_all_
         log.append("a", *[m(b"t%d.%d" % (r, i), P, 100 + 10 * r + i, CONT) for i in range(3)])
     log.append("a", m(b"", P, 200, ACK))
     expected = [b"t%d.%d" % (r, i) for r in range(4) for i in range(3)]
-    columns = _as_columns(log, log.records("a"))
+    columns = as_columns(log, log.records("a"))
     f = CommittedFilter(replay=log.replay, buffer=2)  # a RECORD's run is one entry
     assert values(f.feed_columns(columns)) == expected
     assert (f.replays_recent, f.replays, log.replayed) == (1, 0, [])
@@ -329,7 +315,7 @@ def test_a_span_that_left_the_ring_is_replayed_from_the_recent_records_when_all_
     assert isinstance(first, BatchSlice)
     size = len(first.batch.content)
     g = CommittedFilter(replay=log.replay, buffer=2, recent_bytes=3 * size)  # RECORD 0 gone
-    assert values(g.feed_columns(_as_columns(log, log.records("a")))) == expected
+    assert values(g.feed_columns(as_columns(log, log.records("a")))) == expected
     assert (g.replays_recent, g.replays, log.replayed) == (0, 1, [("a", 0, 2)])
 
 
@@ -379,7 +365,7 @@ def test_a_span_open_across_polls_is_replayed_from_the_recent_records_after_othe
     f = CommittedFilter(replay=log.replay, buffer=2)
     got: list[bytes] = []
     for offset in range(len(log.parts["a"])):
-        got += f.feed_columns(_as_columns(log, log.records("a", offset, offset))).values
+        got += f.feed_columns(as_columns(log, log.records("a", offset, offset))).values
     assert got == [b"q%d.%d" % (r, i) for r in range(4) for i in range(2)] + [
         b"p0",
         b"p1",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from itertools import groupby, pairwise
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from hypothesis import example, given, settings
@@ -74,7 +74,14 @@ class Log:
         ]
 
 
-def as_columns(log: Log, records: list[Record]) -> RecordColumns:
+class HasParts(Protocol):
+    """A test's log: partitions of RECORDs, each a list of (value, uuid) messages (this
+    file's :class:`Log` and test_records_committed_filter.py's)."""
+
+    parts: dict[str, list[list[Message]]]
+
+
+def as_columns(log: HasParts, records: list[Record]) -> RecordColumns:
     """``records`` as ``poll_columns`` hands them out: a slice of a fresh checked batched
     RECORD per run of one RECORD's messages."""
     parts = []
