@@ -19,7 +19,7 @@ import socket
 import urllib.request
 from pathlib import Path
 
-from tests.integration.cli.cli_run import dafka
+from tests.integration.cli.cli_run import Result, dafka
 from tests.integration.cluster.cluster_procs import wait_until
 from tests.integration.security.secured import keygen, secured_cluster
 
@@ -112,17 +112,12 @@ def test_acl_refuses_what_a_key_may_not_do_and_partitions_keep_their_owner(
             assert log.count(store, "not allowed by the ACL") >= 1
 
         # mallory may produce to orders, but alice's partition is alice's
-        mallory = dafka(
-            "produce",
-            "orders",
-            *join,
-            *as_("mallory"),
-            "--name",
-            "alice",
-            "--flush-timeout",
-            "3",
-            stdin=b"forged-1\nforged-2\n",
-        )
+        def mallory_as_alice(lines: bytes) -> Result:
+            """mallory's ``dafka produce`` under alice's producer name."""
+            name = ["--name", "alice", "--flush-timeout", "3"]
+            return dafka("produce", "orders", *join, *as_("mallory"), *name, stdin=lines)
+
+        mallory = mallory_as_alice(b"forged-1\nforged-2\n")
         assert mallory.code != 0, mallory.err
         assert [_counter(p, "not_owner") >= 1 for p in stores] == [True, True]
         assert read("alice") == ALICE
@@ -130,17 +125,7 @@ def test_acl_refuses_what_a_key_may_not_do_and_partitions_keep_their_owner(
         # the owners survive a restart: store-0, killed and restarted, still refuses him
         c.kill("store-0")
         c.wait_restarted("store-0", 1)
-        again = dafka(
-            "produce",
-            "orders",
-            *join,
-            *as_("mallory"),
-            "--name",
-            "alice",
-            "--flush-timeout",
-            "3",
-            stdin=b"forged-3\n",
-        )
+        again = mallory_as_alice(b"forged-3\n")
         assert again.code != 0, again.err
         assert _counter(stores[0], "not_owner") >= 1
         assert read("alice") == ALICE
