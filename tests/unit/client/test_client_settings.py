@@ -65,6 +65,8 @@ def test_transport_from_settings() -> None:
         ("towers", "nope"),
         ("beacon_interval", 0),
         ("max_in_flight", 0),
+        ("max_pending_commit_bytes", 0),
+        ("max_pending_commit_bytes", 1.5),
     ],
 )
 def test_producer_validation_names_the_field(field: str, value: object) -> None:
