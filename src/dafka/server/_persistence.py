@@ -53,6 +53,12 @@ from dafka.storage import NonContiguousAppendError, Storage, StorageIOError, Tru
 
 log = logging.getLogger(__name__)
 
+HOLD_SECONDS = 0.005
+"""How long after an fsync the runner leaves the writer's records unread at most
+(``hold_until``): they wait in ZeroMQ's queue meanwhile (its receive watermark, 20,000 RECORDs
+per peer by default, holds 5 ms at 4M RECORDs/s); with a longer fsync interval the records
+after it are read as they come, as before."""
+
 DROP_LOG_INTERVAL = 5.0
 """Seconds between two WARNING lines about RECORDs dropped for their size."""
 
@@ -386,6 +392,18 @@ class StorePersistence:
     def next_deadline(self) -> float | None:
         return self._storage.next_sync_deadline()
 
+    def hold_until(self) -> float | None:
+        """One interval after the last interval fsync, at most ``HOLD_SECONDS``: a record
+        appended before then is synced then at the earliest (``Storage._arm``), so the runner
+        reads the records of that time in one turn there, and they are synced and ACKed as
+        they would have been - instead of a wake-up, a turn and an append per record (at
+        1,000 records/s, ~5 turns per fsync). Under the interval policy alone only."""
+        synced_at = self._storage.last_interval_sync()
+        if synced_at is None:
+            return None
+        interval = self._storage.config.fsync.interval_ms or 0.0
+        return synced_at + min(interval / 1000.0, HOLD_SECONDS)
+
     def flush(self) -> None:
         self._storage.flush()
 
@@ -399,4 +417,4 @@ class StorePersistence:
         return {name: h.snapshot() for name, h in vars(self._latencies).items()}
 
 
-__all__ = ["PersistenceStats", "StorePersistence"]
+__all__ = ["HOLD_SECONDS", "PersistenceStats", "StorePersistence"]

@@ -175,7 +175,7 @@ class StoreNode(Running):
         self.scrubber = Scrubber(storage, self._storage_config.scrub_bytes_per_s)
         self.runner = NodeRunner(
             self.machine,
-            [Identity(self.writer_id), Identity(self.reader_id, xpub=True)],
+            [Identity(self.writer_id, held=True), Identity(self.reader_id, xpub=True)],
             self._transport,
             context=self._context,
             persistence=self.persistence,

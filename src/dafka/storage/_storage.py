@@ -329,6 +329,20 @@ class Storage(Closing):
             return float("-inf")
         return self._deadline
 
+    def last_interval_sync(self) -> float | None:
+        """When the interval fsync last ran (the clock of :meth:`sync_due`), if the interval
+        alone makes records durable; None otherwise (``every_batch``, ``every_records``: an
+        append may sync at once; "os": a write is durable at once) and before the first.
+
+        No write made before one interval after it can become durable sooner than at that
+        time (:meth:`_arm`): what its owner reads and appends meanwhile is ACKed together.
+        """
+        policy = self.config.fsync
+        if policy.interval_ms is None or policy.every_batch or policy.every_records is not None:
+            return None
+        synced_at = self._synced_at
+        return None if synced_at == float("-inf") else synced_at
+
     def sync_due(self, now: float) -> dict[Key, int]:
         """Run the interval fsync if ``now`` reached its deadline; return durable advances.
 

@@ -5,7 +5,8 @@ The transport does not know storage. A store hands its runner an object with thi
 ``persist`` for each :class:`~dafka.node.actions.Persist` action, ``report_durable`` after
 executing the outbox (what became durable goes back to the machine, whose ACKs are then
 executed in the same turn), ``next_deadline`` when it computes its poll timeout (the fsync
-clock), and ``flush`` once at shutdown, before the last ACKs are sent.
+clock), ``hold_until`` when it chooses which sockets to poll (the held ones are left unread
+until then), and ``flush`` once at shutdown, before the last ACKs are sent.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class Persistence(Protocol):
 
     def next_deadline(self) -> float | None:
         """When ``report_durable`` should next run (a sync is due), or None."""
+
+    def hold_until(self) -> float | None:
+        """Until when (clock seconds) records appended now would become durable no sooner
+        than records appended then, or None. Meanwhile the runner leaves the SUBs of its
+        ``held`` identities unread and reads what arrived there in one turn at that time
+        (one wake-up, one append and one ACK for what would otherwise be a turn each)."""
 
     def flush(self) -> None:
         """Make everything written durable now (shutdown); ``report_durable`` reports it."""

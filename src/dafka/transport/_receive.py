@@ -221,8 +221,9 @@ class Receiver:
         now: float,
         sender: str | None = None,
         key: bytes | None = None,
-    ) -> None:
-        """Read up to ``receive_batch`` messages and feed them to the machine.
+    ) -> bool:
+        """Read up to ``receive_batch`` messages and feed them to the machine; True if the
+        socket had no more (False: ``receive_batch`` were read, more may wait).
 
         Frames are received as ``zmq.Frame`` (``copy=False``) because a frame says itself
         whether another follows (``.more``): asking the socket (``RCVMORE``) costs a
@@ -281,6 +282,7 @@ class Receiver:
         run_tail = b""
         run_epoch = run_start = 0
         deliver_run = self._deliver_run
+        drained = False
         try:
             for _ in range(self._receive_batch):
                 frame = recv(zmq.NOBLOCK, False)
@@ -386,13 +388,14 @@ class Receiver:
                     continue
                 on_message(message, now)
         except zmq.Again:
-            pass
+            drained = True
         finally:
             stats.received += received
         if run_header is not None:
             deliver_run(
                 run_recipient, run_topic, run_producer, run_first, run, run_epoch, run_start, now
             )
+        return drained
 
 
 __all__ = [

@@ -41,6 +41,9 @@ class Identity:
     topic: str = ""
     """The one topic this identity's PUB publishes (a producer's partition), "" if several:
     with an ACL, that PUB serves only keys that may consume it (``_guard.py``)."""
+    held: bool = False
+    """Its SUB carries what the node's persistence appends (a store's writer): the runner
+    leaves it unread while the persistence holds (``Persistence.hold_until``)."""
 
 
 class Endpoint:

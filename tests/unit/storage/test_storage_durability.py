@@ -161,6 +161,28 @@ def test_without_a_clock_the_first_sync_due_arms_the_deadline(tmp_path: Path) ->
         assert storage.next_sync_deadline() is None
 
 
+def test_the_last_interval_sync_is_told_under_the_interval_policy_alone(tmp_path: Path) -> None:
+    """What a store's runner holds its writer's records by (``StorePersistence.hold_until``):
+    no write can be synced sooner than an interval after the last interval sync. Under any
+    policy that may sync on an append there is no such time."""
+    clock = ManualClock(100.0)
+    config = StorageConfig(fsync=FsyncPolicy.interval(5), clock=clock)
+    with Storage.open(tmp_path / "ms", config) as storage:
+        assert storage.last_interval_sync() is None  # none ran yet
+        storage.append("t", "p", 0, batch(1))
+        storage.sync_due(clock.advance(0.001))
+        assert storage.last_interval_sync() == pytest.approx(100.001)
+        storage.append("t", "p", 1, batch(1))
+        storage.sync_due(clock.advance(0.002))  # not due: synced an interval after the last
+        assert storage.last_interval_sync() == pytest.approx(100.001)
+    for text in ("batch", "records:10+ms:5", "batch+ms:5", "os"):
+        policy = FsyncPolicy.parse(text)
+        with Storage.open(tmp_path / text, StorageConfig(fsync=policy, clock=clock)) as storage:
+            storage.append("t", "p", 0, batch(1))
+            storage.sync_due(clock.advance(1.0))
+            assert storage.last_interval_sync() is None, text
+
+
 def test_records_and_interval_combine(tmp_path: Path) -> None:
     clock = ManualClock()
     policy = FsyncPolicy.parse("records:10+ms:20")
