@@ -210,10 +210,12 @@ def our_scenario(ctx: Any, args: argparse.Namespace, topic: str) -> dict[str, fl
     return result
 
 
-def c_latency(bin_dir: Path, args: argparse.Namespace, topic: str) -> tuple[float, float]:
-    """``c_latency`` on a C cluster: (p50, p99) in microseconds."""
+def c_latency(bin_dir: Path, args: argparse.Namespace, topic: str) -> tuple[float, ...]:
+    """``c_latency`` on a C cluster: (p50, p99, the stores' CPU per record), in microseconds
+    (the CPU from ``c_latency``'s start to its end: its warm-up, without records, included)."""
     count = int(args.latency_rate * args.latency_seconds)
     with CCluster(bin_dir, args.stores) as cluster:
+        cpu = sum(cpu_seconds(pid) for pid in cluster.store_pids)
         done = subprocess.run(
             [
                 str(bin_dir / "c_latency"),
@@ -229,28 +231,35 @@ def c_latency(bin_dir: Path, args: argparse.Namespace, topic: str) -> tuple[floa
             text=True,
             timeout=300,
         )
+        cpu = sum(cpu_seconds(pid) for pid in cluster.store_pids) - cpu
     found = [line.split() for line in done.stdout.splitlines() if line.startswith("latency ")]
     if not found:
         raise RuntimeError(f"c_latency failed ({done.returncode}): {done.stderr[-500:]}")
     _, n, p50, p99 = found[0]
     if int(n) != count:
         print(f"  ! c_latency: {n} of {count} records received")
-    return float(p50), float(p99)
+    return float(p50), float(p99), cpu / count * 1e6
 
 
-def our_latency(ctx: Any, args: argparse.Namespace) -> tuple[float, float]:
+def our_latency(ctx: Any, args: argparse.Namespace) -> tuple[float, ...]:
     """``bench/cluster.py``'s latency (one RECORD per publish) on our cluster, the producer
     and the consumer in one process as ``c_latency``'s (``latency_one_process``) or, with
-    ``--latency-processes 2``, each in its own: (p50, p99) in microseconds."""
+    ``--latency-processes 2``, each in its own: (p50, p99, the stores' CPU per record) in
+    microseconds (the CPU over the clients' start, their 0.5 s warm-up's records and the
+    run)."""
     measure = latency if args.latency_processes == 2 else latency_one_process
     with ProcessCluster(
         stores=args.stores, fsync=args.fsync, beacon_interval=args.beacon_interval
     ) as cluster:
+        stores = [pid for name, pid in cluster.pids.items() if name.startswith("store")]
+        cpu = sum(cpu_seconds(pid) for pid in stores)
         result = measure(ctx, cluster, args.latency_rate, args.latency_seconds, args.size)
-    return float(result[2]), float(result[3])
+        cpu = sum(cpu_seconds(pid) for pid in stores) - cpu
+    count = args.latency_rate * (args.latency_seconds + 0.5)
+    return float(result[2]), float(result[3]), cpu / count * 1e6
 
 
-def raw_latency(args: argparse.Namespace) -> tuple[float, float]:
+def raw_latency(args: argparse.Namespace) -> tuple[float, ...]:
     count = int(args.latency_rate * args.latency_seconds)
     _, latencies = run_pubsub(count, args.size, args.latency_rate)
     return latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.99)]
@@ -293,7 +302,7 @@ def latency_round(ctx: Any, args: argparse.Namespace, round_: int, p99_vs_c: lis
     thousand samples, which one scheduler stall moves, so each system's p50 and p99 are the
     medians over the runs, and their ratios are taken of those medians."""
     at = f"at {args.latency_rate:,.0f} rec/s"
-    runs: dict[str, list[tuple[float, float]]] = {"raw": [], "C": [], "ours": []}
+    runs: dict[str, list[tuple[float, ...]]] = {"raw": [], "C": [], "ours": []}
     for repeat in range(args.latency_repeats):
         runs["raw"].append(raw_latency(args))
         if args.c_bin is not None:
@@ -301,6 +310,7 @@ def latency_round(ctx: Any, args: argparse.Namespace, round_: int, p99_vs_c: lis
         runs["ours"].append(our_latency(ctx, args))
         line = ", ".join(
             f"{name} {found[-1][0]:.0f} / {found[-1][1]:.0f}"
+            + (f" (stores' CPU {found[-1][2]:.0f} us/record)" if len(found[-1]) > 2 else "")
             for name, found in runs.items()
             if found
         )
@@ -315,7 +325,12 @@ def latency_round(ctx: Any, args: argparse.Namespace, round_: int, p99_vs_c: lis
     for name, label in (("raw", "raw pyzmq PUB->SUB"), ("C", "C reference"), ("ours", ours)):
         if name in medians:
             p50, p99 = medians[name]
-            print(f"  {label} latency {at}: p50 {p50:.0f} us, p99 {p99:.0f} us ({n})")
+            cpu = (
+                f", stores' CPU {statistics.median(p[2] for p in runs[name]):.0f} us/record"
+                if name != "raw"
+                else ""
+            )
+            print(f"  {label} latency {at}: p50 {p50:.0f} us, p99 {p99:.0f} us{cpu} ({n})")
     p50, p99 = medians["ours"]
     if "C" in medians:
         c_p50, c_p99 = medians["C"]
