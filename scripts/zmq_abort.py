@@ -55,6 +55,14 @@ _PING = _command(b"\x04PING" + struct.pack(">H", 0))
 _FLOOD = (bytes([0, 10]) + b"M" * 10 + bytes([0, 10]) + b"F" * 10) * 4 + _PING
 """Frames a store's SUBs pass up to Python (``M``: RECORDs, ``F``: FETCHes; undecodable, so
 counted and dropped), a PING among every 8."""
+_BEACONS = (
+    b"".join(
+        bytes([0x01, len(frame)]) + frame for frame in (b"B", b"stranger-beacon", b"127.0.0.1")
+    )
+    + bytes([0, 4])
+    + b"5999"
+) * 2 + _PING
+"""Beacons a tower decodes and forwards in Python, a PING among every 2."""
 
 
 def _lag_round(heartbeats: bool) -> tuple[bool, str]:
@@ -85,7 +93,7 @@ def _lag_round(heartbeats: bool) -> tuple[bool, str]:
     return code == -6, f"exit {code} {time.monotonic() - started:.1f} s after the peer closed"
 
 
-def _stranger(conn: socket.socket, flood_for: float) -> int:
+def _stranger(conn: socket.socket, flood_for: float, flood: bytes = _FLOOD) -> int:
     """Handshake as a PUB on an accepted connection, flood PINGs among messages until the
     peer has stopped reading for 0.5 s (or ``flood_for`` passed), then reset; bytes sent."""
     conn.sendall(GREETING)
@@ -97,7 +105,7 @@ def _stranger(conn: socket.socket, flood_for: float) -> int:
         greeting += chunk
     conn.sendall(_READY_PUB)
     conn.settimeout(0.5)
-    flood, sent = _FLOOD * 500, 0
+    flood, sent = flood * (8192 // len(flood) + 1), 0
     deadline = time.monotonic() + flood_for
     try:
         while time.monotonic() < deadline:
@@ -172,9 +180,23 @@ def _store_round(tower: TowerProc, store: StoreProc) -> tuple[bool, str]:
     return aborted, f"{len(sent)} connections flooded ({sum(sent)} bytes), store exit {code}"
 
 
+def _tower_round(tower: TowerProc) -> tuple[bool, str]:
+    """A stranger connects to the tower's beacon input as a PUB, floods beacons with PINGs
+    among them for 2 s and resets: did the tower die within 5 s?"""
+    host, port = tower.sub_endpoint.removeprefix("tcp://").rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as conn:
+        sent = _stranger(conn, 2.0, _BEACONS)
+    deadline = time.monotonic() + 5
+    while tower.proc.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    code = tower.proc.popen.poll()
+    aborted = code is not None and ABORT in tower.proc.stderr()
+    return aborted, f"{sent} bytes sent, tower exit {code}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["lag", "pings", "store"])
+    parser.add_argument("mode", choices=["lag", "pings", "store", "tower"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--heartbeats", action="store_true", help="lag: the old options")
     args = parser.parse_args()
@@ -182,13 +204,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dafka-zmq-abort-") as tmp:
         procs = Processes(Path(tmp))
         try:
-            tower = procs.tower() if args.mode == "store" else None
+            tower = procs.tower() if args.mode in ("store", "tower") else None
             store = None
             for round_ in range(args.rounds):
                 if args.mode == "lag":
                     died, what = _lag_round(args.heartbeats)
                 elif args.mode == "pings":
                     died, what = _pings_round()
+                elif args.mode == "tower":
+                    assert tower is not None
+                    if not tower.proc.running():
+                        tower = procs.tower()
+                    died, what = _tower_round(tower)
                 else:
                     assert tower is not None
                     if store is None or not store.proc.running():
