@@ -27,42 +27,25 @@ from __future__ import annotations
 
 import argparse
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
 from pathlib import Path
 
 import zmq
 from tests.integration.cluster.cluster_procs import Processes, StoreProc, TowerProc
-from tests.integration.hardening.stranger import GREETING
+from tests.integration.hardening.ping_stranger import (
+    STORE_FLOOD,
+    attack_store,
+    attack_tower,
+    flood_and_reset,
+)
 
-from dafka.transport.sockets import CONTROL_MESSAGE_BYTES, bound_endpoint, make_socket
+from dafka.transport.sockets import bound_endpoint, make_socket
 
 READER = Path(__file__).parent.parent / "tests/integration/hardening/lagging_reader.py"
 ABORT = "Assertion failed: !_io_error"
-
-
-def _command(body: bytes) -> bytes:
-    return bytes([0x04, len(body)]) + body
-
-
-_READY_PUB = _command(b"\x05READY\x0bSocket-Type" + struct.pack(">I", 3) + b"PUB")
-_PING = _command(b"\x04PING" + struct.pack(">H", 0))
-_FLOOD = (bytes([0, 10]) + b"M" * 10 + bytes([0, 10]) + b"F" * 10) * 4 + _PING
-"""Frames a store's SUBs pass up to Python (``M``: RECORDs, ``F``: FETCHes; undecodable, so
-counted and dropped), a PING among every 8."""
-_BEACONS = (
-    b"".join(
-        bytes([0x01, len(frame)]) + frame for frame in (b"B", b"stranger-beacon", b"127.0.0.1")
-    )
-    + bytes([0, 4])
-    + b"5999"
-) * 2 + _PING
-"""Beacons a tower decodes and forwards in Python, a PING among every 2."""
 
 
 def _lag_round(heartbeats: bool) -> tuple[bool, str]:
@@ -93,32 +76,6 @@ def _lag_round(heartbeats: bool) -> tuple[bool, str]:
     return code == -6, f"exit {code} {time.monotonic() - started:.1f} s after the peer closed"
 
 
-def _stranger(conn: socket.socket, flood_for: float, flood: bytes = _FLOOD) -> int:
-    """Handshake as a PUB on an accepted connection, flood PINGs among messages until the
-    peer has stopped reading for 0.5 s (or ``flood_for`` passed), then reset; bytes sent."""
-    conn.sendall(GREETING)
-    greeting = b""
-    while len(greeting) < 64:
-        chunk = conn.recv(64 - len(greeting))
-        if not chunk:
-            return 0
-        greeting += chunk
-    conn.sendall(_READY_PUB)
-    conn.settimeout(0.5)
-    flood, sent = flood * (8192 // len(flood) + 1), 0
-    deadline = time.monotonic() + flood_for
-    try:
-        while time.monotonic() < deadline:
-            sent += conn.send(flood)
-    except TimeoutError:
-        pass  # its kernel buffer and ours are full: libzmq stopped reading
-    except OSError:
-        return sent
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    conn.close()  # a reset
-    return sent
-
-
 def _pings_round() -> tuple[bool, str]:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -130,7 +87,7 @@ def _pings_round() -> tuple[bool, str]:
         assert reader.stdin is not None
         reader.stdout.readline()
         conn, _ = server.accept()
-        sent = _stranger(conn, 10.0)
+        sent = flood_and_reset(conn, 10.0, STORE_FLOOD)
     reader.stdin.write("gone\n")
     reader.stdin.flush()
     code = reader.wait(60)
@@ -140,52 +97,19 @@ def _pings_round() -> tuple[bool, str]:
 def _store_round(tower: TowerProc, store: StoreProc) -> tuple[bool, str]:
     """A stranger beacons its listening socket, the store connects, the stranger floods and
     resets each connection: did the store die within 5 s?"""
-    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    beacon = make_socket(context, zmq.PUB, linger_ms=0, max_inbound_bytes=CONTROL_MESSAGE_BYTES)
-    beacon.connect(tower.sub_endpoint)
-    sent: list[int] = []
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(4)
-        server.settimeout(0.2)
-        port = str(server.getsockname()[1]).encode()
-        node_id = b"stranger-" + uuid.uuid4().hex[:8].encode()
-        threads: list[threading.Thread] = []
-        deadline = time.monotonic() + 20
-        # Beacon all along: a peer the store stops hearing of is disconnected (and the
-        # connection torn down cleanly) before the reset.
-        while time.monotonic() < deadline and (
-            len(threads) < 2 or any(thread.is_alive() for thread in threads)
-        ):
-            beacon.send_multipart([b"B", node_id, b"127.0.0.1", port])
-            if len(threads) == 2:  # writer and reader SUBs connected: flooding
-                time.sleep(0.1)
-                continue
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            thread = threading.Thread(target=lambda c=conn: sent.append(_stranger(c, 2.0)))
-            thread.start()
-            threads.append(thread)
-        for thread in threads:
-            thread.join()
-    beacon.close()
-    context.term()
+    sent = attack_store(tower.sub_endpoint)
     deadline = time.monotonic() + 5
     while store.proc.running() and time.monotonic() < deadline:
         time.sleep(0.1)
     code = store.proc.popen.poll()
     aborted = code is not None and ABORT in store.proc.stderr()
-    return aborted, f"{len(sent)} connections flooded ({sum(sent)} bytes), store exit {code}"
+    return aborted, f"{sent} bytes sent to its 2 SUBs, store exit {code}"
 
 
 def _tower_round(tower: TowerProc) -> tuple[bool, str]:
     """A stranger connects to the tower's beacon input as a PUB, floods beacons with PINGs
     among them for 2 s and resets: did the tower die within 5 s?"""
-    host, port = tower.sub_endpoint.removeprefix("tcp://").rsplit(":", 1)
-    with socket.create_connection((host, int(port))) as conn:
-        sent = _stranger(conn, 2.0, _BEACONS)
+    sent = attack_tower(tower.sub_endpoint)
     deadline = time.monotonic() + 5
     while tower.proc.running() and time.monotonic() < deadline:
         time.sleep(0.1)

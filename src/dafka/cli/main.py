@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -36,7 +37,7 @@ from dafka.cli._options import (
     transport_config,
 )
 from dafka.cli._rights import warn_unless_granted
-from dafka.cli.daemon import Exposed, MetricsServerHost, serve
+from dafka.cli.daemon import Exposed, MetricsServerHost, serve, setup_logging
 from dafka.config import CONFIG_ENV, KeyFiles, Layers, load
 from dafka.errors import ConfigError
 from dafka.transport.memory import use_compact_allocator
@@ -81,6 +82,33 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
     ctx.default_map = _default_map(main, layers)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _restart_option(what: str) -> Callable[[F], F]:
+    """``--restart-on-crash N`` of a daemon (``dafka.server.Supervisor``)."""
+    return click.option(
+        "--restart-on-crash",
+        "restart_on_crash",
+        type=click.IntRange(0, 1000),
+        default=0,
+        show_default=True,
+        help=f"Run the {what} as a child of this process and start it again when it dies by a "
+        "signal (an abort inside libzmq, which a stranger's stream can cause on a plaintext "
+        "node: docs/nodes.md), at most N times in 10 minutes, then exit 128 + signal; 0: "
+        "run it here, unsupervised.",
+    )
+
+
+def _supervise(name: str, restarts: int, verbose: bool, log_format: str) -> NoReturn:
+    """Become the supervisor of this daemon (its command line again, unsupervised)."""
+    from dafka.server import Supervisor
+
+    setup_logging(verbose, log_format)
+    argv = [*sys.orig_argv, "--restart-on-crash", "0"]  # the last occurrence wins
+    sys.exit(Supervisor(name, argv, restarts).run())
+
+
 @main.command()
 @setting_option("tower/sub_address", param="sub_address")
 @setting_option("tower/pub_address", param="pub_address")
@@ -93,6 +121,7 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 )
 @metrics_options
 @log_options
+@_restart_option("tower")
 @click.pass_context
 def tower(
     ctx: click.Context,
@@ -104,12 +133,15 @@ def tower(
     metrics_host: str,
     log_format: str,
     verbose: bool,
+    restart_on_crash: int,
 ) -> None:
     """Run a tower: the beacon forwarder nodes use to find each other.
 
     It listens on loopback unless told: --bind ADDRESS (or '*') for a cluster across
     machines, whose nodes then name it --tower ADDRESS:5556 (docs/deploy.md).
     """
+    if restart_on_crash:
+        _supervise("tower", restart_on_crash, verbose, log_format)
     use_compact_allocator()  # first: it re-executes this process (dafka.transport.memory)
     from dafka.transport.tower import Tower
 
@@ -152,6 +184,7 @@ def _with_host(endpoint: str, host: str) -> str:
 @security_options
 @metrics_options
 @log_options
+@_restart_option("store")
 def store(
     data_dir: Path,
     fsync: str,
@@ -172,8 +205,11 @@ def store(
     metrics_host: str,
     log_format: str,
     verbose: bool,
+    restart_on_crash: int,
 ) -> None:
     """Run a store: persist every record of every topic and serve it to consumers."""
+    if restart_on_crash:
+        _supervise("store", restart_on_crash, verbose, log_format)
     use_compact_allocator()  # first: it re-executes this process (dafka.transport.memory)
     from dafka.node import StoreConfig
     from dafka.server import StoreNode
