@@ -51,27 +51,31 @@ BEACON_FLOOD = (
 def flood_and_reset(conn: socket.socket, seconds: float, flood: bytes) -> int:
     """Handshake as a PUB on ``conn``, send ``flood`` over and over for ``seconds`` (or until
     the peer has read nothing for 0.5 s), then reset the connection; the bytes sent."""
-    conn.sendall(GREETING)
-    greeting = b""
-    while len(greeting) < 64:
-        chunk = conn.recv(64 - len(greeting))
-        if not chunk:
-            return 0
-        greeting += chunk
-    conn.sendall(_READY_PUB)
-    conn.settimeout(0.5)
-    chunk, sent = flood * (8192 // len(flood) + 1), 0
-    deadline = time.monotonic() + seconds
-    try:
-        while time.monotonic() < deadline:
-            sent += conn.send(chunk)
-    except TimeoutError:
-        pass  # its kernel buffer and ours are full: libzmq stopped reading
-    except OSError:
-        return sent
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    conn.close()  # a reset
-    return sent
+    with conn:  # closed on every way out: a node that died mid-flood ends it early
+        conn.settimeout(5.0)
+        greeting = b""
+        try:
+            conn.sendall(GREETING)
+            while len(greeting) < 64:
+                chunk = conn.recv(64 - len(greeting))
+                if not chunk:
+                    return 0
+                greeting += chunk
+            conn.sendall(_READY_PUB)
+        except OSError:
+            return 0  # it hung up (or never greeted) before the flood
+        conn.settimeout(0.5)
+        chunk, sent = flood * (8192 // len(flood) + 1), 0
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline:
+                sent += conn.send(chunk)
+        except TimeoutError:
+            pass  # its kernel buffer and ours are full: libzmq stopped reading
+        except OSError:
+            return sent
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    return sent  # closed with SO_LINGER 0: a reset
 
 
 def attack_store(tower_sub_endpoint: str, seconds: float = 2.0, wait: float = 20.0) -> int:
