@@ -698,12 +698,12 @@ class Consumer(Closing):
     def _wait_once(self, remaining: float | None) -> None:
         """Wait (the lock is held) up to ``remaining`` seconds for something to change.
 
-        A direct consumer's thread reads what arrived itself when the runner is between
-        turns (``NodeRunner.read_here``: the deliveries reach the queue in this thread, one
-        thread wake-up less from the socket to ``poll`` returning), and waits on the data
-        sockets' descriptors and a pipe (``DataWait``) that :meth:`_notify` writes to when
-        another thread queued records, closed or failed the consumer. One thread at a time;
-        others wait on the condition."""
+        A direct consumer's thread waits on the data sockets' descriptors and a pipe
+        (``DataWait``) that :meth:`_notify` writes to when another thread queued records,
+        closed or failed the consumer, and reads what arrived itself
+        (``NodeRunner.wait_here``: the deliveries reach the queue in this thread, one thread
+        wake-up less from the socket to ``poll`` returning; one read per record, after the
+        wait). One thread at a time; others wait on the condition."""
         if not self._direct or self._direct_waiter is not None:
             self._lock.wait(remaining)
             return
@@ -718,24 +718,12 @@ class Consumer(Closing):
         self._direct_waiter = threading.get_ident()
         self._lock.release()
         try:
-            if self._runner.read_here():
-                if not self._has_records():
-                    self._runner.wait_here(wait, remaining)
-            elif not self._has_records():  # the runner in mid-turn reads them, then wakes us
-                wait.wait(remaining, data=False)
+            self._runner.wait_here(wait, remaining)
         finally:
             self._lock.acquire()
             self._direct_waiter = None
             if self._closed:
                 self._close_data_wait()
-
-    def _has_records(self) -> bool:
-        return bool(
-            self._current is not None
-            or self._batches
-            or self._leftover is not None
-            or self._resumed_leftovers
-        )
 
     def _notify(self, everyone: bool = False) -> None:
         """Wake ``poll`` (the lock is held): the condition's waiters and a direct waiter in

@@ -15,8 +15,12 @@ class RunnerStats:
     """Of ``sent``: sent by a caller's thread itself (``NodeRunner.run_here``: a producer's
     lone records), not by the runner's."""
     received_here: int = 0
-    """Of ``received``: read by a caller's thread itself (``NodeRunner.read_here``: a
+    """Of ``received``: read by a caller's thread itself (``NodeRunner.wait_here``: a
     consumer's ``poll`` waiting for records), not by the runner's."""
+    reads_here: int = 0
+    """Reads of a data SUB by a caller's thread (``NodeRunner.wait_here``), each up to
+    ``receive_batch`` messages: one per lone record a waiting ``poll`` reads (a read that
+    finds nothing costs as much as one that finds a record)."""
     undecodable: int = 0
     injected_drops: int = 0
     """Messages dropped by the fault injector (``drop_inbound``; tests and chaos only)."""

@@ -10,7 +10,7 @@ between the uses, which a lock both threads take is. So a node whose owner asks 
 :attr:`Turns.lock` and releases it only while it is blocked in its poll; a caller that takes
 the lock then (without waiting: a runner in mid-turn does the work itself) runs the machine
 and sends what it asked for on the data XPUBs (``NodeRunner.run_here``), or reads what waits
-on the data SUBs and takes the deliveries (``NodeRunner.read_here``) - the only sockets a
+on the data SUBs and takes the deliveries (``NodeRunner.wait_here``) - the only sockets a
 caller touches; what else the machine asks for is left to the runner
 (``Executor.execute_here``).
 
@@ -18,11 +18,14 @@ While the lock is free the runner polls those sockets by their file descriptor (
 which reads no socket state, and asks their readiness (``ZMQ_EVENTS``, which processes the
 socket's commands) only under the lock. ``ZMQ_FD`` is edge-triggered and a send or a read
 may process the socket's commands, taking the signal of a message that arrived meanwhile, so
-whoever used the sockets last asks :meth:`Turns.waiting` before it lets go: the runner then
-polls without blocking, a caller wakes the runner. A caller waiting for data polls the same
+whoever used the sockets last asks :meth:`Turns.waiting` before it lets go (the runner then
+polls without blocking, a caller wakes the runner) - unless that use already said nothing
+waits: a look that found nothing, or a read that ended on EAGAIN, processed the commands,
+so the next message signals the descriptor again. A caller waiting for data polls the same
 descriptors (:class:`DataWait`) next to a pipe its owner writes to when the runner delivered
-instead; while it waits the runner's poll leaves the SUBs out (:attr:`Turns.readers`), and
-when it has gone the runner reads them at its next turn (a timer, a beacon, a post).
+instead, and then reads the SUBs whose descriptor became ready (``NodeRunner.wait_here``);
+while it waits the runner's poll leaves the SUBs out (:attr:`Turns.readers`), and when it
+has gone the runner reads them at its next turn (a timer, a beacon, a post).
 """
 
 from __future__ import annotations
@@ -113,17 +116,24 @@ class DataWait:
         with contextlib.suppress(BlockingIOError, OSError):  # full: a wake-up is pending
             os.write(self._write, b"\0")
 
-    def wait(self, timeout: float | None, data: bool) -> None:
+    def wait(self, timeout: float | None, data: bool) -> list[int]:
         """Block until woken, data arrived (``data``: else only :meth:`wake` counts) or
-        ``timeout`` seconds passed (None: no limit); takes the pending wake-ups."""
+        ``timeout`` seconds passed (None: no limit); takes the pending wake-ups. Returns the
+        data descriptors that became readable (their sockets have commands to process: a
+        message, or something else)."""
         if self._closed:
-            return
+            return []
         ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
         ready = (self._both if data else self._pipe).poll(ms)
-        if any(fd == self._read for fd, _ in ready):
-            with contextlib.suppress(BlockingIOError, OSError):
-                while os.read(self._read, 512):
-                    pass
+        fds = []
+        for fd, _ in ready:
+            if fd != self._read:
+                fds.append(fd)
+            else:
+                with contextlib.suppress(BlockingIOError, OSError):
+                    while os.read(self._read, 512):
+                        pass
+        return fds
 
     def close(self) -> None:
         if not self._closed:

@@ -1,7 +1,7 @@
 """A ``poll`` waiting for records reads them in its own thread; the runner reads otherwise.
 
 A consumer (no group, no ACL) lends its data sockets to the thread waiting in ``poll``
-(``NodeRunner.read_here``/``wait_here``): a record arriving then is read and delivered by
+(``NodeRunner.wait_here``): a record arriving then is read and delivered by
 that thread, one thread wake-up less than through the runner. Meanwhile the runner's poll
 leaves the data SUBs to it; once it has gone, the runner reads them again (records keep
 being received while the application does not poll). On a real cluster (a tower and a store
@@ -47,6 +47,29 @@ def test_a_waiting_poll_reads_the_records_in_its_own_thread(cluster: Cluster) ->
         assert got == [f"r{i}".encode() for i in range(30)]
         read_here = consumer.transport_statistics().received_here - before
     assert read_here >= 15  # the others arrived while the runner was in a turn (a beacon's)
+
+
+def test_a_waiting_poll_reads_each_lone_record_once(cluster: Cluster) -> None:
+    """A poll waits on the SUB's descriptor first and reads once it is ready: one read per
+    record. It read before waiting too, which found nothing once per record at a steady
+    rate (~15-20 us of CPU each, issue 23)."""
+    with (
+        live_consumer(cluster, "once") as consumer,
+        PartitionProducer("once", cluster.client_transport()) as producer,
+    ):
+        producer.publish(b"first")
+        assert poll_values(consumer, 1, poll=0.5) == [b"first"]
+        before = consumer.transport_statistics()
+        got: list[bytes] = []
+        for i in range(30):  # each published while the consumer waits in poll for it
+            producer.publish(f"r{i}".encode())
+            got += poll_values(consumer, 1, poll=0.5)
+        assert got == [f"r{i}".encode() for i in range(30)]
+        after = consumer.transport_statistics()
+    read_here = after.received_here - before.received_here
+    reads = after.reads_here - before.reads_here
+    assert read_here >= 15  # the others arrived while the runner was in a turn (a beacon's)
+    assert reads <= read_here + 5  # a descriptor may signal a command now and then
 
 
 def test_records_arrive_while_the_application_does_not_poll(cluster: Cluster) -> None:
