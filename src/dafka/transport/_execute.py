@@ -63,6 +63,15 @@ _RUN_FLAGS = (_SNDMORE, 0)
 _pack_sequence = struct.Struct(">Q").pack
 _only_bytes = frozenset((bytes,)).issuperset
 _ROUNDS = 16
+_END = 1 << 64
+"""No sequence reaches it (uint64)."""
+_RUNS_KEPT = 1024
+"""Runs whose frame 0 header ``Executor._send_run`` keeps at most (a store's reader answers
+FETCHes of many consumers and partitions: cleared when full, refilled by the live ones)."""
+_RunKey = tuple[str | None, str, str, int, int]
+"""A run's (recipient or None for RECORDs, topic, producer, epoch, run start)."""
+_RunFrames = tuple[bytes, bytes, "zmq.Socket[bytes]"]
+"""A run's frame 0 header, its run trailer (b"" without an epoch) and the PUB it goes on."""
 """Outbox / durability rounds per turn at most (each round may produce the next one's work)."""
 
 OnPeer = Callable[[str, float], None]
@@ -110,6 +119,8 @@ class Executor:
         self._on_peer = on_peer
         self._reach = reach
         self._pubs = [e.pub for e in sockets.endpoints]
+        self._runs: dict[_RunKey, _RunFrames] = {}
+        """The header, trailer and PUB of each run sent (``_send_run``)."""
         self._deferred: list[Action] = []
         """What a caller's :meth:`execute_here` left to the runner, run first next turn."""
 
@@ -224,17 +235,70 @@ class Executor:
     def _send_run(self, run: SendRecords | SendDirectRecords) -> int:
         """Publish a run of RECORDs or DIRECT-RECORDs; returns how many were sent.
 
-        The first record is encoded as a ``Send`` of it would be (same checks, same route):
-        its frame 0 without the 8-byte sequence is the header of every record of the run, so
-        each next frame 0 is that header plus its packed sequence (the last one is checked
-        too: no sequence beyond uint64). The frames then go out through ``map`` (no Python
-        frame per record). A run the checks refuse, or with a content that is not ``bytes``,
-        goes record by record through the ``Send`` path (whose drops are counted per record).
+        The first record of a run whose kind, recipient, topic, producer and run (epoch,
+        start) were not seen before is encoded as a ``Send`` of it would be (same checks,
+        same route): its frame 0 without the 8-byte sequence is the header of every record
+        of the run, so each next frame 0 is that header plus its packed sequence (the last
+        one is checked too: no sequence beyond uint64). The header, the run trailer and the
+        route are kept (``_runs``, bounded): a later run with the same fields is not encoded
+        again - a producer's lone records, one run each, paid two message objects and an
+        encode per record for them - only its sequences and contents are checked (the
+        encoder's verdict on the rest was given by equal fields). The frames then go out
+        through ``map`` (no Python frame per record), a lone record's as two sends. A run
+        the checks refuse, or with a content that is not ``bytes``, goes record by record
+        through the ``Send`` path (whose drops are counted per record).
         """
         contents = run.contents
         count = len(contents)
         if not count:
             return 0
+        first = run.first_sequence
+        epoch, start = run.epoch, run.run_start
+        direct = run.__class__ is SendDirectRecords
+        key = (
+            run.recipient if direct else None,  # type: ignore[union-attr]
+            run.topic,
+            run.producer,
+            epoch,
+            start,
+        )
+        known = self._runs.get(key)
+        if (
+            known is None
+            or not _only_bytes(map(type, contents))
+            or first.__class__ is not int
+            or first < (start if epoch else 0)
+            or first + count > _END
+        ):
+            known = self._run_header(run, key)
+            if known is None:
+                self.execute_actions(list(map(Send, run.messages())))
+                return 0  # counted by that call
+        header, tail, pub = known
+        if count == 1:
+            _send(pub, header + _pack_sequence(first) + tail, _SNDMORE)
+            content = contents[0]
+            _send(pub, content, 0, len(content) < _COPY_BELOW)
+            return 1
+        heads: Iterator[bytes]
+        if tail:
+            heads = (header + _pack_sequence(s) + tail for s in range(first, first + count))
+        else:
+            heads = map(header.__add__, map(_pack_sequence, range(first, first + count)))
+        if max(map(len, contents)) < _COPY_BELOW:
+            frames = chain.from_iterable(zip(heads, contents, strict=True))
+            deque(map(_send, repeat(pub), frames, cycle(_RUN_FLAGS)), 0)
+        else:
+            for head, content in zip(heads, contents, strict=True):
+                _send(pub, head, _SNDMORE)
+                _send(pub, content, 0, len(content) < _COPY_BELOW)
+        return count
+
+    def _run_header(self, run: SendRecords | SendDirectRecords, key: _RunKey) -> _RunFrames | None:
+        """The header, run trailer and PUB of ``run``'s records, checked by encoding its first
+        and last (kept under ``key``); None if the encoder refuses them."""
+        contents = run.contents
+        count = len(contents)
         first = run.first_sequence
         epoch, start = run.epoch, run.run_start
         probe: Record | DirectRecord
@@ -260,23 +324,14 @@ class Executor:
             if count > 1:
                 encode(last)
         except EncodeError:
-            self.execute_actions(list(map(Send, run.messages())))
-            return 0  # counted by that call
+            return None
         route_send = self._route_send
         pub = self._pubs[route_send(probe)] if route_send else self._pubs[0]
-        heads: Iterator[bytes]
-        if tail:
-            heads = (header + _pack_sequence(s) + tail for s in range(first, first + count))
-        else:
-            heads = map(header.__add__, map(_pack_sequence, range(first, first + count)))
-        if max(map(len, contents)) < _COPY_BELOW:
-            frames = chain.from_iterable(zip(heads, contents, strict=True))
-            deque(map(_send, repeat(pub), frames, cycle(_RUN_FLAGS)), 0)
-        else:
-            for head, content in zip(heads, contents, strict=True):
-                _send(pub, head, _SNDMORE)
-                _send(pub, content, 0, len(content) < _COPY_BELOW)
-        return count
+        runs = self._runs
+        if len(runs) >= _RUNS_KEPT:
+            runs.clear()
+        known = runs[key] = (header, tail, pub)
+        return known
 
     def _connect(self, action: Connect, peers: PeerSockets | None) -> None:
         """Connect to a new peer: its own SUB with ``peers``, else every identity's SUB.

@@ -143,6 +143,26 @@ def test_an_unencodable_run_goes_record_by_record(wire: Wire) -> None:
     assert after.sent == before.sent + 2
 
 
+def test_a_known_runs_later_records_are_checked_as_its_first_were(wire: Wire) -> None:
+    """The executor keeps a run's header once encoded and does not encode later runs with
+    the same fields: their sequences and contents are still checked - a sequence before
+    the run's start, past uint64 or a content that is not bytes goes record by record
+    through the encoder, which refuses it."""
+    first = SendDirectRecords(CONSUMER, "k", "P", 10, (b"a",), 3, 10)
+    lone = SendDirectRecords(CONSUMER, "k", "P", 11, (b"b",), 3, 10)
+    wire.send(first, lone)
+    assert wire.receive(2) == [*one_by_one(first), *one_by_one(lone)]
+    before = wire.runner.statistics()
+    early = SendDirectRecords(CONSUMER, "k", "P", 5, (b"x", b"y"), 3, 10)
+    top = SendDirectRecords(CONSUMER, "k", "P", (1 << 64) - 1, (b"z", b"w"), 3, 10)
+    odd = SendDirectRecords(CONSUMER, "k", "P", 12, (bytearray(b"v"),), 3, 10)  # type: ignore[arg-type]
+    wire.send(early, top, odd)
+    assert wire.receive(1) == [encode(DirectRecord(CONSUMER, "k", "P", (1 << 64) - 1, b"z", 3, 10))]
+    after = wire.runner.statistics()
+    assert after.unencodable == before.unencodable + 4  # 2 before the start, 1 past, 1 odd
+    assert after.sent == before.sent + 1
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
