@@ -406,15 +406,15 @@ def test_max_offsets_per_trigger_counts_messages(spark: SparkSession, cluster: C
 _PID = b"\x01rc-tx"
 
 
-def _txn(values: list[bytes], first_clock: int) -> bytes:
+def _txn(values: list[bytes], first_clock: int, producer: bytes = _PID) -> bytes:
     """One RECORD of CONTINUE_TXN messages with consecutive clocks from ``first_clock``."""
     clocks = range(first_clock, first_clock + len(values))
-    uuids = [build_uuid(_PID, clock, Flags.CONTINUE_TXN).bytes for clock in clocks]
+    uuids = [build_uuid(producer, clock, Flags.CONTINUE_TXN).bytes for clock in clocks]
     return encode_batch(values, uuids=uuids)
 
 
-def _ack(clock: int) -> bytes:
-    return encode_batch([b""], uuids=[build_uuid(_PID, clock, Flags.ACK_TXN).bytes])
+def _ack(clock: int, producer: bytes = _PID) -> bytes:
+    return encode_batch([b""], uuids=[build_uuid(producer, clock, Flags.ACK_TXN).bytes])
 
 
 def _committed_stream(
@@ -498,6 +498,32 @@ def test_read_committed_across_micro_batches_and_a_restart(
     query = _committed_stream(spark, cluster, tmp_path / "now", now, cap=3, available_now=True)
     assert query.awaitTermination(120)
     assert Counter(v for b in now for v in b) == Counter([*a, b"p0", *c])
+
+
+def test_a_batch_read_committed_ends_at_the_last_clean_cut(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    """A batch read's tasks end their rows at the last clean cut of their range (the
+    driver reads no RECORD to plan it): a transaction committed behind another producer's
+    span that is still open is no row until that span is decided, as when the driver's
+    plan ended the range before the span."""
+    other = b"\x01rc-ot"
+    with Producer("rcb", cluster.transport, producer_id="rcb.0") as log:
+        for content in [
+            _txn([b"t1a", b"t1b"], 1),  # 0  T1 ...
+            _ack(2),  # 1                    ... committed: a clean cut after it
+            _txn([b"o1"], 1, other),  # 2   the other producer's span, open
+            _txn([b"t2"], 3),  # 3          T2 ...
+            _ack(3),  # 4                    ... committed, behind the open span
+        ]:
+            log.publish(content)
+        assert log.flush(30)
+        rows = read(spark, cluster, subscribe="rcb", isolation="read_committed").collect()
+        assert sorted(r.value for r in rows) == [b"t1a", b"t1b"]
+        log.publish(_ack(2, other))  # 5: the span commits
+        assert log.flush(30)
+    rows = read(spark, cluster, subscribe="rcb", isolation="read_committed").collect()
+    assert Counter(r.value for r in rows) == Counter([b"t1a", b"t1b", b"o1", b"t2"])
 
 
 @pytest.mark.parametrize(

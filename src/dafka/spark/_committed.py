@@ -39,8 +39,15 @@ Because ``end`` is a clean cut, every
 message of the range is decided by messages of the range, and the task emits exactly the
 committed ones: the union over the batches is the committed log, each message once.
 
-Costs: the driver reads every RECORD once more (the decision needs the UUIDs), in a thread
-of its own, as columns (``poll_columns``, ``feed_columns``: a batched RECORD's run of
+**Batch reads** (``spark.read``) need no producer state at their end (there is no next
+batch): the driver plans each partition from its start to its head, as read_uncommitted,
+and the task ends its rows at the last clean cut it finds in its range, stepping its filter
+with :func:`feed_steps` (after every RECORD that may close spans, where this tracker looks
+after a poll's last one: ``dafka.spark._read.committed_to_cut``); the driver reads no
+RECORD.
+
+Costs (streaming): the driver reads every RECORD once more (the decision needs the UUIDs),
+in a thread of its own, as columns (``poll_columns``, ``feed_columns``: a batched RECORD's run of
 CONTINUEs is one entry of the filter's ring and no Record is built per message);
 ``maxRecordsPerTrigger`` is honoured at cuts (a transaction larger than the cap makes a
 batch larger than the cap rather than splitting it); ``minPartitions`` does not split a
@@ -190,35 +197,18 @@ class _CutReader:
         columns = self.consumer.poll_columns(timeout, max_records=1 << 30)
         if not columns:
             return {}, {}
-        by_key: dict[Key, list[tuple[Part, _Piece]]] = collections.defaultdict(list)
-        for part in columns.parts:
-            for key, piece in _pieces(part, every):
-                by_key[key].append(piece)
         cuts: dict[Key, list[Cut]] = {}
         reached: dict[Key, int] = {}
         feed = self.filter.feed_columns  # a batched RECORD's run: one ring entry, no Record
-        for key, found in by_key.items():
-            pieces = [piece for _, piece in found]
-            reached[key] = pieces[-1].last + 1
-            at = 0
-            for stop in [*_cut_points(pieces, every), len(pieces)]:
-                if stop <= at:
-                    continue
-                feed(RecordColumns([part for part, _ in found[at:stop]]))
-                at = stop
-                position = pieces[stop - 1].last + 1
-                if self.filter.last_stable_position(*key) == position:
-                    cuts.setdefault(key, []).append(Cut(position, self._states(key)))
+        for key, steps in feed_steps(columns, every).items():
+            reached[key] = steps[-1].position
+            for step, position, whole, _closes in steps:
+                feed(step)
+                if whole and self.filter.last_stable_position(*key) == position:
+                    cuts.setdefault(key, []).append(
+                        Cut(position, producer_states(self.filter, key))
+                    )
         return cuts, reached
-
-    def _states(self, key: Key) -> ProducerStates:
-        return tuple(
-            (producer, last_ack)
-            for topic, partition, producer, last_ack, _begin in self.filter.checkpoint()[
-                "producers"
-            ]
-            if (topic, partition) == key
-        )
 
     def close(self) -> None:
         self.consumer.close()
@@ -238,6 +228,55 @@ def _closes(record: Record) -> bool:
     return _closes_uuid(record[8])
 
 
+def producer_states(committed: CommittedFilter, key: Key) -> ProducerStates:
+    """The producer states of one partition in ``committed`` (what a :class:`Cut` carries)."""
+    return tuple(
+        (producer, last_ack)
+        for topic, partition, producer, last_ack, _begin in committed.checkpoint()["producers"]
+        if (topic, partition) == key
+    )
+
+
+class Step(NamedTuple):
+    """One feed of a partition's messages, after which its filter is asked for a clean cut."""
+
+    columns: RecordColumns
+    position: int
+    """The RECORD offset after the feed's last RECORD."""
+    whole: bool
+    """Whether the feed ends where a RECORD ends (a poll may stop inside one): only then can
+    ``position`` be a cut."""
+    closes: bool
+    """Whether the feed ends where a RECORD ends with a message that may close spans (else
+    only because the poll ends)."""
+
+
+def feed_steps(columns: RecordColumns, every: int | None) -> dict[Key, list[Step]]:
+    """A poll's columns as the feeds after which a filter is asked for a clean cut: per
+    partition, in order. A feed ends where a RECORD ends with a message that may close
+    spans - the last such RECORD of the poll (``every`` None: the driver's tracker without
+    a cap), about every ``every`` RECORDs (with a cap), or each one (0: a batch read's task;
+    a run of plain RECORDs once, at its end: nothing opens or closes a span inside it) -
+    and where the poll ends."""
+    by_key: dict[Key, list[tuple[Part, _Piece]]] = collections.defaultdict(list)
+    for part in columns.parts:
+        for key, piece in _pieces(part, every):
+            by_key[key].append(piece)
+    out: dict[Key, list[Step]] = {}
+    for key, found in by_key.items():
+        pieces = [piece for _, piece in found]
+        steps = out[key] = []
+        at = 0
+        for stop in [*_cut_points(pieces, every), len(pieces)]:
+            if stop <= at:
+                continue
+            last = pieces[stop - 1]
+            parts = RecordColumns([part for part, _ in found[at:stop]])
+            steps.append(Step(parts, last.last + 1, last.ends, last.ends and last.closes))
+            at = stop
+    return out
+
+
 class _Piece(NamedTuple):
     """Consecutive messages of one partition the driver feeds together: the RECORD offsets
     of its first and last message, and whether its last message may close spans."""
@@ -245,12 +284,14 @@ class _Piece(NamedTuple):
     first: int
     last: int
     closes: bool
+    ends: bool = True
+    """Whether its last message is its RECORD's last (a poll may stop inside a RECORD)."""
 
 
 def _pieces(part: Part, every: int | None) -> list[tuple[Key, tuple[Part, _Piece]]]:
     """A poll's part as the driver's pieces: a batched RECORD's slice is one (its last
     message's UUID read from the RECORD's bytes: nothing decoded), a run of plain RECORDs
-    one (each may close spans: with ``every``, one per RECORD, a cut may fall after any),
+    one (each may close spans: with ``every`` > 0, one per RECORD, a cut may fall after any),
     Records one each."""
     if isinstance(part, BatchSlice):
         batch = part.batch
@@ -258,10 +299,11 @@ def _pieces(part: Part, every: int | None) -> list[tuple[Key, tuple[Part, _Piece
         if batch.layout.uuids_at >= 0:
             at = batch.layout.uuids_at + UUID_SIZE * (part.stop - 1)
             raw = batch.content[at : at + UUID_SIZE]
-        piece = _Piece(batch.offset, batch.offset, _closes_uuid(raw))
+        ends = part.stop == batch.count
+        piece = _Piece(batch.offset, batch.offset, _closes_uuid(raw), ends)
         return [((batch.topic, batch.partition), (part, piece))]
     if isinstance(part, PlainRun):
-        step = part.size if every is None else 1
+        step = part.size if not every else 1
         out: list[tuple[Key, tuple[Part, _Piece]]] = []
         for a in range(0, part.size, step):
             chunk = PlainRun(
@@ -277,13 +319,16 @@ def _pieces(part: Part, every: int | None) -> list[tuple[Key, tuple[Part, _Piece
 
 def _cut_points(pieces: Sequence[_Piece], every: int | None) -> list[int]:
     """Candidate cut points of one partition's pieces (in order): indexes just after a
-    piece that ends a RECORD (the next piece starts another, or the poll ends) with a
-    message that may close spans, about ``every`` RECORDs apart (None: only the last one)."""
+    piece that ends a RECORD (it holds the RECORD's last message, and the next piece
+    starts another or the poll ends) with a message that may close spans, about ``every``
+    RECORDs apart (0: all; None: only the last one)."""
     n = len(pieces)
     ends = [
         i + 1
         for i in range(n)
-        if pieces[i].closes and (i + 1 == n or pieces[i + 1].first != pieces[i].last)
+        if pieces[i].closes
+        and pieces[i].ends
+        and (i + 1 == n or pieces[i + 1].first != pieces[i].last)
     ]
     if every is None:
         return ends[-1:]
@@ -449,5 +494,8 @@ __all__ = [
     "CommittedOffsets",
     "Cut",
     "CutTracker",
+    "Step",
+    "feed_steps",
     "plan_end",
+    "producer_states",
 ]

@@ -26,17 +26,26 @@ the read-committed consumer does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from dafka.client import Consumer, ConsumerSettings, replay_from_stores
-from dafka.records import CommittedFilter, RecordColumns
-from dafka.spark._committed import CommittedOffsets, ProducerStates
+from dafka.records import BatchSlice, CommittedFilter, Part, PlainRun, RecordColumns, RecordRun
+from dafka.spark._committed import (
+    CommittedOffsets,
+    Cut,
+    ProducerStates,
+    feed_steps,
+    producer_states,
+)
 from dafka.spark._options import PLAINTEXT, ClientSecurity
 from dafka.spark._schema import without_headers
+
+log = logging.getLogger(__name__)
 
 ROWS_PER_BATCH = 65_536
 """Rows per Arrow batch handed to Spark (about: a batch ends where a poll ended)."""
@@ -49,6 +58,11 @@ a replay reads what left the ring back all at once, so a committed span is in th
 memory whole either way: holding it saves the second read (0.1-0.15 s of a sink's
 500,000-row transaction, a RECORD of ~2,000 messages each). Only a span rolled back costs
 more: up to this much, until its rollback is read."""
+
+ANCHOR_RECORDS = 64
+"""A batch read's task takes the producer states at a clean cut at most every so many
+RECORDs (``committed_to_cut``: they are needed only to read a range again after its hold
+overflowed)."""
 
 FETCH_RETRY_INITIAL = 0.05
 """A task's first FETCH leaves before its subscriptions have reached the tower and is often
@@ -68,7 +82,12 @@ class RangePartition(InputPartition):
     timeout: float
     fail_on_data_loss: bool
     committed: bool = False
-    """read_committed: ``start`` and ``end`` are clean cuts (``dafka.spark._committed``)."""
+    """read_committed: ``start`` is a clean cut (``dafka.spark._committed``), and so is
+    ``end`` unless ``find_cut``."""
+    find_cut: bool = False
+    """read_committed, a batch read: ``end`` is where the read stops (the heads, or
+    ``endingOffsets``), not a clean cut; the task's rows end at the last clean cut it finds
+    at or below it (:func:`committed_to_cut`), so the driver reads no RECORD to plan."""
     producers: ProducerStates = ()
     """read_committed: the producer states at ``start``."""
     security: ClientSecurity = PLAINTEXT
@@ -97,7 +116,9 @@ def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
         assign={key: partition.start}, end_offsets={key: partition.end}, settings=settings
     ) as consumer:
         columns = consumer.read_to_end(partition.timeout, ROWS_PER_BATCH)
-        if partition.committed:
+        if partition.find_cut:
+            columns = committed_to_cut(columns, partition, settings, _read_between_cuts)
+        elif partition.committed:
             columns = _committed(columns, partition, settings)
         if partition.include_headers:
             yield from arrow_batches(columns)
@@ -105,21 +126,151 @@ def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
             yield from map(without_headers, arrow_batches(columns))
 
 
-def _committed(
-    columns: Iterable[RecordColumns], partition: RangePartition, settings: ConsumerSettings
-) -> Iterator[RecordColumns]:
-    """The committed messages of the range's columns (a range between clean cuts)."""
+def _task_filter(partition: RangePartition, settings: ConsumerSettings) -> CommittedFilter:
+    """The read-committed filter of a task, restored at its range's start."""
     key = (partition.topic, partition.partition)
-    committed = CommittedFilter(
+    return CommittedFilter(
         CommittedOffsets({key: partition.start}, {key: partition.producers}).checkpoint(),
         replay=replay_from_stores(settings, partition.timeout),
         ring_bytes=TASK_HOLD_BYTES,
         recent_bytes=TASK_HOLD_BYTES,
     )
+
+
+def _committed(
+    columns: Iterable[RecordColumns], partition: RangePartition, settings: ConsumerSettings
+) -> Iterator[RecordColumns]:
+    """The committed messages of the range's columns (a range between clean cuts)."""
+    committed = _task_filter(partition, settings)
     for read in columns:
         out = committed.feed_columns(read)
         if out:
             yield out
+
+
+ReadBetweenCuts = Callable[[RangePartition, ConsumerSettings], Iterable[RecordColumns]]
+"""Reads a range between two clean cuts again (``committed_to_cut``'s second read)."""
+
+
+def committed_to_cut(
+    columns: Iterable[RecordColumns],
+    partition: RangePartition,
+    settings: ConsumerSettings,
+    read_again: ReadBetweenCuts,
+    hold_bytes: int = TASK_HOLD_BYTES,
+    anchor_every: int = ANCHOR_RECORDS,
+) -> Iterator[RecordColumns]:
+    """The committed messages of a batch read's range below the last clean cut in it.
+
+    A clean cut is looked for after every RECORD whose last message may close spans (an
+    ACK, an OUTSIDE message, one without a UUID; ``feed_steps(columns, 0)``): the range's
+    last cut is the last such RECORD boundary where no span is open, whatever the polls.
+    The task yields what the filter released once a cut is found after it; what it
+    released after the last cut (a transaction committed behind another producer's span
+    still open at ``end``) is never a row - the driver's plan ended the range before that
+    span when it read the range first, and a batch read has no next batch. What waits for
+    a cut is held up to ``hold_bytes``; past that the task drops it, reads on for a later
+    cut (the rows it releases are dropped too), and reads the range up to that later cut
+    again (``read_again``: a range between cuts, nothing held) from a cut at most
+    ``anchor_every`` RECORDs before the one it yielded up to, with the producer states
+    there (taking them costs ~3 us: not at every cut), keeping only the rows from its last
+    cut on: those before it were yielded (a cut closes every span before it, so a row
+    below it was released before it was reached)."""
+    key = (partition.topic, partition.partition)
+    committed = _task_filter(partition, settings)
+    held: list[RecordColumns] = []
+    held_bytes = 0
+    cut = partition.start  # the last clean cut, yielded up to
+    anchor = Cut(partition.start, partition.producers)  # a cut at or below it, with states
+    later = -1  # after the hold overflowed: the last clean cut found since
+    for read in columns:
+        for step, position, _whole, closes in feed_steps(read, 0).get(key, ()):
+            out = committed.feed_columns(step)
+            clean = closes and committed.last_stable_position(*key) == position
+            if later >= 0:
+                if clean:
+                    later = position
+                continue
+            if out:
+                held.append(out)
+                held_bytes += _weight(out)
+            if clean:
+                yield from held
+                held, held_bytes = [], 0
+                cut = position
+                if position - anchor.position >= anchor_every:
+                    anchor = Cut(position, producer_states(committed, key))
+            elif held_bytes > hold_bytes:
+                log.warning(
+                    "read_committed batch read of %s/%s: more than %d bytes of committed "
+                    "messages wait behind a transaction open since offset %d; reading on "
+                    "for a clean cut, then %d.. again",
+                    *key,
+                    hold_bytes,
+                    committed.last_stable_position(*key),
+                    cut,
+                )
+                held, held_bytes = [], 0
+                later = cut
+    if later > cut:
+        again = replace(
+            partition,
+            start=anchor.position,
+            end=later,
+            producers=anchor.producers,
+            find_cut=False,
+        )
+        for found in read_again(again, settings):
+            rest = _from(found, cut)  # below the cut: yielded already
+            if rest:
+                yield rest
+
+
+def _read_between_cuts(
+    partition: RangePartition, settings: ConsumerSettings
+) -> Iterator[RecordColumns]:
+    """The committed messages of a range between two clean cuts, read with a new bounded
+    consumer (``committed_to_cut``'s second read)."""
+    key = (partition.topic, partition.partition)
+    with Consumer(
+        assign={key: partition.start}, end_offsets={key: partition.end}, settings=settings
+    ) as consumer:
+        yield from _committed(
+            consumer.read_to_end(partition.timeout, ROWS_PER_BATCH), partition, settings
+        )
+
+
+def _from(columns: RecordColumns, position: int) -> RecordColumns:
+    """The messages of ``columns`` (one partition) in RECORDs at or after ``position``."""
+    parts: list[Part] = []
+    for part in columns.parts:
+        if isinstance(part, BatchSlice):
+            if part.batch.offset >= position:
+                parts.append(part)
+        elif isinstance(part, PlainRun):
+            skip = max(0, position - part.first)
+            if skip < part.size:
+                parts.append(
+                    PlainRun(part.topic, part.partition, part.first + skip, part.contents[skip:])
+                )
+        else:
+            records = [r for r in part.records() if r.offset >= position]
+            if records:
+                parts.append(RecordRun(records))
+    return RecordColumns(parts)
+
+
+def _weight(columns: RecordColumns) -> int:
+    """About how many bytes of RECORDs ``columns`` keeps alive (a slice: its share)."""
+    total = 0
+    for part in columns.parts:
+        if isinstance(part, BatchSlice):
+            total += len(part.batch.content) * part.size // max(1, part.batch.count)
+        elif isinstance(part, PlainRun):
+            total += sum(map(len, part.contents))
+        else:
+            total += sum(len(r.value) for r in part.records())
+    return total
 
 
 def arrow_batches(
@@ -144,5 +295,6 @@ __all__ = [
     "TASK_HOLD_BYTES",
     "RangePartition",
     "arrow_batches",
+    "committed_to_cut",
     "read_partition",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -390,23 +391,19 @@ class DafkaBatchReader(DataSourceReader):
     def _committed(
         self, start: CommittedOffsets, end: dict[tuple[str, str], int]
     ) -> list[RangePartition]:
-        """Read the partitions up to ``end`` on the driver (the decisions need the UUIDs),
-        then plan each up to its last clean cut below ``end``."""
+        """One range per partition from ``start`` to ``end``; each task ends its rows at
+        the last clean cut it finds in its range (``RangePartition.find_cut``): a batch
+        read has no next batch to hand producer states to, so the driver reads no RECORD
+        (it read every one before, to find the cuts itself)."""
         options = self.options
-        tracker = CutTracker(
-            options.towers,
-            start,
-            sorted({t for t, _ in end}),
-            fail_on_data_loss=options.fail_on_data_loss,
-            security=options.security,
-        )
-        try:
-            tracker.wait_reached(end, options.fetch_timeout)
-            cuts = {k: c for k, c in tracker.cuts().items() if options.reads(k)}
-            planned = plan_end(start, cuts, end, None, _plan.share)
-        finally:
-            tracker.close()
-        return _committed_partitions(options, start, planned)
+        return [
+            replace(task, find_cut=True)
+            for task in _committed_partitions(
+                options,
+                start,
+                CommittedOffsets({k: o for k, o in end.items() if options.reads(k)}, {}),
+            )
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):

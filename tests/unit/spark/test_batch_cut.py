@@ -1,0 +1,184 @@
+"""A read_committed batch read's task finds its own end: the last clean cut of its range.
+
+The driver used to read every RECORD of a batch read first (its cut tracker) and plan each
+range to the last clean cut; now the task reads to the heads and ends its rows at the last
+clean cut it finds (``committed_to_cut``). The property: over random logs of one partition
+(transactions of two producers, rollbacks, duplicates, ACKs inside runs, OUTSIDE and plain
+messages) read in random polls (cut anywhere, inside a RECORD too), with holds that
+overflow or not, the task's rows are exactly those the filter releases over the range up
+to its last clean cut - the last boundary after a RECORD ending with a message that may
+close spans (not a CONTINUE) where no span is open, found RECORD by RECORD - whatever the
+polls. (The driver's plan looked for cuts only where its polls' last such RECORD ended:
+a span open at the end could leave a batch read with no rows, though a transaction was
+committed before it opened.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from dafka.client import ConsumerSettings
+from dafka.message import Flags
+from dafka.records import CommittedFilter, Record, RecordColumns
+from dafka.spark._read import RangePartition, _committed, committed_to_cut
+from tests.unit.records.test_records_committed_runs import Log, T, as_columns, build, group
+
+pytestmark = pytest.mark.unit
+
+Row = tuple[int, int, bytes]
+Spec = list[tuple[int, list[tuple[str, int, int, int, int]]]]
+
+
+def _task(end: int) -> RangePartition:
+    return RangePartition("127.0.0.1:1", T, "a", 0, end, 0.5, True, committed=True, find_cut=True)
+
+
+def _polls(log: Log, records: list[Record], splits: list[int]) -> list[RecordColumns]:
+    """``records`` as polls ending after each index of ``splits`` (inside a RECORD too)."""
+    polls: list[RecordColumns] = []
+    at = 0
+    for stop in [*sorted(set(splits)), len(records)]:
+        if at < stop <= len(records):
+            polls.append(as_columns(log, records[at:stop]))
+            at = stop
+    return polls
+
+
+def _rows(found: Iterable[RecordColumns]) -> list[Row]:
+    return [row for c in found for row in zip(c.offsets, c.indexes, c.values, strict=True)]
+
+
+def _closes(message: tuple[bytes, bytes | None]) -> bool:
+    """Whether a message may close spans: no UUID, or flags other than CONTINUE_TXN."""
+    uuid = message[1]
+    return uuid is None or (uuid[8] << 8 | uuid[9]) & 0x3FF != int(Flags.CONTINUE_TXN)
+
+
+def _last_cut(log: Log) -> int:
+    """The last clean cut of partition ``a``, by definition: a decisions-only filter fed
+    one whole RECORD at a time; the last boundary after a RECORD whose last message may
+    close spans where nothing is pending (0: none)."""
+    decisions = CommittedFilter(decisions_only=True)
+    cut = 0
+    for offset, messages in enumerate(log.parts.get("a", [])):
+        decisions.feed_columns(as_columns(log, log.records("a", offset, offset)))
+        if _closes(messages[-1]) and decisions.last_stable_position(T, "a") == offset + 1:
+            cut = offset + 1
+    return cut
+
+
+class _ReadAgain:
+    """The task's second read, served from the log (a fresh filter from the cut's states,
+    as ``_read_between_cuts`` over a new bounded consumer)."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.ranges: list[tuple[int, int, tuple[tuple[str, int], ...]]] = []
+
+    def __call__(self, task: RangePartition, settings: ConsumerSettings) -> Iterator[RecordColumns]:
+        assert not task.find_cut
+        assert task.committed
+        self.ranges.append((task.start, task.end, task.producers))
+        records = self.log.records("a", task.start, task.end - 1)
+        return _committed([as_columns(self.log, records)] if records else [], task, settings)
+
+
+def _read(
+    log: Log, splits: list[int], hold: int, anchor_every: int = 64
+) -> tuple[list[Row], list[Row], _ReadAgain]:
+    """(the task's rows, the old plan's rows, the second reads) of partition ``a``."""
+    records = log.records("a")
+    polls = _polls(log, records, splits)
+    end = len(log.parts.get("a", []))
+    task = _task(end)
+    again = _ReadAgain(log)
+    found = committed_to_cut(polls, task, task.settings(), again, hold, anchor_every)
+    got = _rows(found)
+    cut = _last_cut(log)
+    old = _task(cut)
+    below = [r for r in records if r.offset < cut]
+    expected = _rows(_committed(_polls(log, below, splits), old, old.settings()))
+    return got, expected, again
+
+
+@settings(max_examples=300, deadline=None)
+@example(  # a poll ends inside RECORD 2 after an OUTSIDE message: no cut there (the rest
+    # of the RECORD opens producer 1's span), so neither that message nor T2 is a row
+    spec=[
+        [("run", 0, 3, 1, 0)],
+        [("ack", 0, 1, 1, 0)],
+        [("outside", 0, 1, 1, 0), ("run", 1, 1, 1, 0)],
+        [("run", 0, 2, 1, 0)],
+        [("ack", 0, 1, 1, 0)],
+    ],
+    splits=[5],
+    hold=1 << 30,
+    anchor_every=64,
+)
+@given(
+    spec=st.lists(st.lists(group, min_size=1, max_size=2), max_size=25),
+    splits=st.lists(st.integers(0, 80), max_size=6),
+    hold=st.sampled_from([0, 1, 300, 1 << 30]),
+    anchor_every=st.sampled_from([1, 3, 64]),
+)
+def test_a_task_yields_what_the_old_plan_gave_it(
+    spec: list[list[tuple[str, int, int, int, int]]],
+    splits: list[int],
+    hold: int,
+    anchor_every: int,
+) -> None:
+    log = build([(0, groups) for groups in spec])
+    got, expected, _ = _read(log, splits, hold, anchor_every)
+    assert got == expected
+
+
+def test_a_transaction_committed_behind_one_still_open_is_not_a_row() -> None:
+    """Producer 0 commits T1; producer 1 opens a span; producer 0 commits T2. At the end
+    the only clean cut is after T1: T2 waits (held) and is never a row, as the driver's
+    plan ended the range before producer 1's span."""
+    spec: Spec = [
+        (0, [("run", 0, 3, 1, 0)]),  # 0: T1
+        (0, [("ack", 0, 1, 1, 0)]),  # 1
+        (0, [("run", 1, 2, 1, 0)]),  # 2: producer 1's span, open at the end
+        (0, [("run", 0, 2, 1, 0)]),  # 3: T2
+        (0, [("ack", 0, 1, 1, 0)]),  # 4: T2 committed
+    ]
+    log = build(spec)
+    got, expected, again = _read(log, [1, 3, 5, 7, 8], 1 << 30)
+    assert [offset for offset, _, _ in got] == [0, 0, 0]
+    assert got == expected
+    assert again.ranges == []
+    # producer 1 commits: every committed message is a row, in the order released
+    log = build([*spec, (0, [("ack", 1, 1, 1, 0)])])
+    got, expected, _ = _read(log, [1, 3, 5, 7, 8], 1 << 30)
+    assert sorted(offset for offset, _, _ in got) == [0, 0, 0, 2, 2, 3, 3]
+    assert got == expected
+
+
+def test_past_its_hold_a_task_reads_the_range_between_its_last_cuts_again() -> None:
+    """With a hold of 1 byte, T2 (waiting behind producer 1's span) overflows it: the task
+    drops it, reads on for a cut (after producer 1's ACK) and reads the range up to that
+    cut again - from the cut after T1 with the producer states there when it took them
+    there, else from the start - keeping the rows from the cut after T1 on: the same rows."""
+    spec: Spec = [
+        (0, [("run", 0, 3, 1, 0)]),
+        (0, [("ack", 0, 1, 1, 0)]),
+        (0, [("run", 1, 2, 1, 0)]),
+        (0, [("run", 0, 2, 1, 0)]),
+        (0, [("ack", 0, 1, 1, 0)]),
+        (0, [("ack", 1, 1, 1, 0)]),
+        (0, [("run", 1, 1, 1, 0)]),  # 6: open at the end: the last cut is 6
+    ]
+    log = build(spec)
+    for anchor_every, (start, end, acks) in [(1, (2, 6, [1004])), (64, (0, 6, []))]:
+        got, expected, again = _read(log, list(range(1, 12)), 1, anchor_every)
+        assert got == expected
+        assert sorted(offset for offset, _, _ in got) == [0, 0, 0, 2, 2, 3, 3]
+        assert len(again.ranges) == 1
+        assert again.ranges[0][:2] == (start, end)
+        # producer 0's last ACK at offset 2 (T1's), or no state at the start
+        assert [ack for _, ack in again.ranges[0][2]] == acks
