@@ -482,7 +482,8 @@ def warn_if_exposed(host: str, security: Security | None, name: str) -> None:
     if security is None and beyond_loopback(host):
         log.warning(
             "%s: listening on %s without security: anyone who reaches it can read and write "
-            "every topic (give --key and --authorized-keys; docs/security.md)",
+            "every topic, and crash it inside libzmq (give --key and --authorized-keys; "
+            "docs/security.md, docs/nodes.md)",
             name,
             host,
         )
