@@ -210,12 +210,27 @@ def our_scenario(ctx: Any, args: argparse.Namespace, topic: str) -> dict[str, fl
     return result
 
 
+def _settled_cpu(pids: list[int], limit: float = 15.0) -> float:
+    """The processes' CPU seconds once it stopped growing for 0.3 s (their start-up over:
+    a Python store's imports and recovery took ~1 s of CPU, which the per-record figure
+    must not count), or after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    cpu = sum(cpu_seconds(pid) for pid in pids)
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = sum(cpu_seconds(pid) for pid in pids)
+        if now == cpu:
+            break
+        cpu = now
+    return cpu
+
+
 def c_latency(bin_dir: Path, args: argparse.Namespace, topic: str) -> tuple[float, ...]:
     """``c_latency`` on a C cluster: (p50, p99, the stores' CPU per record), in microseconds
     (the CPU from ``c_latency``'s start to its end: its warm-up, without records, included)."""
     count = int(args.latency_rate * args.latency_seconds)
     with CCluster(bin_dir, args.stores) as cluster:
-        cpu = sum(cpu_seconds(pid) for pid in cluster.store_pids)
+        cpu = _settled_cpu(cluster.store_pids)
         done = subprocess.run(
             [
                 str(bin_dir / "c_latency"),
@@ -252,7 +267,7 @@ def our_latency(ctx: Any, args: argparse.Namespace) -> tuple[float, ...]:
         stores=args.stores, fsync=args.fsync, beacon_interval=args.beacon_interval
     ) as cluster:
         stores = [pid for name, pid in cluster.pids.items() if name.startswith("store")]
-        cpu = sum(cpu_seconds(pid) for pid in stores)
+        cpu = _settled_cpu(stores)
         result = measure(ctx, cluster, args.latency_rate, args.latency_seconds, args.size)
         cpu = sum(cpu_seconds(pid) for pid in stores) - cpu
     count = args.latency_rate * (args.latency_seconds + 0.5)
