@@ -77,16 +77,20 @@ def test_callbacks_follow_the_assignment_and_close_hands_over(cluster: LocalClus
     first_listener, second_listener = Recorder(), Recorder()
     first = _member(cluster, "g-cb", "cb", listener=first_listener)
     _poll_until([first], lambda: first.assignment() == parts)
-    assert first_listener.calls == [("assigned", parts)]
+    # new partitions are assigned as the member learns of them (the store's heads): usually
+    # one call with all four, under load several (seen at load 25: w.3 first, then the rest)
+    assigned = list(first_listener.calls)
+    assert {kind for kind, _ in assigned} == {"assigned"}
+    assert set().union(*(keys for _, keys in assigned)) == parts
+    assert sum(len(keys) for _, keys in assigned) == len(parts)
+    joined = len(first_listener.calls)
     second = _member(cluster, "g-cb", "cb", listener=second_listener)
     _poll_until(
         [first, second],
         lambda: len(first.assignment()) == 2 and len(second.assignment()) == 2,
     )
     assert first.assignment() | second.assignment() == parts
-    kinds = [kind for kind, _ in first_listener.calls]
-    assert kinds == ["assigned", "revoked"]
-    assert first_listener.calls[1][1] == second.assignment()
+    assert first_listener.calls[joined:] == [("revoked", second.assignment())]
     assert second_listener.calls == [("assigned", second.assignment())]
     second.close()  # on_revoke, commit, goodbye: first takes them without a timeout
     assert [kind for kind, _ in second_listener.calls] == ["assigned", "revoked"]
