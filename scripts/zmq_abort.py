@@ -1,8 +1,7 @@
 """Reproduce libzmq 4.3.5's abort ``Assertion failed: !_io_error (src/stream_engine_base.cpp:310)``.
 
-    .venv/bin/python scripts/zmq_abort.py lag [--rounds 5] [--heartbeats]
-    .venv/bin/python scripts/zmq_abort.py pings [--rounds 5]
-    .venv/bin/python scripts/zmq_abort.py store [--rounds 5]
+    PYTHONPATH=. .venv/bin/python scripts/zmq_abort.py lag [--rounds 5] [--heartbeats]
+    PYTHONPATH=. .venv/bin/python scripts/zmq_abort.py pings|store|tower [--rounds 5]
 
 libzmq stops reading a connection while the socket's queue from that peer is full (the
 reader lags); an error on the connection then (the peer closed or reset it) sets the
@@ -17,8 +16,13 @@ writes on the connection meanwhile aborts the process (zeromq/libzmq#4841, unfix
   messages, then resets the connection; when the reader catches up, libzmq answers a PING
   still in its read buffer - the same write, whatever the reader's own options.
 * ``store``: that stranger against a real ``dafka store``: it beacons through the tower, the
-  store's SUBs connect to it, it floods them with PINGs among garbage frames until the store
-  stops reading, then resets.
+  store's SUBs connect to it, it floods them with PINGs among garbage frames for 2 s, then
+  resets (``tests/integration/hardening/ping_stranger.py``).
+* ``tower``: that stranger connects to a real ``dafka tower``'s beacon input and floods it
+  with beacons (forwarded in Python, slower than they come) and PINGs, then resets.
+
+With a libzmq patched by ``scripts/libzmq-4.3.5-out-event.patch`` every mode survives
+(docs/nodes.md, "Limits against strangers").
 
 Prints each round's outcome and how many ended in the abort; exit 0 either way (it measures).
 """
