@@ -354,7 +354,7 @@ class TransactionalProducer(Closing):
         self._log = Producer(
             self._log_topic,
             settings=dataclasses.replace(
-                s, name=log[:-2], partitions=1, resume=True, batching=False
+                s, name=log[:-2], partitions=1, resume=True, batching=False, backpressure="block"
             ),
             context=self._context,
         )
@@ -411,7 +411,14 @@ class TransactionalProducer(Closing):
                 logs = {**self._logs, **segments}
             todo = obligations(predecessor, logs)
         # The data partitions' resume fences the predecessor's data runs the same way.
-        self._data = Producer(self.topic, settings=s, context=self._context)
+        # It blocks at its in-flight bound, whatever ``backpressure`` says: a RECORD handed
+        # to it holds messages this producer already accepted (earlier calls' too), and one
+        # it refused would be gone from a transaction that then commits without it.
+        # ``backpressure="error"`` is this producer's, before a call queues anything
+        # (``_refuse_at_bounds``).
+        self._data = Producer(
+            self.topic, settings=dataclasses.replace(s, backpressure="block"), context=self._context
+        )
         self._route = _routing_keys(self._data, len(self.partitions))
         for state in todo:
             for partition, ack in state.resolving_acks():
@@ -771,8 +778,7 @@ class TransactionalProducer(Closing):
         with self._lock:
             self._check("send")
             self._fence_check()
-            if self._held_bytes and self._held_bytes + weight > self._max_held:
-                self._wait_for_room(weight)
+            self._refuse_at_bounds(weight)
             in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
             if key is None:
@@ -848,8 +854,7 @@ class TransactionalProducer(Closing):
         with self._lock:
             self._check("send")
             self._fence_check()
-            if self._held_bytes and self._held_bytes + sum(weights) > self._max_held:
-                self._wait_for_room(sum(weights))
+            self._refuse_at_bounds(sum(weights))
             in_txn = self._status.state is TransactionState.IN_TRANSACTION
             n = len(self.partitions)
             groups: dict[int, tuple[list[bytes], list[bytes | None], list[int]]]
@@ -905,6 +910,26 @@ class TransactionalProducer(Closing):
             i = stop
             if batch.weight >= target:
                 self._close_batch(index)
+
+    def _refuse_at_bounds(self, weight: int) -> None:
+        """Before a call of ``weight`` bytes queues anything (lock held): wait for room
+        behind the pipelined commits (``_wait_for_room``); with ``backpressure="error"``
+        raise :class:`BackpressureError` there, or while the data producer is at its
+        ``max_in_flight`` bound - the call's RECORDs would wait for room in it (it always
+        blocks: see ``_start``)."""
+        if self._held_bytes and self._held_bytes + weight > self._max_held:
+            self._wait_for_room(weight)
+        if self.settings.backpressure == "error":
+            assert self._data is not None
+            in_flight = len(self._data)
+            if in_flight >= self.settings.max_in_flight:
+                raise BackpressureError(
+                    in_flight,
+                    0,
+                    f"transactional producer {self.transactional_id!r} has {in_flight} "
+                    f"RECORDs in flight, its max_in_flight={self.settings.max_in_flight:,}; "
+                    "nothing was queued (wait for them to be stored: flush, or raise the bound)",
+                )
 
     def _wait_for_room(self, weight: int) -> None:
         """Wait (lock held: the wait releases it) until a call of ``weight`` bytes fits

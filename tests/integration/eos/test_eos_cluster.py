@@ -602,6 +602,43 @@ def test_records_held_behind_pipelined_commits_are_bounded_in_bytes(
     assert Counter(values(got)) == Counter(expected)
 
 
+def test_backpressure_error_at_the_in_flight_bound_loses_no_message_of_the_transaction(
+    cluster: LocalCluster,
+) -> None:
+    """With ``backpressure="error"`` a call at the data producer's in-flight bound raises
+    having queued nothing, and every message a call accepted is in the committed
+    transaction. Before, the data producer raised for the RECORD a call closed - a RECORD
+    holding earlier calls' messages too, dropped - and the transaction committed without
+    them (3 of 400 accepted messages read committed)."""
+    topic = "t-bp-error"
+    expected: list[bytes] = []
+    refused = 0
+    with TransactionalProducer(
+        topic,
+        "wbp-error",
+        partitions=1,
+        txn_lease=1.0,
+        batch_size=300,  # a RECORD of 2 messages: most calls close one
+        max_in_flight=1,
+        backpressure="error",
+        **common(cluster),
+    ) as p:
+        p.begin_transaction()
+        while len(expected) < 400:
+            value = b"bp%05d" % len(expected) + bytes(100)
+            try:
+                p.send(value)
+            except BackpressureError:
+                refused += 1
+                p.flush(DEADLINE)  # what was sent is stored: room again
+                continue
+            expected.append(value)
+        p.commit_transaction()
+    assert refused  # the bound was met
+    got = read_all(cluster, topic, committed=True, expect=len(expected))
+    assert Counter(values(got)) == Counter(expected)
+
+
 def test_a_producer_killed_amid_pipelined_commits_leaves_whole_transactions(
     cluster: LocalCluster, procs: Processes
 ) -> None:
