@@ -221,9 +221,10 @@ class Receiver:
         now: float,
         sender: str | None = None,
         key: bytes | None = None,
+        limit: int = 0,
     ) -> bool:
-        """Read up to ``receive_batch`` messages and feed them to the machine; True if the
-        socket had no more (False: ``receive_batch`` were read, more may wait).
+        """Read up to ``receive_batch`` messages (``limit``, if given) and feed them to the
+        machine; True if the socket had no more (False: that many were read, more may wait).
 
         Frames are received as ``zmq.Frame`` (``copy=False``) because a frame says itself
         whether another follows (``.more``): asking the socket (``RCVMORE``) costs a
@@ -284,7 +285,7 @@ class Receiver:
         deliver_run = self._deliver_run
         drained = False
         try:
-            for _ in range(self._receive_batch):
+            for _ in range(limit or self._receive_batch):
                 frame = recv(zmq.NOBLOCK, False)
                 received += 1
                 if frame.more:

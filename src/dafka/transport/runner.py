@@ -57,7 +57,7 @@ from dafka.transport._reach import ReachWatch, reach_grace
 from dafka.transport._receive import DropInbound, Receiver
 from dafka.transport._socket_set import Endpoint, Identity, PeerSockets, SocketSet
 from dafka.transport._stats import RunnerStats
-from dafka.transport._turns import DataWait, Turns
+from dafka.transport._turns import DataWait, Turns, readable
 from dafka.transport.config import TransportConfig
 from dafka.transport.failure import FailureLatch
 
@@ -260,9 +260,12 @@ class NodeRunner:
         runner to come, so a message waiting is a descriptor ready - a read before the
         wait found nothing once per record at a steady rate (~15-20 us of CPU). Only the
         SUBs whose descriptor is ready are read, without a look first (a read that finds
-        nothing costs a look too); woken by the pipe alone (the runner delivered) it reads
-        nothing. If the runner is in mid-turn then, this waits for the turn's end (the
-        caller holds none of its owner's locks: the turn may deliver)."""
+        nothing costs a look too): one message, then a look, and the rest only if the look
+        says more came - a read ends on EAGAIN, which pyzmq raises as an exception (two
+        imports and a ``strerror`` in Python, ~2.5 us against the look's ~1.2). Woken by
+        the pipe alone (the runner delivered) it reads nothing. If the runner is in
+        mid-turn then, this waits for the turn's end (the caller holds none of its owner's
+        locks: the turn may deliver)."""
         turns = self._turns
         if turns is None:
             wait.wait(timeout, data=False)
@@ -297,13 +300,12 @@ class NodeRunner:
             now = self._clock()
             stats = self._stats
             received = stats.received
-            limit = self._config.receive_batch
             for sock, fd in zip(turns.subs, turns.fds, strict=True):
                 if fd in ready:
                     stats.reads_here += 1
-                    before = stats.received
-                    receiver.data(sock, now)
-                    more = more or stats.received - before >= limit  # it stopped at the batch
+                    # one message, then a look: the rest only if more came (see above)
+                    if not receiver.data(sock, now, limit=1) and readable(sock):
+                        more = not receiver.data(sock, now) or more  # stopped at the batch
             stats.received_here += stats.received - received
         self._lent_turn_ends(turns, executor, read=more)
 
