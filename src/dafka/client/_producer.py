@@ -290,7 +290,6 @@ class Producer(Closing):
             and timestamp is None
             and uuid is None
             and value.__class__ is bytes
-            and self._batching
         ):
             self._append(value, None)
         else:
@@ -521,7 +520,9 @@ class Producer(Closing):
 
     def _append(self, value: bytes, future: Any) -> None:
         """``send``/``produce`` of a plain value (no key, headers, timestamp or uuid) with
-        batching: the message joins its partition's column chunk, the last entry queued for
+        batching, ``produce`` without (one RECORD per message: the runner spreads the chunk,
+        ``TopicProducerMachine._add_unbatched``; no timestamp is kept, an unbatched RECORD
+        carries none): the message joins its partition's column chunk, the last entry queued for
         that partition (``_tails``): its value, its timestamp and its future (``send``) are
         appended to the chunk's lists, its count and size grown. No object per message
         (``produce``) or only its future (``send``): the queued tuple and token of
@@ -536,7 +537,8 @@ class Producer(Closing):
         size = len(value)
         if size > self._max_payload:
             raise self._too_large(size)
-        timestamp = int(time.time() * 1000)
+        batching = self._batching
+        timestamp = int(time.time() * 1000) if batching else 0
         with self._lock:
             if self._failure.error is not None:
                 raise self._failure.error
@@ -567,7 +569,8 @@ class Producer(Closing):
                 ):
                     tail = self._new_tail(index, future)
             tail[1].append(value)
-            tail[4].append(timestamp)
+            if batching:
+                tail[4].append(timestamp)
             chunk = tail[6]
             chunk.count += 1
             chunk.size += size
@@ -585,7 +588,7 @@ class Producer(Closing):
     def _new_tail(self, index: int, future: Any) -> tuple[Any, ...]:
         """A new, empty column chunk for partition ``index``, queued (``_lock`` held)."""
         chunk = Chunk(0, 0, False, None if future is None else [])
-        tail: tuple[Any, ...] = (index, [], None, None, [], None, chunk)
+        tail: tuple[Any, ...] = (index, [], None, None, [] if self._batching else None, None, chunk)
         self._pending.append(tail)
         self._chunks_queued += 1
         self._tails[index] = tail
