@@ -699,11 +699,15 @@ class TransactionalProducer(Closing):
         """Hand one RECORD of partition ``index`` to the data producer (lock held)."""
         assert self._data is not None
         on_delivery = self._on_delivery
-        with self._run_fenced():
-            if not waiters and on_delivery is None:  # nothing to tell per message
-                self._data.produce(content, key=self._route[index])
-                return
-            stored = self._data.send(content, key=self._route[index])
+        try:
+            with self._run_fenced():
+                if not waiters and on_delivery is None:  # nothing to tell per message
+                    self._data.produce(content, key=self._route[index])
+                    return
+                stored = self._data.send(content, key=self._route[index])
+        except BaseException as exc:  # refused (fenced, closed, failed): never sent
+            self._fail_held([(-1, index, content, waiters, count)], exc)
+            raise
         topic, partition = self.topic, self.partitions[index]
 
         def done(f: Future[RecordMetadata]) -> None:
@@ -1098,13 +1102,19 @@ class TransactionalProducer(Closing):
                 groups, self._groups = self._groups, []
                 self._busy = True
                 last = groups[-1].txn
-                self._release_held(upto=last)
-                self._cut_open()
                 acks: dict[str, bytes] = {}
                 for group in groups:
                     acks.update(group.acks)
+                refused: BaseException | None = None
+                try:  # a RECORD refused (fenced...) fails the futures below, not the thread
+                    self._release_held(upto=last)
+                    self._cut_open()
+                except BaseException as exc:
+                    refused = exc
                 self._wake.notify_all()
             try:
+                if refused is not None:
+                    raise refused
                 self._flush_data(timeout)
                 with self._lock:
                     self._fence_check(force=True)
@@ -1158,9 +1168,14 @@ class TransactionalProducer(Closing):
             send = [h for h in held if h[0] <= upto]
             keep = [h for h in held if h[0] > upto]
         self._held = keep
-        for _, index, content, waiters, count in send:
+        for n, (_, index, content, waiters, count) in enumerate(send):
             self._held_bytes -= len(content)
-            self._send_record(index, content, waiters, count)
+            try:
+                self._send_record(index, content, waiters, count)
+            except BaseException:  # the rest is held again, failed by the caller with it
+                self._held = send[n + 1 :] + self._held  # (a fence's release emptied it)
+                self._held_bytes = sum(len(h[2]) for h in self._held)
+                raise
 
     def _drain_commits(self, timeout: float | None = None) -> None:
         """Wait until every pipelined commit is decided (lock held); raise if one failed."""

@@ -21,7 +21,13 @@ import pytest
 
 import dafka
 from dafka import BackpressureError
-from dafka.client import Consumer, Producer, ReadCommittedConsumer, TransactionalProducer
+from dafka.client import (
+    Consumer,
+    Producer,
+    ReadCommittedConsumer,
+    RunFencedError,
+    TransactionalProducer,
+)
 from dafka.errors import MessageTooLargeError
 from dafka.message import Clock, Flags, build_uuid, new_producer_id
 from dafka.records import (
@@ -637,6 +643,49 @@ def test_backpressure_error_at_the_in_flight_bound_loses_no_message_of_the_trans
     assert refused  # the bound was met
     got = read_all(cluster, topic, committed=True, expect=len(expected))
     assert Counter(values(got)) == Counter(expected)
+
+
+def test_a_pipelined_commit_whose_held_record_is_refused_as_fenced_fails_its_future(
+    cluster: LocalCluster,
+) -> None:
+    """A successor claims the id while the zombie holds RECORDs behind a pipelined commit;
+    the zombie's data producer hears of it first (the stores refuse its run) and the
+    zombie's committer then sends a held RECORD: the commit's future and the held messages'
+    fail with ProducerFencedError. Before, the committer's thread died on the refusal,
+    raised outside its error handling, and the commit's future never resolved (no result
+    after 20 s). The zombie's lock, held until then, keeps its calls and watchdog from
+    learning of the successor through the shared log first (the watchdog is stopped)."""
+    topic = "t-fenced-held"
+    settings = {"partitions": 1, "txn_lease": 2.0, "batch_size": 200, **common(cluster)}
+    value = bytes(100)  # 136 bytes with its overhead: a second message closes the RECORD
+    zombie = TransactionalProducer(topic, "wfenced-held", **settings)
+    successor: TransactionalProducer | None = None
+    try:
+        zombie._stop.set()  # no watchdog: the committer meets the fence, as it may anyway
+        zombie.begin_transaction()
+        first = zombie.send(b"A1" + value)  # stays open
+        with zombie._lock:  # the committer takes the request once this is released
+            decided = zombie.commit_transaction_nowait()
+            zombie.begin_transaction()
+            later = zombie.send(b"B1" + value)  # cuts [A1 | B1]: both RECORDs held
+            assert zombie.pending_commit_bytes
+            successor = TransactionalProducer(topic, "wfenced-held", **settings)
+            data = zombie._data  # made to hear of the successor: its next send raises
+            assert data is not None
+            try:
+                probe = data.send(b"probe")  # refused by the stores, who name the newer run
+            except RunFencedError:
+                pass  # it heard already (the successor's opening ACKs)
+            else:
+                assert isinstance(probe.exception(DEADLINE), RunFencedError)
+        assert isinstance(decided.exception(20.0), ProducerFencedError)
+        assert isinstance(first.exception(DEADLINE), ProducerFencedError)
+        assert isinstance(later.exception(DEADLINE), ProducerFencedError)
+        assert zombie.pending_commit_bytes == 0
+    finally:
+        zombie.close()
+        if successor is not None:
+            successor.close()
 
 
 def test_a_producer_killed_amid_pipelined_commits_leaves_whole_transactions(
