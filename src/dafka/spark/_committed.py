@@ -41,10 +41,9 @@ committed ones: the union over the batches is the committed log, each message on
 
 **Batch reads** (``spark.read``) need no producer state at their end (there is no next
 batch): the driver plans each partition from its start to its head, as read_uncommitted,
-and the task ends its rows at the last clean cut it finds in its range, stepping its filter
-with :func:`feed_steps` (after every RECORD that may close spans, where this tracker looks
-after a poll's last one: ``dafka.spark._read.committed_to_cut``); the driver reads no
-RECORD.
+and the task ends its rows at the last clean cut of its range, stepping its filter with
+:func:`feed_steps` as this tracker does, and RECORD by RECORD before a span still open at
+the end (``dafka.spark._read.committed_to_cut``); the driver reads no RECORD.
 
 Costs (streaming): the driver reads every RECORD once more (the decision needs the UUIDs),
 in a thread of its own, as columns (``poll_columns``, ``feed_columns``: a batched RECORD's run of

@@ -117,7 +117,7 @@ def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
     ) as consumer:
         columns = consumer.read_to_end(partition.timeout, ROWS_PER_BATCH)
         if partition.find_cut:
-            columns = committed_to_cut(columns, partition, settings, _read_between_cuts)
+            columns = committed_to_cut(columns, partition, settings, _read_again)
         elif partition.committed:
             columns = _committed(columns, partition, settings)
         if partition.include_headers:
@@ -148,48 +148,59 @@ def _committed(
             yield out
 
 
-ReadBetweenCuts = Callable[[RangePartition, ConsumerSettings], Iterable[RecordColumns]]
-"""Reads a range between two clean cuts again (``committed_to_cut``'s second read)."""
+ReadAgain = Callable[[RangePartition, ConsumerSettings], Iterable[RecordColumns]]
+"""Reads a range again: its committed rows, as :func:`committed_to_cut` with ``fine`` steps
+when the range has ``find_cut``, else as a range between clean cuts."""
 
 
 def committed_to_cut(
     columns: Iterable[RecordColumns],
     partition: RangePartition,
     settings: ConsumerSettings,
-    read_again: ReadBetweenCuts,
+    read_again: ReadAgain,
     hold_bytes: int = TASK_HOLD_BYTES,
     anchor_every: int = ANCHOR_RECORDS,
+    fine: bool = False,
 ) -> Iterator[RecordColumns]:
     """The committed messages of a batch read's range below the last clean cut in it.
 
-    A clean cut is looked for after every RECORD whose last message may close spans (an
-    ACK, an OUTSIDE message, one without a UUID; ``feed_steps(columns, 0)``): the range's
-    last cut is the last such RECORD boundary where no span is open, whatever the polls.
-    The task yields what the filter released once a cut is found after it; what it
-    released after the last cut (a transaction committed behind another producer's span
-    still open at ``end``) is never a row - the driver's plan ended the range before that
-    span when it read the range first, and a batch read has no next batch. What waits for
-    a cut is held up to ``hold_bytes``; past that the task drops it, reads on for a later
-    cut (the rows it releases are dropped too), and reads the range up to that later cut
-    again (``read_again``: a range between cuts, nothing held) from a cut at most
-    ``anchor_every`` RECORDs before the one it yielded up to, with the producer states
-    there (taking them costs ~3 us: not at every cut), keeping only the rows from its last
-    cut on: those before it were yielded (a cut closes every span before it, so a row
-    below it was released before it was reached)."""
+    The range's last cut is the last RECORD boundary, after a RECORD whose last message may
+    close spans (an ACK, an OUTSIDE message, one without a UUID), where no span is open,
+    whatever the polls. The task feeds its filter a poll at a time, in the steps of the
+    driver's tracker (``feed_steps(columns, None)``: a cut is looked for where the poll's
+    last such RECORD ends, and where the poll ends), or RECORD by RECORD (``fine``,
+    ``feed_steps(columns, 0)``: each such RECORD; a run of plain RECORDs at its end), and
+    yields what the filter released once a cut is found after it; what it released after
+    the last cut (a transaction committed behind another producer's span still open at
+    ``end``) is never a row - the driver's plan ended the range before that span when it
+    read the range first, and a batch read has no next batch. When a span is open at the
+    end, the cuts a poll's steps did not look for may lie between the last cut found and
+    that span's first RECORD: that stretch is read again with ``fine`` steps. What waits
+    for a cut is held up to ``hold_bytes``; past that the task drops it, reads on for a
+    later cut (the rows it releases are dropped too), and reads the range up to that later
+    cut again (a range between cuts, nothing held).
+
+    Every read again starts at a cut at most ``anchor_every`` RECORDs before the last one
+    yielded up to, with the producer states there (taking them costs ~3 us: not at every
+    cut), and keeps only the rows from that last cut on: those before it were yielded (a
+    cut closes every span before it, so a row below it was released before it was
+    reached)."""
     key = (partition.topic, partition.partition)
     committed = _task_filter(partition, settings)
+    every = 0 if fine else None
     held: list[RecordColumns] = []
     held_bytes = 0
     cut = partition.start  # the last clean cut, yielded up to
     anchor = Cut(partition.start, partition.producers)  # a cut at or below it, with states
-    later = -1  # after the hold overflowed: the last clean cut found since
+    overflowed = False
+    later: Cut | None = None  # after the hold overflowed: the last clean cut found since
     for read in columns:
-        for step, position, _whole, closes in feed_steps(read, 0).get(key, ()):
+        for step, position, _whole, closes in feed_steps(read, every).get(key, ()):
             out = committed.feed_columns(step)
             clean = closes and committed.last_stable_position(*key) == position
-            if later >= 0:
+            if overflowed:
                 if clean:
-                    later = position
+                    later = Cut(position, producer_states(committed, key))
                 continue
             if out:
                 held.append(out)
@@ -211,33 +222,48 @@ def committed_to_cut(
                     cut,
                 )
                 held, held_bytes = [], 0
-                later = cut
-    if later > cut:
-        again = replace(
-            partition,
-            start=anchor.position,
-            end=later,
-            producers=anchor.producers,
-            find_cut=False,
-        )
-        for found in read_again(again, settings):
-            rest = _from(found, cut)  # below the cut: yielded already
-            if rest:
-                yield rest
+                overflowed = True
+    stable = committed.last_stable_position(*key)
+    if later is not None and later.position > cut:  # the hold overflowed: read up to the
+        # last cut found since again, a range between cuts
+        again = replace(partition, end=later.position, find_cut=False)
+        yield from _again(read_again, again, anchor, settings, cut)
+        cut, anchor = later.position, later
+    if not fine and stable > cut:  # a span is open at the end (or the last step ended
+        # no RECORD that may close spans): cuts the polls' steps did not look for may lie
+        # before its first RECORD - read that stretch again RECORD by RECORD
+        again = replace(partition, end=stable)
+        yield from _again(read_again, again, anchor, settings, cut)
 
 
-def _read_between_cuts(
-    partition: RangePartition, settings: ConsumerSettings
+def _again(
+    read_again: ReadAgain,
+    partition: RangePartition,
+    anchor: Cut,
+    settings: ConsumerSettings,
+    cut: int,
 ) -> Iterator[RecordColumns]:
-    """The committed messages of a range between two clean cuts, read with a new bounded
-    consumer (``committed_to_cut``'s second read)."""
+    """The rows at or after ``cut`` of ``partition`` read again from ``anchor`` (a cut at
+    or below ``cut``, with its producer states)."""
+    again = replace(partition, start=anchor.position, producers=anchor.producers)
+    for found in read_again(again, settings):
+        rest = _from(found, cut)  # below the cut: yielded already
+        if rest:
+            yield rest
+
+
+def _read_again(partition: RangePartition, settings: ConsumerSettings) -> Iterator[RecordColumns]:
+    """The committed rows of a range read again with a new bounded consumer
+    (:data:`ReadAgain`)."""
     key = (partition.topic, partition.partition)
     with Consumer(
         assign={key: partition.start}, end_offsets={key: partition.end}, settings=settings
     ) as consumer:
-        yield from _committed(
-            consumer.read_to_end(partition.timeout, ROWS_PER_BATCH), partition, settings
-        )
+        columns = consumer.read_to_end(partition.timeout, ROWS_PER_BATCH)
+        if partition.find_cut:
+            yield from committed_to_cut(columns, partition, settings, _read_again, fine=True)
+        else:
+            yield from _committed(columns, partition, settings)
 
 
 def _from(columns: RecordColumns, position: int) -> RecordColumns:

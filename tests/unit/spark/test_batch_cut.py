@@ -72,30 +72,36 @@ def _last_cut(log: Log) -> int:
 
 
 class _ReadAgain:
-    """The task's second read, served from the log (a fresh filter from the cut's states,
-    as ``_read_between_cuts`` over a new bounded consumer)."""
+    """The task's reads again, served from the log in one poll (as ``_read_again`` over a
+    new bounded consumer): a range with ``find_cut`` RECORD by RECORD, else between cuts."""
 
-    def __init__(self, log: Log) -> None:
+    def __init__(self, log: Log, hold: int, anchor_every: int) -> None:
         self.log = log
-        self.ranges: list[tuple[int, int, tuple[tuple[str, int], ...]]] = []
+        self.hold = hold
+        self.anchor_every = anchor_every
+        self.ranges: list[tuple[int, int, tuple[tuple[str, int], ...], bool]] = []
 
     def __call__(self, task: RangePartition, settings: ConsumerSettings) -> Iterator[RecordColumns]:
-        assert not task.find_cut
         assert task.committed
-        self.ranges.append((task.start, task.end, task.producers))
+        self.ranges.append((task.start, task.end, task.producers, task.find_cut))
         records = self.log.records("a", task.start, task.end - 1)
-        return _committed([as_columns(self.log, records)] if records else [], task, settings)
+        polls = [as_columns(self.log, records)] if records else []
+        if task.find_cut:
+            return committed_to_cut(
+                polls, task, settings, self, self.hold, self.anchor_every, fine=True
+            )
+        return _committed(polls, task, settings)
 
 
 def _read(
     log: Log, splits: list[int], hold: int, anchor_every: int = 64
 ) -> tuple[list[Row], list[Row], _ReadAgain]:
-    """(the task's rows, the old plan's rows, the second reads) of partition ``a``."""
+    """(the task's rows, the old plan's rows, the reads again) of partition ``a``."""
     records = log.records("a")
     polls = _polls(log, records, splits)
     end = len(log.parts.get("a", []))
     task = _task(end)
-    again = _ReadAgain(log)
+    again = _ReadAgain(log, hold, anchor_every)
     found = committed_to_cut(polls, task, task.settings(), again, hold, anchor_every)
     got = _rows(found)
     cut = _last_cut(log)
@@ -151,7 +157,13 @@ def test_a_transaction_committed_behind_one_still_open_is_not_a_row() -> None:
     got, expected, again = _read(log, [1, 3, 5, 7, 8], 1 << 30)
     assert [offset for offset, _, _ in got] == [0, 0, 0]
     assert got == expected
-    assert again.ranges == []
+    assert again.ranges == []  # a poll ended after T1's ACK: that cut is the last
+    # in one poll, the poll's steps find no cut (the poll's last closing RECORD is T2's
+    # ACK): the stretch before producer 1's span is read again RECORD by RECORD
+    got, expected, again = _read(log, [], 1 << 30)
+    assert [offset for offset, _, _ in got] == [0, 0, 0]
+    assert got == expected
+    assert again.ranges == [(0, 2, (), True)]
     # producer 1 commits: every committed message is a row, in the order released
     log = build([*spec, (0, [("ack", 1, 1, 1, 0)])])
     got, expected, _ = _read(log, [1, 3, 5, 7, 8], 1 << 30)
@@ -180,5 +192,36 @@ def test_past_its_hold_a_task_reads_the_range_between_its_last_cuts_again() -> N
         assert sorted(offset for offset, _, _ in got) == [0, 0, 0, 2, 2, 3, 3]
         assert len(again.ranges) == 1
         assert again.ranges[0][:2] == (start, end)
+        assert not again.ranges[0][3]  # between cuts
         # producer 0's last ACK at offset 2 (T1's), or no state at the start
         assert [ack for _, ack in again.ranges[0][2]] == acks
+
+
+def test_after_an_overflow_the_stretch_before_an_open_span_is_read_from_the_later_cut() -> None:
+    """The hold overflows behind producer 1's span; a later cut is found (its ACK, then an
+    OUTSIDE message); then producer 1 opens another span that stays open. The task reads
+    up to the later cut again, then the stretch after it RECORD by RECORD from there, with
+    the producer states it took at that cut: a re-sent copy of T1's first message there is
+    a duplicate (its clock is at or below producer 0's last ACK), never a row."""
+    spec: Spec = [
+        (0, [("run", 0, 3, 1, 0)]),  # 0: T1
+        (0, [("ack", 0, 1, 1, 0)]),  # 1: a cut at 2 (poll A ends here)
+        (0, [("run", 1, 1, 1, 0)]),  # 2: producer 1's span
+        (0, [("run", 0, 1, 1, 0)]),  # 3: T2 ...
+        (0, [("ack", 0, 1, 1, 0)]),  # 4: ... committed behind it: the hold overflows
+        (0, [("ack", 1, 1, 1, 0)]),  # 5: producer 1 commits
+        (0, [("outside", 0, 1, 1, 0)]),  # 6: the later cut at 7 (poll C ends here)
+        (0, [("dup", 0, 1, 1, 0), ("outside", 0, 1, 1, 0)]),  # 7: a cut at 8
+        (0, [("run", 1, 1, 1, 0)]),  # 8: producer 1's next span, open at the end
+        (0, [("outside", 0, 1, 1, 0)]),  # 9
+    ]
+    log = build(spec)
+    got, expected, again = _read(log, [4, 7, 9], 1, anchor_every=1)
+    assert got == expected
+    rows = [(0, 0), (0, 1), (0, 2), (2, 0), (3, 0), (6, 0), (7, 1)]  # not the dup (7, 0)
+    assert sorted((offset, index) for offset, index, _ in got) == rows
+    assert [(start, end, fine) for start, end, _, fine in again.ranges] == [
+        (2, 7, False),
+        (7, 8, True),
+    ]
+    assert len(again.ranges[1][2]) == 2  # producer 0's and 1's last ACKs at the cut at 7
