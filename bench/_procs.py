@@ -8,6 +8,7 @@ run in ``multiprocessing`` children ("spawn": no inherited ZeroMQ context).
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,20 +22,31 @@ DAFKA = os.environ.get("DAFKA_BENCH_DAFKA") or str(Path(sys.executable).with_nam
 e.g. to measure another checkout or a wrapper that changes interpreter settings)."""
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port_pair() -> int:
-    """A port P such that P and P+1 were both free just now (the tower's XSUB and XPUB)."""
-    for _ in range(100):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = int(a.getsockname()[1])
-            if port >= 65535:
+    """A port P such that P and P+1 were both free just now (the tower's XSUB and XPUB).
+
+    Picked below the kernel's ephemeral range: a port the kernel handed out to a bind of 0
+    is handed to other processes' connects and binds too, and on a shared machine one took
+    it between this check and the tower's bind ("Address already in use", the bench's
+    cluster never ready)."""
+    low, _ = _ephemeral_range()
+    for _ in range(200):
+        port = random.randrange(10000, max(10002, low - 2))
+        with socket.socket() as a, socket.socket() as b:
+            try:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+            except OSError:
                 continue
-            with socket.socket() as b:
-                try:
-                    b.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-                return port
+            return port
     raise RuntimeError("no two consecutive free ports")
 
 
