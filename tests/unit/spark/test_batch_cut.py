@@ -15,7 +15,8 @@ committed before it opened.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
 import pytest
 from hypothesis import example, given, settings
@@ -23,7 +24,18 @@ from hypothesis import strategies as st
 
 from dafka.client import ConsumerSettings
 from dafka.message import Flags
-from dafka.records import CommittedFilter, Record, RecordColumns
+from dafka.records import (
+    NO_UUID,
+    UUID_SIZE,
+    BatchSlice,
+    CheckedBatch,
+    CommittedFilter,
+    Part,
+    PlainRun,
+    Record,
+    RecordColumns,
+)
+from dafka.spark._committed import CommittedOffsets
 from dafka.spark._read import RangePartition, _committed, committed_to_cut
 from tests.unit.records.test_records_committed_runs import Log, T, as_columns, build, group
 
@@ -75,8 +87,15 @@ class _ReadAgain:
     """The task's reads again, served from the log in one poll (as ``_read_again`` over a
     new bounded consumer): a range with ``find_cut`` RECORD by RECORD, else between cuts."""
 
-    def __init__(self, log: Log, hold: int, anchor_every: int) -> None:
+    def __init__(
+        self,
+        log: Log,
+        hold: int,
+        anchor_every: int,
+        shape: Callable[[RecordColumns], RecordColumns] = lambda c: c,
+    ) -> None:
         self.log = log
+        self.shape = shape
         self.hold = hold
         self.anchor_every = anchor_every
         self.ranges: list[tuple[int, int, tuple[tuple[str, int], ...], bool]] = []
@@ -85,7 +104,7 @@ class _ReadAgain:
         assert task.committed
         self.ranges.append((task.start, task.end, task.producers, task.find_cut))
         records = self.log.records("a", task.start, task.end - 1)
-        polls = [as_columns(self.log, records)] if records else []
+        polls = [self.shape(as_columns(self.log, records))] if records else []
         if task.find_cut:
             return committed_to_cut(
                 polls, task, settings, self, self.hold, self.anchor_every, fine=True
@@ -225,3 +244,91 @@ def test_after_an_overflow_the_stretch_before_an_open_span_is_read_from_the_late
         (7, 8, True),
     ]
     assert len(again.ranges[1][2]) == 2  # producer 0's and 1's last ACKs at the cut at 7
+
+
+def _plain_runs(columns: RecordColumns) -> RecordColumns:
+    """``columns`` with each RECORD of one message without a UUID as a plain RECORD (a
+    ``PlainRun``, consecutive ones joined), as ``poll_columns`` hands out unbatched ones."""
+    parts: list[Part] = []
+    for part in columns.parts:
+        assert isinstance(part, BatchSlice)
+        batch = part.batch
+        if batch.count != 1 or (batch.layout.uuids_at >= 0 and _uuid_of(batch) != NO_UUID):
+            parts.append(part)
+            continue
+        value = RecordColumns([part]).values[0]
+        last = parts[-1] if parts else None
+        if isinstance(last, PlainRun) and last.first + last.size == batch.offset:
+            parts[-1] = PlainRun(T, "a", last.first, [*last.contents, value])
+        else:
+            parts.append(PlainRun(T, "a", batch.offset, [value]))
+    return RecordColumns(parts)
+
+
+def _uuid_of(batch: CheckedBatch) -> bytes:
+    at = batch.layout.uuids_at
+    return batch.content[at : at + UUID_SIZE]
+
+
+def _read_from(
+    log: Log, start: int, splits: list[int], hold: int, anchor_every: int, plain: bool
+) -> tuple[list[Row], list[Row]]:
+    """(the task's rows, the old plan's rows) of partition ``a`` from ``start`` (a
+    ``startingOffsets`` anywhere, a transaction's middle too: no producer states): the old
+    plan's cut is the last one of a decisions-only filter restored at ``start``, fed one
+    whole RECORD at a time; its task read ``[start, cut)``."""
+    n = len(log.parts.get("a", []))
+    records = log.records("a", start, n - 1) if start < n else []
+    shape: Callable[[RecordColumns], RecordColumns] = _plain_runs if plain else (lambda c: c)
+
+    def polls(recs: list[Record]) -> list[RecordColumns]:
+        return [shape(p) for p in _polls(log, recs, splits)]
+
+    task = replace(_task(max(n, start)), start=start)
+    again = _ReadAgain(log, hold, anchor_every, shape)
+    got = _rows(committed_to_cut(polls(records), task, task.settings(), again, hold, anchor_every))
+    decisions = CommittedFilter(
+        CommittedOffsets({(T, "a"): start}, {}).checkpoint(), decisions_only=True
+    )
+    cut = start
+    for offset in range(start, n):
+        decisions.feed_columns(as_columns(log, log.records("a", offset, offset)))
+        if _closes(log.parts["a"][offset][-1]) and (
+            decisions.last_stable_position(T, "a") == offset + 1
+        ):
+            cut = offset + 1
+    old = replace(_task(cut), start=start)
+    below = [r for r in records if r.offset < cut]
+    expected = _rows(_committed(polls(below), old, old.settings()))
+    return got, expected
+
+
+_PLAIN = [("plain", 0, 1, 1, 0)]
+"""A RECORD of one message without a UUID (a plain RECORD: a ``PlainRun`` with ``plain``)."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spec=st.lists(st.one_of(st.lists(group, min_size=1, max_size=2), st.just(_PLAIN)), max_size=25),
+    at=st.floats(0, 1.1),
+    splits=st.lists(st.integers(0, 80), max_size=6),
+    hold=st.sampled_from([0, 1, 300, 1 << 30]),
+    anchor_every=st.sampled_from([1, 3, 64]),
+    plain=st.booleans(),
+)
+def test_a_task_from_any_start_yields_what_the_old_plan_gave_it(
+    spec: list[list[tuple[str, int, int, int, int]]],
+    at: float,
+    splits: list[int],
+    hold: int,
+    anchor_every: int,
+    plain: bool,
+) -> None:
+    """``startingOffsets`` anywhere (inside a transaction too: no producer states; an empty
+    range; past the end) and plain RECORDs as ``PlainRun``s, as the bounded consumer hands
+    them out (joined, one step each, a cut after the run): the task's rows are the old
+    plan's."""
+    log = build([(0, groups) for groups in spec])
+    start = int(at * len(spec))
+    got, expected = _read_from(log, start, splits, hold, anchor_every, plain)
+    assert got == expected
