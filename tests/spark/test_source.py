@@ -526,6 +526,52 @@ def test_a_batch_read_committed_ends_at_the_last_clean_cut(
     assert Counter(r.value for r in rows) == Counter([b"t1a", b"t1b", b"o1", b"t2"])
 
 
+def test_a_batch_read_committed_ends_each_partition_at_its_own_cut(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    """Two partitions whose last clean cuts differ (one behind another producer's open
+    span, one behind its own transaction open at the end, with plain RECORDs), read whole,
+    with ``endingOffsets`` inside a transaction and ``startingOffsets`` inside another: each
+    task ends its rows at its own range's last cut, as the driver's plan did."""
+    other = b"\x01rcpot"
+    with Producer("rcp", cluster.transport, producer_id="rcp.0") as log:
+        for content in [
+            _txn([b"a0", b"a1"], 1),  # 0  T1 ...
+            _ack(2),  # 1                  ... committed: the last cut, at 2
+            _txn([b"o0"], 1, other),  # 2  the other producer's span, open at the end
+            _txn([b"a2"], 3),  # 3         T2 ...
+            _ack(3),  # 4                  ... committed behind it: no row
+        ]:
+            log.publish(content)
+        assert log.flush(30)
+    with Producer("rcp", cluster.transport, producer_id="rcp.1") as log:
+        for content in [
+            b"p0",  # 0                       plain
+            _txn([b"b0", b"b1"], 1),  # 1     T3 in two RECORDs ...
+            _txn([b"b2"], 3),  # 2
+            _ack(3),  # 3                     ... committed
+            b"p1",  # 4                       plain: the last cut, at 5
+            _txn([b"b3"], 4),  # 5            T4, open at the end
+        ]:
+            log.publish(content)
+        assert log.flush(30)
+
+    def committed(**options: str) -> list[bytes]:
+        found = read(spark, cluster, subscribe="rcp", isolation="read_committed", **options)
+        return values(found.collect())
+
+    assert committed() == sorted([b"a0", b"a1", b"p0", b"b0", b"b1", b"b2", b"p1"])
+    # endingOffsets inside T3 (its ACK not in the range): T3 is no row; T1 whole
+    end = json.dumps({"rcp": {"rcp.0": 5, "rcp.1": 3}})
+    assert committed(endingOffsets=end) == sorted([b"a0", b"a1", b"p0"])
+    # startingOffsets inside T3 (no producer state there): the rest of T3 from its ACK
+    start = json.dumps({"rcp": {"rcp.0": 0, "rcp.1": 2}})
+    assert committed(startingOffsets=start) == sorted([b"a0", b"a1", b"b2", b"p1"])
+    # an empty range: nothing
+    start = json.dumps({"rcp": {"rcp.0": 5, "rcp.1": 6}})
+    assert committed(startingOffsets=start) == []
+
+
 @pytest.mark.parametrize(
     ("option", "delay"),
     [
