@@ -332,3 +332,34 @@ def test_a_task_from_any_start_yields_what_the_old_plan_gave_it(
     start = int(at * len(spec))
     got, expected = _read_from(log, start, splits, hold, anchor_every, plain)
     assert got == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    spec=st.lists(st.one_of(st.lists(group, min_size=1, max_size=2), st.just(_PLAIN)), max_size=25),
+    at=st.floats(0, 1),
+    attempts=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 80), max_size=6),
+            st.sampled_from([0, 1, 300, 1 << 30]),
+            st.sampled_from([1, 3, 64]),
+        ),
+        min_size=2,
+        max_size=2,
+    ),
+    plain=st.booleans(),
+)
+def test_a_retried_task_yields_the_same_rows_in_the_same_order(
+    spec: list[list[tuple[str, int, int, int, int]]],
+    at: float,
+    attempts: list[tuple[list[int], int, int]],
+    plain: bool,
+) -> None:
+    """A task attempt Spark retries reads the same range in other polls (and may overflow
+    its hold where the first did not): the same rows, in the same order."""
+    log = build([(0, groups) for groups in spec])
+    start = int(at * len(spec))
+    (splits, hold, anchor), (splits2, hold2, anchor2) = attempts
+    first, _ = _read_from(log, start, splits, hold, anchor, plain)
+    again, _ = _read_from(log, start, splits2, hold2, anchor2, plain)
+    assert first == again
