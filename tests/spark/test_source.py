@@ -8,16 +8,19 @@ import select
 import socket
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from dafka.client import Consumer, ConsumerSettings
 from dafka.client import PartitionProducer as Producer
 from dafka.message import Flags, build_uuid
-from dafka.records import encode_batch
+from dafka.records import RecordColumns, encode_batch
 from dafka.spark._options import parse_source_options
+from dafka.spark._read import TASK_HOLD_BYTES, RangePartition, _read_again, committed_to_cut
 from dafka.spark._source import DafkaStreamReader, _watcher
 from tests.spark.conftest import Cluster, wait_until
 
@@ -570,6 +573,51 @@ def test_a_batch_read_committed_ends_each_partition_at_its_own_cut(
     # an empty range: nothing
     start = json.dumps({"rcp": {"rcp.0": 5, "rcp.1": 6}})
     assert committed(startingOffsets=start) == []
+
+
+def test_a_task_past_its_hold_reads_between_its_cuts_again_from_the_stores(
+    cluster: Cluster,
+) -> None:
+    """The task's body over a real cluster with a hold of 1 byte and polls of one message:
+    T2, committed behind the other producer's span, overflows the hold; the task reads on
+    to the cut after that span's ACK and reads the range up to it again with a new bounded
+    consumer (``_read_again``), keeping the rows from its last cut on - the rows, in their
+    order, of the same read with a hold that never overflows."""
+    other = b"\x01rchot"
+    with Producer("rch", cluster.transport, producer_id="rch.0") as log:
+        for content in [
+            _txn([b"a0", b"a1"], 1),  # 0  T1 ...
+            _ack(2),  # 1                  ... committed: a cut at 2
+            _txn([b"o0"], 1, other),  # 2  the other producer's span ...
+            _txn([b"a2"], 3),  # 3         T2 ...
+            _ack(3),  # 4                  ... committed behind it: the hold overflows
+            _ack(1, other),  # 5           ... the span commits: the later cut, at 6
+            _txn([b"a3"], 4),  # 6         T3, open at the end
+        ]:
+            log.publish(content)
+        assert log.flush(30)
+    task = RangePartition(
+        cluster.towers, "rch", "rch.0", 0, 7, 10.0, True, committed=True, find_cut=True
+    )
+    settings = task.settings()
+    reads_again: list[tuple[int, int, bool]] = []
+
+    def read_again(again: RangePartition, settings: ConsumerSettings) -> Iterator[RecordColumns]:
+        reads_again.append((again.start, again.end, again.find_cut))
+        return _read_again(again, settings)
+
+    def rows(hold: int) -> list[bytes]:
+        with Consumer(
+            assign={("rch", "rch.0"): 0}, end_offsets={("rch", "rch.0"): 7}, settings=settings
+        ) as consumer:
+            polls = consumer.read_to_end(task.timeout, 1)
+            found = committed_to_cut(polls, task, settings, read_again, hold)
+            return [value for columns in found for value in columns.values]
+
+    assert rows(TASK_HOLD_BYTES) == [b"a0", b"a1", b"a2", b"o0"]
+    assert reads_again == []
+    assert rows(1) == [b"a0", b"a1", b"a2", b"o0"]
+    assert reads_again == [(0, 6, False)]
 
 
 @pytest.mark.parametrize(
