@@ -19,9 +19,16 @@ from dafka.client import Consumer, ConsumerSettings
 from dafka.client import PartitionProducer as Producer
 from dafka.message import Flags, build_uuid
 from dafka.records import RecordColumns, encode_batch
+from dafka.server import StoreNode
 from dafka.spark._options import parse_source_options
-from dafka.spark._read import TASK_HOLD_BYTES, RangePartition, _read_again, committed_to_cut
-from dafka.spark._source import DafkaStreamReader, _watcher
+from dafka.spark._read import (
+    TASK_HOLD_BYTES,
+    RangePartition,
+    _read_again,
+    committed_to_cut,
+    read_partition,
+)
+from dafka.spark._source import DafkaBatchReader, DafkaStreamReader, _watcher
 from tests.spark.conftest import Cluster, wait_until
 
 
@@ -618,6 +625,39 @@ def test_a_task_past_its_hold_reads_between_its_cuts_again_from_the_stores(
     assert reads_again == []
     assert rows(1) == [b"a0", b"a1", b"a2", b"o0"]
     assert reads_again == [(0, 6, False)]
+
+
+def test_a_batch_read_committed_planned_before_its_store_restarts(tmp_path: Path) -> None:
+    """The driver plans a read_committed batch read from the heads alone; the store restarts
+    before the tasks run: each task reads its range from the restarted store and ends its
+    rows at its last clean cut - T1, not T2 (committed behind the other producer's span
+    still open), nor that span."""
+    cluster = Cluster(tmp_path)
+    cluster.inner.start()
+    try:
+        other = b"\x01rcsot"
+        with Producer("rcs", cluster.transport, producer_id="rcs.0") as log:
+            for content in [
+                _txn([b"a0", b"a1"], 1),  # 0  T1 ...
+                _ack(2),  # 1                  ... committed: the last cut, at 2
+                _txn([b"o0"], 1, other),  # 2  the other producer's span, open at the end
+                _txn([b"a2"], 3),  # 3         T2 ...
+                _ack(3),  # 4                  ... committed behind it
+            ]:
+                log.publish(content)
+            assert log.flush(30)
+        options = {"towers": cluster.towers, "subscribe": "rcs", "isolation": "read_committed"}
+        tasks = DafkaBatchReader(parse_source_options(options, streaming=False)).partitions()
+        assert [(t.start, t.end, t.find_cut) for t in tasks] == [(0, 5, True)]
+        store = cluster.inner.stores[0]
+        store.stop()
+        again = StoreNode(store.data_dir, cluster.inner.transport, name="store-0")
+        again.start()
+        cluster.inner.stores[0] = again
+        rows = [v for t in tasks for b in read_partition(t) for v in b.column("value").to_pylist()]
+        assert rows == [b"a0", b"a1"]
+    finally:
+        cluster.inner.stop()
 
 
 @pytest.mark.parametrize(
