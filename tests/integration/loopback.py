@@ -6,7 +6,13 @@ cluster, and notices a peer gone, within a second."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
+
+from dafka.server import free_port_pair
+from dafka.transport.config import TransportConfig
+from dafka.transport.tower import Tower
 
 
 def loopback_client(towers: str, ready_timeout: float, **fields: Any) -> dict[str, Any]:
@@ -22,3 +28,25 @@ def loopback_client(towers: str, ready_timeout: float, **fields: Any) -> dict[st
         "ready_timeout": ready_timeout,
         **fields,
     }
+
+
+@contextlib.contextmanager
+def loopback_tower() -> Iterator[tuple[str, TransportConfig]]:
+    """A tower in this process on two free loopback ports: its address (``127.0.0.1:PORT``)
+    and a node's transport config for it, with the beacons of :func:`loopback_client`."""
+    port = free_port_pair()
+    tower = Tower(f"tcp://127.0.0.1:{port}", f"tcp://127.0.0.1:{port + 1}")
+    tower.start()
+    try:
+        yield (
+            f"127.0.0.1:{port}",
+            TransportConfig.for_towers(
+                f"127.0.0.1:{port}",
+                advertised_host="127.0.0.1",
+                bind_host="127.0.0.1",
+                beacon_interval=0.2,
+                beacon_timeout=0.8,
+            ),
+        )
+    finally:
+        tower.stop()

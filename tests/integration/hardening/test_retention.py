@@ -11,25 +11,20 @@ import time
 from pathlib import Path
 
 from dafka import Producer
-from dafka.server import StoreNode, free_port_pair
+from dafka.server import StoreNode
 from dafka.storage import FsyncPolicy, RetentionPolicy, StorageConfig
 from dafka.transport.config import TransportConfig
-from dafka.transport.tower import Tower
+from tests.integration.loopback import loopback_tower
 
 RECORDS = 2_000
 
 
 def test_a_store_applies_retention_on_a_schedule(tmp_path: Path) -> None:
-    port = free_port_pair()
-    tower = Tower(f"tcp://127.0.0.1:{port}", f"tcp://127.0.0.1:{port + 1}")
-    tower.start()
-    transport = TransportConfig.for_towers(
-        f"127.0.0.1:{port}",
-        advertised_host="127.0.0.1",
-        bind_host="127.0.0.1",
-        beacon_interval=0.2,
-        beacon_timeout=0.8,
-    )
+    with loopback_tower() as (towers, transport):
+        _retention_under_traffic(tmp_path, towers, transport)
+
+
+def _retention_under_traffic(tmp_path: Path, towers: str, transport: TransportConfig) -> None:
     config = StorageConfig(
         segment_bytes=4096,
         fsync=FsyncPolicy.batch(),
@@ -41,7 +36,7 @@ def test_a_store_applies_retention_on_a_schedule(tmp_path: Path) -> None:
     try:
         with Producer(
             "kept",
-            towers=f"127.0.0.1:{port}",
+            towers=towers,
             name="r",
             batching=False,
             beacon_interval=0.2,
@@ -75,4 +70,3 @@ def test_a_store_applies_retention_on_a_schedule(tmp_path: Path) -> None:
         assert (RECORDS - start) * 100 < 8192 + 2 * 4096  # ~ the policy, in whole segments
     finally:
         store.stop()
-        tower.stop()

@@ -18,12 +18,12 @@ import pytest
 
 from dafka.client import PartitionProducer
 from dafka.node import StoreConfig, StoreMachine
-from dafka.server import StoreNode, StorePersistence, free_port_pair
+from dafka.server import StoreNode, StorePersistence
 from dafka.server._persistence import HOLD_SECONDS
 from dafka.storage import FsyncPolicy, Storage, StorageConfig
 from dafka.testing import ManualClock
 from dafka.transport.config import TransportConfig
-from dafka.transport.tower import Tower
+from tests.integration.loopback import loopback_tower
 
 RECORDS = 200
 
@@ -31,25 +31,17 @@ RECORDS = 200
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[StoreNode, TransportConfig]]:
     """A tower and a store with the default fsync (``ms:5``), in this process."""
-    port = free_port_pair()
-    tower = Tower(f"tcp://127.0.0.1:{port}", f"tcp://127.0.0.1:{port + 1}")
-    tower.start()
-    transport = TransportConfig.for_towers(
-        f"127.0.0.1:{port}",
-        advertised_host="127.0.0.1",
-        bind_host="127.0.0.1",
-        beacon_interval=0.2,
-        beacon_timeout=0.8,
-    )
-    store = StoreNode(
-        tmp_path / "store", transport, storage_config=StorageConfig(fsync=FsyncPolicy.interval(5))
-    )
-    store.start()
-    try:
-        yield store, transport
-    finally:
-        store.stop()
-        tower.stop()
+    with loopback_tower() as (_, transport):
+        store = StoreNode(
+            tmp_path / "store",
+            transport,
+            storage_config=StorageConfig(fsync=FsyncPolicy.interval(5)),
+        )
+        store.start()
+        try:
+            yield store, transport
+        finally:
+            store.stop()
 
 
 def test_records_a_millisecond_apart_are_appended_and_acked_per_fsync_interval(
