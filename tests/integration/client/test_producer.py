@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
@@ -77,6 +78,24 @@ def read_back(cluster: Cluster, topic: str, count: int, timeout: float = 20) -> 
             out += consumer.poll(timeout=0.5)
     assert len(out) == count, f"read {len(out)} of {count}"
     return out
+
+
+@contextlib.contextmanager
+def collections_counted() -> Iterator[list[int]]:
+    """The generations of the cyclic collector's runs while the block runs (after a full
+    collection, so that none is owed from before)."""
+    collections: list[int] = []
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(counted)
+    try:
+        yield collections
+    finally:
+        gc.callbacks.remove(counted)
 
 
 def test_batched_round_trip_with_keys_headers_timestamps(cluster: Cluster) -> None:
@@ -464,21 +483,11 @@ def test_produce_and_send_of_plain_values_queue_nothing_per_message_for_the_coll
     the cycle collector (issue 23: a queued tuple and its token per message ran a young
     collection every ~350 messages, ~0.3 us of the caller's ~1 us and half the runner's)."""
     count = 20_000
-    collections: list[int] = []
-
-    def counted(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
     with Producer("gc-plain", towers=cluster.towers, partitions=2, **FAST) as p:
         p.send(b"warm").result(timeout=20)
-        gc.collect()
-        gc.callbacks.append(counted)
-        try:
+        with collections_counted() as collections:
             for i in range(count):
                 p.produce(b"v%d" % i)
-        finally:
-            gc.callbacks.remove(counted)
         assert p.flush(timeout=30) == 0
         assert p.delivered == count + 1
     # the loop allocates nothing that lives: a collection or two comes from the nodes'
@@ -498,22 +507,12 @@ def test_unbatched_produce_of_plain_values_allocates_nothing_per_message_for_the
     token per message in the runner until the ACK, ran a young collection every ~350
     messages on the producer -> ACKed path)."""
     count = 20_000
-    collections: list[int] = []
-
-    def counted(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
     with Producer("gc-unbatched", towers=cluster.towers, partitions=2, batching=False, **FAST) as p:
         p.send(b"warm").result(timeout=20)
-        gc.collect()
-        gc.callbacks.append(counted)
-        try:
+        with collections_counted() as collections:
             for i in range(count):
                 p.produce(b"v%d" % i)
             assert p.flush(timeout=30) == 0
-        finally:
-            gc.callbacks.remove(counted)
         assert p.delivered == count + 1
     assert len(collections) < count // 2_000, f"{len(collections)} collections in the loop"
     values = [r.value for r in read_back(cluster, "gc-unbatched", count + 1)]
