@@ -4,10 +4,20 @@ Theory (PROTOCOL.md section 3). A node beacons once it got the tower's welcome, 
 ``beacon/interval``, and again at once when it discovers a new peer (so the newcomer learns
 about us without waiting a whole interval). The tower forwards every beacon as
 ``B | node id | tcp://host:port``; a new endpoint means: connect the data SUB to it. Each
-beacon refreshes the peer's expiry (``beacon/timeout``); an expired peer is disconnected. A
-node that comes back on another port (a restart) is disconnected from the old endpoint and
-connected to the new one. Our own ids (a store has two) are ignored. Two ids sharing an
-endpoint share one connection (ZeroMQ would deliver twice over two).
+beacon refreshes its endpoint's expiry (``beacon/timeout``); an expired endpoint is
+disconnected. Our own ids (a store has two) are ignored. Two ids sharing an endpoint share one
+connection (ZeroMQ would deliver twice over two).
+
+*One id, several endpoints.* Two live runs of one producer name share their node ids (a zombie
+and its successor, docs/guarantees.md "A fenced producer"; two instances of one transactional
+id). Each endpoint of an id is connected, and each expires on its own when its beacons stop: a
+table that followed whichever endpoint beaconed last moved the data SUB back and forth every
+beacon, and the successor's records and HEADs, sent while the SUB was on the zombie's side or
+re-subscribing, were lost for as long as both lived (a transactional start's log record waited
+past its 5 s delivery timeout, 1 run in 36 at load 12). A node restarted on another port is
+connected at once; its old endpoint is dropped when it expires. At most
+``MAX_ENDPOINTS_PER_ID`` endpoints per id are kept (a stranger beaconing one id from many
+endpoints): a new one beyond replaces the one heard least recently.
 
 *The tower is for discovery, not for data.* Expiry means "this peer stopped beaconing", which
 we can only know while the towers are alive: when every tower is gone, beacons stop for
@@ -45,6 +55,9 @@ from dafka.node._endpoint import endpoint_problem
 from dafka.node.actions import Action, Connect, Disconnect, SendBeacon
 from dafka.protocol import Beacon, DiscoveryMessage, PeerEndpoint, Welcome
 
+MAX_ENDPOINTS_PER_ID = 4
+"""Endpoints kept per node id (the module docstring: live runs of one name share ids)."""
+
 
 @dataclass(frozen=True, slots=True)
 class DiscoveryStatistics:
@@ -72,7 +85,8 @@ class Discovery:
         self.config = config or DiscoveryConfig()
         self._own = frozenset(own_ids)
         self._out: list[Action] = []
-        self._peers: dict[str, tuple[str, float]] = {}
+        self._peers: dict[str, dict[str, float]] = {}
+        """node id -> its endpoints -> expiry, the one heard last at the end."""
         self._users: dict[str, int] = {}
         self._beacon_due: float | None = None
         self._beacon_queued = False
@@ -118,8 +132,8 @@ class Discovery:
         return self._rejected
 
     def peers(self) -> dict[str, str]:
-        """Known peers: node id -> endpoint."""
-        return {node_id: endpoint for node_id, (endpoint, _) in self._peers.items()}
+        """Known peers: node id -> the endpoint it beaconed from last."""
+        return {node_id: next(reversed(endpoints)) for node_id, endpoints in self._peers.items()}
 
     def on_message(self, message: DiscoveryMessage, now: float) -> None:
         """A message from the beacon SUB (the tower's XPUB)."""
@@ -141,16 +155,20 @@ class Discovery:
         timeout = self.config.timeout
         heard_after = self._tower_heard - self.config.interval  # a beacon older is stale
         expired = []
-        for node_id, (endpoint, expiry) in self._peers.items():
-            if expiry > now:
-                continue
-            if expiry - timeout < heard_after:
-                expired.append(node_id)
-            else:  # the towers went quiet too: no proof that this peer left
-                self._peers[node_id] = (endpoint, now + timeout)
-                self._kept += 1
-        for node_id in expired:
-            endpoint, _ = self._peers.pop(node_id)
+        for node_id, endpoints in self._peers.items():
+            for endpoint, expiry in endpoints.items():
+                if expiry > now:
+                    continue
+                if expiry - timeout < heard_after:
+                    expired.append((node_id, endpoint))
+                else:  # the towers went quiet too: no proof that this peer left
+                    endpoints[endpoint] = now + timeout
+                    self._kept += 1
+        for node_id, endpoint in expired:
+            endpoints = self._peers[node_id]
+            del endpoints[endpoint]
+            if not endpoints:
+                del self._peers[node_id]
             self._expired += 1
             self._release(node_id, endpoint)
         self._expire_probation(now)
@@ -164,7 +182,7 @@ class Discovery:
             self._beacon_due = due if due > now else now + self.config.interval
 
     def next_deadline(self) -> float | None:
-        deadlines = [expiry for _, expiry in self._peers.values()]
+        deadlines = [min(endpoints.values()) for endpoints in self._peers.values()]
         if self._beacon_due is not None:
             deadlines.append(self._beacon_due)
         return min(deadlines, default=None)
@@ -244,14 +262,20 @@ class Discovery:
         if node_id in self._own:
             return
         expiry = now + self.config.timeout
-        known = self._peers.get(node_id)
-        if known is None and not self._admit(node_id, now):
+        endpoints = self._peers.get(node_id)
+        if endpoints is None:
+            if not self._admit(node_id, now):
+                return
+            endpoints = self._peers[node_id] = {}
+        elif endpoint in endpoints:
+            del endpoints[endpoint]  # re-inserted last: the one heard last
+            endpoints[endpoint] = expiry
             return
-        self._peers[node_id] = (endpoint, expiry)
-        if known is not None and known[0] == endpoint:
-            return
-        if known is not None:
-            self._release(node_id, known[0])
+        elif len(endpoints) >= MAX_ENDPOINTS_PER_ID:
+            oldest = next(iter(endpoints))
+            del endpoints[oldest]
+            self._release(node_id, oldest)
+        endpoints[endpoint] = expiry
         self._discovered += 1
         users = self._users.get(endpoint, 0)
         self._users[endpoint] = users + 1
@@ -275,4 +299,4 @@ class Discovery:
             self._out.append(SendBeacon())
 
 
-__all__ = ["Discovery", "DiscoveryStatistics"]
+__all__ = ["MAX_ENDPOINTS_PER_ID", "Discovery", "DiscoveryStatistics"]

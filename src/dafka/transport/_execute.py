@@ -226,7 +226,7 @@ class Executor:
                         with contextlib.suppress(zmq.ZMQError):
                             e.sub.disconnect(action.endpoint)
                 stats.peers_expired += 1
-                self._reach.lost(action.node_id)
+                self._reach.lost(action.node_id, action.endpoint)
                 log.info("%s: lost %s at %s", self._name, action.node_id, action.endpoint)
             elif isinstance(action, SendBeacon):
                 self._send_beacons()

@@ -66,12 +66,17 @@ class ReachWatch:
         self._awaited[node_id] = (endpoint, now + self._grace)
         self._count()
 
-    def lost(self, node_id: str) -> None:
-        """A peer expired (``Disconnect``): nothing to wait for any more."""
-        awaited = self._awaited.pop(node_id, None)
-        unreached = self._unreached.pop(node_id, None)
-        if awaited is not None or unreached is not None:
-            self._count()
+    def lost(self, node_id: str, endpoint: str) -> None:
+        """A peer's endpoint expired (``Disconnect``): nothing to wait for there any more
+        (another endpoint of the same id - a second live run of a name - is still awaited)."""
+        awaited = self._awaited.get(node_id)
+        if awaited is not None and awaited[0] == endpoint:
+            del self._awaited[node_id]
+        elif self._unreached.get(node_id) == endpoint:
+            del self._unreached[node_id]
+        else:
+            return
+        self._count()
 
     def notice(self, prefix: bytes) -> None:
         """A subscription arrived on one of this node's XPUBs."""

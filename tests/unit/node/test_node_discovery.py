@@ -6,6 +6,7 @@ import pytest
 
 from dafka.errors import ConfigError
 from dafka.node import Connect, Disconnect, Discovery, DiscoveryConfig, SendBeacon
+from dafka.node._discovery import MAX_ENDPOINTS_PER_ID
 from dafka.protocol import Beacon, PeerEndpoint, Welcome
 from dafka.testing import ManualClock
 
@@ -90,12 +91,51 @@ def test_peers_are_kept_while_the_towers_are_silent_and_expire_once_one_is_back(
     assert discovery.peers() == {}
 
 
-def test_a_restarted_peer_on_a_new_port_moves() -> None:
+def test_a_restarted_peer_on_a_new_port_is_connected_at_once_and_its_old_port_expires() -> None:
     discovery, clock = make()
+    discovery.on_message(PeerEndpoint("ME", "tcp://me:1"), clock.now)  # the tower is alive
     discovery.on_message(PeerEndpoint("A", "tcp://a:1"), clock.now)
     discovery.take_actions()
+    clock.advance(1.0)
     discovery.on_message(PeerEndpoint("A", "tcp://a:2"), clock.now)
-    assert discovery.take_actions() == [Disconnect("A", "tcp://a:1"), Connect("A", "tcp://a:2")]
+    assert discovery.take_actions() == [Connect("A", "tcp://a:2")]
+    assert discovery.peers() == {"A": "tcp://a:2"}
+    for _ in range(4):  # only the new port beacons
+        clock.advance(1.0)
+        discovery.on_message(PeerEndpoint("ME", "tcp://me:1"), clock.now)
+        discovery.on_message(PeerEndpoint("A", "tcp://a:2"), clock.now)
+        discovery.on_timer(clock.now)
+    assert discovery.take_actions() == [Disconnect("A", "tcp://a:1")]
+    assert discovery.peers() == {"A": "tcp://a:2"}
+
+
+def test_two_live_runs_of_one_id_are_both_connected_and_never_flap() -> None:
+    """Two runs of one producer name (a zombie and its successor) share node ids. Before,
+    each beacon moved the SUB to the endpoint heard last: a Disconnect and a Connect every
+    beacon, and the successor's records sent meanwhile were lost."""
+    discovery, clock = make()
+    for _ in range(10):
+        discovery.on_message(PeerEndpoint("ME", "tcp://me:1"), clock.now)
+        discovery.on_message(PeerEndpoint("A", "tcp://old:1"), clock.now)
+        discovery.on_message(PeerEndpoint("A", "tcp://new:1"), clock.now + 0.5)
+        clock.advance(1.0)
+        discovery.on_timer(clock.now)
+    assert [a for a in discovery.take_actions() if not isinstance(a, SendBeacon)] == [
+        Connect("A", "tcp://old:1"),
+        Connect("A", "tcp://new:1"),
+    ]
+    assert discovery.statistics().discovered == 2
+
+
+def test_an_id_keeps_at_most_a_few_endpoints_the_least_recently_heard_goes() -> None:
+    discovery, clock = make()
+    for port in range(1, MAX_ENDPOINTS_PER_ID + 1):
+        discovery.on_message(PeerEndpoint("A", f"tcp://a:{port}"), clock.now)
+    discovery.on_message(PeerEndpoint("A", "tcp://a:1"), clock.now)  # heard again: kept
+    assert len(discovery.take_actions()) == MAX_ENDPOINTS_PER_ID
+    discovery.on_message(PeerEndpoint("A", "tcp://a:99"), clock.now)
+    assert discovery.take_actions() == [Disconnect("A", "tcp://a:2"), Connect("A", "tcp://a:99")]
+    assert discovery.statistics().peers == 1
 
 
 def test_ids_sharing_an_endpoint_share_one_connection() -> None:

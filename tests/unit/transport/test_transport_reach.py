@@ -68,7 +68,10 @@ def test_a_subscription_before_the_beacon_counts_and_a_lost_peer_is_forgotten() 
     watch.notice(b"KSTORE-W")
     watch.found("STORE-W", "tcp://10.9.0.1:5000", now=0.0)
     watch.found("GONE", "tcp://10.9.0.1:5002", now=0.0)
-    watch.lost("GONE")
+    watch.lost("GONE", "tcp://10.9.0.1:5003")  # another endpoint of the id: still awaited
+    watch.on_timer(1.0)
+    assert stats.peers_awaited == 1
+    watch.lost("GONE", "tcp://10.9.0.1:5002")
     watch.on_timer(10.0)
     assert (stats.peers_awaited, stats.peers_unreached) == (0, 0)
 
