@@ -141,6 +141,7 @@ def scan(
     contents: list[bytes] | None = None,
     index: IndexSink | None = None,
     chunk: int = SCAN_CHUNK,
+    first: bytes = b"",
 ) -> ScanResult:
     """Walk records from ``position`` (which holds ``offset``) towards ``end``, checking each.
 
@@ -149,14 +150,16 @@ def scan(
     to ``contents`` (a reader that knows the first offset needs no tuple per record);
     ``index`` (if given) is offered every record's position so that it can add its sparse
     entries. Reads in chunks of about ``chunk`` bytes
-    with ``pread`` (no shared file position, so readers never disturb the appender).
+    with ``pread`` (no shared file position, so readers never disturb the appender), after
+    ``first``: the file's bytes from ``position`` on, read by the caller (the scrub, which
+    keeps a digest of exactly the bytes it checked).
     """
     unpack = RECORD_HEADER.unpack_from
     unpack_head = OFFSET_LENGTH.unpack_from
     hsize = RECORD_HEADER_SIZE
-    buf = b""
+    buf = first
     buf_start = position
-    buf_end = position
+    buf_end = position + len(first)
     # Checking only (no record wanted, no index): records of one length are checked many at
     # a time with C-level maps (``_intact_same_length``), ``same`` of them at first, twice
     # as many after each stretch that was all intact. One that is not (another length,
@@ -170,7 +173,7 @@ def scan(
         if position + hsize > buf_end:
             if position + hsize > end:
                 return ScanResult(position, offset, "torn", "record header cut short")
-            buf = _pread(fd, min(chunk, end - position), position)
+            buf = pread_all(fd, min(chunk, end - position), position)
             buf_start = position
             buf_end = position + len(buf)
             if position + hsize > buf_end:
@@ -207,7 +210,7 @@ def scan(
         if record_end > end:
             return ScanResult(position, offset, "torn", "payload cut short")
         if record_end > buf_end:
-            buf = _pread(fd, max(chunk, hsize + length), position)
+            buf = pread_all(fd, max(chunk, hsize + length), position)
             buf_start = position
             buf_end = position + len(buf)
             rel = 0
@@ -279,7 +282,7 @@ def resync(
     bytes are stepped over whole.
     """
     hsize = RECORD_HEADER_SIZE
-    head = _pread(fd, hsize, position)
+    head = pread_all(fd, hsize, position)
     if len(head) == hsize:
         _, length, _ = RECORD_HEADER.unpack(head)
         after = position + hsize + length
@@ -300,7 +303,7 @@ def resync(
     unpack_offset = OFFSET_LENGTH.unpack_from
     start = position + 1
     while start + hsize <= end:
-        buf = _pread(fd, min(chunk + hsize - 1, end - start), start)
+        buf = pread_all(fd, min(chunk + hsize - 1, end - start), start)
         limit = min(chunk, len(buf) - hsize + 1)  # candidates starting in this chunk
         i = 0
         while i < limit:
@@ -357,7 +360,7 @@ class IndexSink(Protocol):
         """See a record at ``position``; keep an entry for it if the interval says so."""
 
 
-def _pread(fd: int, size: int, position: int) -> bytes:
+def pread_all(fd: int, size: int, position: int) -> bytes:
     """``pread`` until ``size`` bytes or end of file (a pread may legally return less)."""
     data = os.pread(fd, size, position)
     if len(data) == size or not data:
@@ -376,7 +379,7 @@ def _pread(fd: int, size: int, position: int) -> bytes:
 def all_zero(fd: int, position: int, end: int) -> bool:
     """Whether bytes [position, end) are all zero: the look of a tail lost in a power cut."""
     while position < end:
-        data = _pread(fd, min(SCAN_CHUNK, end - position), position)
+        data = pread_all(fd, min(SCAN_CHUNK, end - position), position)
         if not data:
             return True
         if data.count(0) != len(data):
@@ -409,6 +412,7 @@ __all__ = [
     "encode_run",
     "encode_segment_header",
     "parse_segment_stem",
+    "pread_all",
     "record_intact",
     "resync",
     "scan",

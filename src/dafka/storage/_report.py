@@ -113,9 +113,12 @@ class ScrubProgress:
     ``bytes_checked`` / ``records_checked``: every record read and CRC-checked; ``passes``:
     complete passes over every partition; ``pass_bytes`` of ``pass_total`` (the logs' size
     when the pass began): how far the current pass is; ``damage`` / ``records_lost``: what
-    it found (each salvaged and reported like a read's, see :class:`Truncation`)."""
+    it found (each salvaged and reported like a read's, see :class:`Truncation`);
+    ``bytes_unchanged``: of ``bytes_checked``, those read again whole and found the same
+    bytes as a stretch it had checked record by record (by a 64-bit digest: intact again)."""
 
     bytes_checked: int = 0
+    bytes_unchanged: int = 0
     passes: int = 0
     pass_bytes: int = 0
     pass_total: int = 0

@@ -25,7 +25,12 @@ from dafka.storage._errors import (
 )
 from dafka.storage._format import MAX_OFFSET, Payload
 from dafka.storage._naming import directory_name, name_from_directory
-from dafka.storage._partition_log import PartitionLog, ScrubPosition, fsync_directory
+from dafka.storage._partition_log import (
+    PartitionLog,
+    ScrubMemo,
+    ScrubPosition,
+    fsync_directory,
+)
 from dafka.storage._quarantine import QUARANTINE_DIR
 from dafka.storage._report import RecoveryReport, ScrubProgress, Truncation
 
@@ -86,6 +91,7 @@ class Storage(Closing):
         self._scrub_keys: list[Key] = []
         self._scrub_at = 0
         self._scrub_position: ScrubPosition | None = None
+        self._scrub_memo = ScrubMemo()
 
     # ---------------------------------------------------------------- open / close
 
@@ -618,7 +624,12 @@ class Storage(Closing):
         (:attr:`scrub_progress`); the next call goes on where this one stopped. Damage found
         is salvaged as a read's is: logged at WARNING (``scrub:``), reported by
         :meth:`take_truncations` (the store fetches what it lost from its peers). A call
-        ends where a pass ends. Returns the bytes checked (0: nothing to check)."""
+        ends where a pass ends. Returns the bytes checked (0: nothing to check).
+
+        A stretch checked record by record is remembered by a digest of its bytes (a
+        bounded :class:`ScrubMemo`): a later pass reads it again whole and, if its bytes are
+        unchanged, needs no check per record (~20 us per 100 KB instead of ~0.3-0.8 ms);
+        changed bytes are checked record by record, which finds the damage."""
         self._check_open()
         progress = self.scrub_progress
         if self._scrub_at >= len(self._scrub_keys):  # a new pass
@@ -627,6 +638,7 @@ class Storage(Closing):
             self._scrub_position = None
             progress.pass_bytes = 0
             progress.pass_total = sum(log.size_bytes for log in self._logs.values())
+            self._scrub_memo.purge({key: log.generation for key, log in self._logs.items()})
         checked = 0
         for _ in range(64 + 2 * len(self._scrub_keys)):  # bounded: a turn stays short
             if checked >= budget or self._scrub_at >= len(self._scrub_keys):
@@ -634,7 +646,9 @@ class Storage(Closing):
             log = self._logs.get(self._scrub_keys[self._scrub_at])
             position: ScrubPosition | None = None
             if log is not None:  # (else gone since the pass began)
-                position, done = log.scrub_step(self._scrub_position, budget - checked)
+                position, done = log.scrub_step(
+                    self._scrub_position, budget - checked, self._scrub_memo
+                )
                 if log.truncations:
                     for cut in log.truncations:
                         progress.damage += 1
@@ -648,6 +662,7 @@ class Storage(Closing):
                 if self._scrub_at >= len(self._scrub_keys):
                     progress.passes += 1  # the next call begins the next pass
         progress.bytes_checked += checked
+        progress.bytes_unchanged = self._scrub_memo.unchanged
         return checked
 
     # ---------------------------------------------------------------- heads

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from dafka.server import Scrubber
 from dafka.storage import FsyncPolicy, RetentionPolicy, Storage, StorageConfig
 from dafka.storage._format import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
+from dafka.storage._partition_log import ScrubMemo, Stretch
 from tests.unit.storage.storage_payloads import payload
 
 CONFIG = StorageConfig(segment_bytes=8192, index_interval_bytes=512, fsync=FsyncPolicy.os())
@@ -159,3 +160,39 @@ def test_a_scrub_of_a_healthy_log_never_finds_damage(
             assert storage.read("t", p, 0, end) == [(o, payload(p, o)) for o in range(start, end)]
     finally:
         storage.close()
+
+
+def test_a_later_pass_reads_unchanged_stretches_whole_and_still_finds_a_flip(
+    tmp_path: Path,
+) -> None:
+    build(tmp_path, ("a",), 2_000)  # 112,000 bytes of records in 14 segments
+    with Storage.open(tmp_path, CONFIG) as storage:
+        while storage.scrub_progress.passes < 1:
+            storage.scrub(4096)
+        assert storage.scrub_progress.bytes_unchanged == 0  # the first pass: record by record
+        while storage.scrub_progress.passes < 2:
+            storage.scrub(4096)
+        progress = storage.scrub_progress
+        size = 2_000 * (RECORD_HEADER_SIZE + SIZE)
+        assert progress.bytes_unchanged == size  # the second: every stretch found unchanged
+        assert progress.damage == 0
+        flip(tmp_path, "a", 1_234)  # under a stretch the memo holds (files read by pread)
+        while storage.scrub_progress.passes < 3:
+            storage.scrub(4096)
+        assert (progress.damage, progress.records_lost) == (1, 1)
+        (cut,) = storage.take_truncations()
+        assert (cut.offset, cut.end_offset) == (1_234, 1_235)
+        assert progress.bytes_unchanged < 2 * size  # the changed stretch was checked anew
+
+
+def test_the_scrub_memo_is_bounded_and_forgets_logs_that_changed() -> None:
+    memo = ScrubMemo(capacity=3)
+    for position in range(5):
+        memo.keep(("t", "p", 0, position), Stretch(0, position, position + 1, position + 1, 7))
+    assert len(memo) == 3  # more are not kept
+    memo.keep(("t", "p", 0, 0), Stretch(0, 0, 2, 2, 8))  # one it holds is replaced
+    assert memo.stretches[("t", "p", 0, 0)].end == 2
+    memo.keep(("t", "q", 0, 0), Stretch(1, 0, 1, 1, 7))
+    assert len(memo) == 3
+    memo.purge({("t", "p"): 1})  # p's segments changed since (generation 1)
+    assert len(memo) == 0
