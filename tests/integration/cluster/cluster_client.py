@@ -227,16 +227,19 @@ def consume(args: argparse.Namespace) -> int:
 
         with _Reporter(args.report, sample):
             deadline = time.monotonic() + args.timeout
-            started = time.monotonic()
+            started: float | None = None  # the pace counts from the first record read
             while received < args.expect and time.monotonic() < deadline:
-                for record in consumer.poll(timeout=0.5, max_records=args.batch):
+                records = consumer.poll(timeout=0.5, max_records=args.batch)
+                if records and started is None:
+                    started = time.monotonic()
+                for record in records:
                     want = next_expected.get(record.partition, 0)
                     wrong = record.offset != want or sequence_of(record.value) != want
                     if wrong and len(errors) < 20:
                         errors.append(f"{record.partition}: got {record.offset}, want {want}")
                     next_expected[record.partition] = record.offset + 1
                     received += 1
-                if args.rate:
+                if args.rate and started is not None:
                     ahead = received / args.rate - (time.monotonic() - started)
                     if ahead > 0:
                         time.sleep(ahead)  # the slow application
@@ -254,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=0, help="produce: how many")
     parser.add_argument("--size", type=int, default=100, help="produce: record size in bytes")
     parser.add_argument(
-        "--rate", type=float, default=0.0, help="records/s (0: as fast as possible)"
+        "--rate",
+        type=float,
+        default=0.0,
+        help="records/s (0: as fast as possible); consume: counted from the first record read",
     )
     parser.add_argument("--pause-at", type=int, default=-1, help="produce: wait for a stdin line")
     parser.add_argument("--flush-timeout", type=float, default=60.0)
