@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import threading
 import time
 
@@ -63,6 +62,10 @@ class PartitionProducer(Closing):
         self._next = 0
         self._acked_next = 0  # every sequence below it is ACKed (updated by the runner)
         self._lock = threading.Lock()
+        self._lone = b""
+        """The record a lone ``publish`` hands to :meth:`_publish_here` (under the lock)."""
+        self._publish_lone = self._publish_here
+        """Bound once: ``run_here`` gets the same callable each time (no object per record)."""
         self._progress = threading.Condition()
         self._closed = False
         self._runner = NodeRunner(
@@ -112,13 +115,12 @@ class PartitionProducer(Closing):
             now = time.monotonic()
             lone = now - self._last_publish >= DIRECT_GAP
             self._last_publish = now
-            if (
-                lone
-                and not self._pending
-                and not self._scheduled
-                and self._runner.run_here(functools.partial(self._publish_here, content))
-            ):
-                return sequence
+            if lone and not self._pending and not self._scheduled:
+                self._lone = content
+                if self._runner.run_here(self._publish_lone):
+                    self._lone = b""
+                    return sequence
+                self._lone = b""
             self._pending.append(content)
             if not self._scheduled:
                 self._scheduled = True
@@ -201,13 +203,13 @@ class PartitionProducer(Closing):
                     raise BackpressureError(self._next - self._acked_next, 0)
                 self._progress.wait(remaining)
 
-    def _publish_here(self, content: bytes, now: float) -> bool:
-        """In the caller's thread, the runner's turn lock held (``run_here``): hand a lone
-        record to the machine, unless records wait in the queue (a drain took them out and
-        the byte bound put them back meanwhile: order) or the bound refuses it."""
+    def _publish_here(self, now: float) -> bool:
+        """In the caller's thread, the runner's turn lock held (``run_here``): hand the lone
+        record (:attr:`_lone`) to the machine, unless records wait in the queue (a drain took
+        them out and the byte bound put them back meanwhile: order) or the bound refuses it."""
         if self._pending or self._scheduled:
             return False
-        return self._machine.publish_many([content], now) == 1
+        return self._machine.publish_many([self._lone], now) == 1
 
     def _drain(self, now: float) -> None:
         """Hand queued records to the machine, at most ``DRAIN_SLICE`` per runner turn.

@@ -80,6 +80,7 @@ ever new ids must not grow the producer without bound)."""
 # the machine's own (checked at construction) or the application's content, which the
 # encoder still checks, so the unchecked constructors lose nothing.
 _new_send = constructor(Send)
+_new_send_records = constructor(SendRecords)
 _new_record = constructor(Record)
 _new_direct_record = constructor(DirectRecord)
 
@@ -268,7 +269,9 @@ class ProducerMachine(AttributedMessages):
         self._published += count
         self._published_bytes += size
         self._out.append(
-            SendRecords(self.topic, self.producer_id, first, contents, self.epoch, self.run_start)
+            _new_send_records(
+                self.topic, self.producer_id, first, contents, self.epoch, self.run_start
+            )
         )
         if self._head_due is None:
             self._head_due = now + config.head_interval

@@ -152,6 +152,9 @@ class Executor:
         if self._deferred:  # an earlier caller's, not yet run: these go after them
             self._deferred += actions
             return True, False
+        if len(actions) == 1 and actions[0].__class__ is SendRecords:  # a lone record's run
+            self._stats.sent += self._send_run(actions[0])
+            return False, True
         sending = False
         for action in actions:
             kind = action.__class__

@@ -134,7 +134,7 @@ class PollLoop:
                 if sock not in subs:
                     lean.register(sock.get(zmq.FD), zmq.POLLIN)
         if turns is not None:
-            turns.lend(subs, [pub for pub, _, _ in xpubs])
+            turns.lend(subs, [pub for pub, _, _ in xpubs], [pub for pub, sees, _ in xpubs if sees])
         # The held SUBs (``Identity.held``) and a poller without them, used while the
         # persistence holds (see the module's docstring, "Holding").
         held = [e.sub for e in endpoints if e.identity.held]

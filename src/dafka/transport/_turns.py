@@ -34,15 +34,27 @@ import contextlib
 import os
 import select
 import threading
+from collections.abc import Callable
 from typing import cast
 
 import zmq
+import zmq.backend
 
 
 class Turns:
     """The lock of a runner's turns and what a caller needs to know under it."""
 
-    __slots__ = ("fds", "lock", "open", "pubs", "readers", "sleeping_until", "sub_polling", "subs")
+    __slots__ = (
+        "fds",
+        "lock",
+        "open",
+        "pubs",
+        "readers",
+        "sleeping_until",
+        "sub_polling",
+        "subs",
+        "watched",
+    )
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -50,6 +62,10 @@ class Turns:
         """True while the poll loop runs (its sockets exist): set and cleared under the lock."""
         self.pubs: list[zmq.Socket[bytes]] = []
         """The data XPUBs a caller may send on (polled by descriptor)."""
+        self.watched: list[zmq.Socket[bytes]] = []
+        """Of :attr:`pubs`, those whose subscription notices the machine takes (an
+        ``Identity.xpub``): the only XPUBs a caller looks at after sending (see
+        :meth:`NodeRunner.run_here`)."""
         self.subs: list[zmq.Socket[bytes]] = []
         """The data SUBs a caller may read (polled by descriptor)."""
         self.fds: tuple[int, ...] = ()
@@ -65,10 +81,17 @@ class Turns:
         """The runner's poll (while the lock is free) watches the data SUBs: a caller that
         becomes a reader wakes it, so that it polls again without them."""
 
-    def lend(self, subs: list[zmq.Socket[bytes]], pubs: list[zmq.Socket[bytes]]) -> None:
-        """The loop starts (the lock is held): these are the sockets callers may use."""
+    def lend(
+        self,
+        subs: list[zmq.Socket[bytes]],
+        pubs: list[zmq.Socket[bytes]],
+        watched: list[zmq.Socket[bytes]],
+    ) -> None:
+        """The loop starts (the lock is held): these are the sockets callers may use
+        (``watched``: the XPUBs of ``pubs`` whose notices the machine takes)."""
         self.subs = list(subs)
         self.pubs = list(pubs)
+        self.watched = list(watched)
         self.fds = tuple(cast(int, sub.get(zmq.FD)) for sub in subs)
 
     def waiting(self, receiving: bool = True, sending: bool = True) -> bool:
@@ -85,13 +108,16 @@ class Turns:
 
 _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
+_get: Callable[[zmq.Socket[bytes], int], int] = zmq.backend.Socket.get  # type: ignore[assignment]
+"""The Cython ``get`` (an int for ``ZMQ_EVENTS``), called as a function: no ``typing.cast``
+call per look (a Python frame, on every lone record's way)."""
 
 
 def readable(sock: zmq.Socket[bytes]) -> bool:
     """A message waits on ``sock`` (``ZMQ_EVENTS``: in the thread that may use it). Plain
     ints: ``int & zmq.POLLIN`` goes through ``enum.Flag``'s Python operators (~1.1 us per
     look; a lone record's way had five looks)."""
-    return bool(cast(int, sock.get(_EVENTS)) & _POLLIN)
+    return bool(_get(sock, _EVENTS) & _POLLIN)
 
 
 class DataWait:

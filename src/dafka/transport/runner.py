@@ -328,7 +328,16 @@ class NodeRunner:
         """A caller's turn ends (the lock is held): execute what it may, and wake the runner
         for the rest (see :meth:`run_here`) or for a message that waits on a socket the
         caller used (``read``: the SUBs, when a read stopped at ``receive_batch`` - one that
-        ended on EAGAIN left nothing; the XPUBs if it sent on them)."""
+        ended on EAGAIN left nothing; after a send, the XPUBs whose notices the machine
+        takes, :attr:`Turns.watched`).
+
+        A send may process an XPUB's commands and so take its descriptor's edge of a
+        subscription that arrived meanwhile, which the runner's poll then misses until its
+        next turn. Where the machine takes notices (a consumer's CONSUMER-HELLO answers) that
+        would delay it, so the caller looks (``ZMQ_EVENTS``, ~2-4 us). Elsewhere (a
+        producer's XPUB) notices only tell the reach watch who connected back, and every
+        turn of the runner reads each XPUB's notices before it runs the reach watch's timer:
+        a notice left there is read in time for it, and the look per lone record is saved."""
         stats = self._stats
         sent = stats.sent
         wake, sending = executor.execute_here()
@@ -337,7 +346,11 @@ class NodeRunner:
         sleeping_until = turns.sleeping_until
         if due is not None and (sleeping_until is None or due < sleeping_until):
             wake = True
-        if wake or turns.waiting(receiving=read, sending=sending):
+        if (
+            wake
+            or (read and any(map(readable, turns.subs)))
+            or (sending and any(map(readable, turns.watched)))
+        ):
             with contextlib.suppress(NodeFailedError):  # the next call says so
                 self._mailbox.post(_nothing)
 

@@ -9,6 +9,8 @@ it went directly or through the queue, and also when the two alternate from two 
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 import threading
 import time
 from collections.abc import Iterator
@@ -41,6 +43,78 @@ def test_lone_records_are_sent_by_the_publishing_thread(cluster: Cluster) -> Non
         assert poll_values(consumer, 40) == [f"lone-{i}".encode() for i in range(40)]
         stats = producer.transport_statistics()
     assert stats.sent_here >= 20, stats  # the others met the runner in a turn (an ACK's)
+
+
+def test_a_lone_record_sent_by_the_publishing_thread_looks_at_no_socket(cluster: Cluster) -> None:
+    """After sending, the publishing thread looks (``ZMQ_EVENTS``) only at the XPUBs whose
+    subscription notices the machine takes: a producer's machine takes none (its notices
+    tell the runner's reach watch who connected back, read at the runner's next turn), so
+    a lone record's send looks at nothing. It looked at the XPUB after every one (~2-4 us,
+    issue 23). The publishing thread is profiled (cProfile: exact call counts)."""
+    profile = cProfile.Profile()
+    with (
+        live_consumer(cluster, "looks") as consumer,
+        PartitionProducer("looks", cluster.client_transport()) as producer,
+    ):
+        for i in range(40):  # each after the previous one was stored: lone
+            profile.enable()
+            producer.publish(f"lone-{i}".encode())
+            profile.disable()
+            assert producer.flush(10)
+        assert poll_values(consumer, 40) == [f"lone-{i}".encode() for i in range(40)]
+        stats = producer.transport_statistics()
+    assert stats.sent_here >= 20, stats  # the others met the runner in a turn (an ACK's)
+    calls = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    looks = sum(
+        count
+        for (path, _, name), (count, *_) in calls.items()
+        if path.endswith("_turns.py") and name == "readable"
+    )
+    assert looks == 0
+
+
+def test_a_consumer_joining_while_lone_records_go_out_is_seen_to_connect_back(
+    cluster: Cluster,
+) -> None:
+    """The publishing thread no longer looks at the XPUB after a send, so a subscription
+    whose descriptor edge a send took waits for the runner's next turn: the reach watch
+    still sees the new consumer connect back (its notice is read before the watch's timer
+    runs) - none unreached, none left awaited - and the consumer gets the live records
+    (the XPUB applies a subscription whoever processes its commands)."""
+    stop = threading.Event()
+    published = 0
+    with PartitionProducer("joins", cluster.client_transport()) as producer:
+
+        def publish() -> None:
+            nonlocal published
+            while not stop.is_set():
+                producer.publish(b"live")
+                published += 1
+                time.sleep(0.001)
+
+        sender = threading.Thread(target=publish)
+        sender.start()
+        try:
+            wait_until = time.monotonic() + 30
+            while published < 200:
+                assert time.monotonic() < wait_until, "the producer did not publish"
+                time.sleep(0.01)
+            connected = producer.transport_statistics().peers_connected
+            with live_consumer(cluster, "joins") as consumer:
+                assert b"live" in poll_values(consumer, 50)
+                deadline = time.monotonic() + 30
+                while True:
+                    stats = producer.transport_statistics()
+                    if stats.peers_connected > connected and stats.peers_awaited == 0:
+                        break
+                    assert time.monotonic() < deadline, f"the consumer was not seen: {stats}"
+                    time.sleep(0.01)
+        finally:
+            stop.set()
+            sender.join()
+        stats = producer.transport_statistics()
+    assert stats.sent_here > 0, stats
+    assert stats.peers_unreached == 0, stats
 
 
 def test_a_loop_still_goes_in_runs_from_the_runner(cluster: Cluster) -> None:
