@@ -264,7 +264,13 @@ class Consumer(Closing):
             config or self.settings.consumer_config(),
             start_positions=start_positions,
         )
-        self._lock = threading.Condition()
+        self._mutex = threading.RLock()
+        """The lock of :attr:`_lock`, taken directly where nothing waits on the condition
+        (``poll``'s take, a delivery): ``with`` on a Condition is a Python call each way."""
+        self._lock = threading.Condition(self._mutex)
+        self._sleepers = 0
+        """Threads in :meth:`_sleep` (waiting on the condition): :meth:`_notify` only
+        notifies when there are any (``Condition.notify`` is a Python call per delivery)."""
         self._batches: collections.deque[Deliver] = collections.deque()
         self._queued = 0
         self._max_queued = self.settings.max_queued
@@ -577,17 +583,19 @@ class Consumer(Closing):
 
         Raises :class:`NodeFailedError` (at once, also while waiting) if the node died.
         """
-        _check_max(max_records)
+        if max_records < 1:
+            _check_max(max_records)
         deadline = None if timeout is None else time.monotonic() + timeout
+        membership = self._membership
         while True:
-            if self._membership is not None and self._membership.pending:
+            if membership is not None and membership.pending:
                 self._rebalance()
             if self._auto_commit_due is not None:
                 self._maybe_auto_commit()
-            with self._lock:
-                if not self._wait(_left(deadline)):
+            with self._mutex:
+                if not self._wait(deadline):
                     return []
-                if self._rebalance_due() and _left(deadline) != 0.0:
+                if membership is not None and membership.pending and _left(deadline) != 0.0:
                     continue
                 parts = self._take_parts(max_records)
             return _built(parts)
@@ -603,8 +611,8 @@ class Consumer(Closing):
                 self._rebalance()
             if self._auto_commit_due is not None:
                 self._maybe_auto_commit()
-            with self._lock:
-                if not self._wait(_left(deadline)):
+            with self._mutex:
+                if not self._wait(deadline):
                     return RecordColumns()
                 if not self._rebalance_due() or _left(deadline) == 0.0:
                     parts = self._take_parts(max_records)
@@ -674,25 +682,26 @@ class Consumer(Closing):
             self._records_lost += sum(b - a for a, b in missing.values())
         log.warning("consumer: gave up waiting %s s for %s", idle_timeout, what)
 
-    def _wait(self, timeout: float | None) -> bool:
-        """Wait (the lock is held) until something is queued: False on timeout or closed."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def _wait(self, deadline: float | None) -> bool:
+        """Wait (the lock is held) until something is queued, up to ``deadline``
+        (``time.monotonic()``; None: no limit): False on timeout or closed."""
         failure = self._runner.failure
         failure.check()
+        membership = self._membership
         while (
             self._current is None
             and not self._batches
             and self._leftover is None
             and not self._resumed_leftovers
-            and not self._rebalance_due()
+            and (membership is None or not membership.pending)
         ):
-            failure.check()
             if self._closed:
                 return False
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return False
             self._wait_once(remaining)
+            failure.check()
         return True
 
     def _wait_once(self, remaining: float | None) -> None:
@@ -705,7 +714,7 @@ class Consumer(Closing):
         wake-up less from the socket to ``poll`` returning; one read per record, after the
         wait). One thread at a time; others wait on the condition."""
         if not self._direct or self._direct_waiter is not None:
-            self._lock.wait(remaining)
+            self._sleep(remaining)
             return
         wait = self._data_wait
         if wait is None:
@@ -713,7 +722,7 @@ class Consumer(Closing):
             if wait is None:  # the runner in mid-turn, or not running any more: ask again
                 # soon (a whole ``remaining`` on the condition kept this poll off the sockets)
                 retry = _DATA_WAIT_RETRY
-                self._lock.wait(retry if remaining is None else min(remaining, retry))
+                self._sleep(retry if remaining is None else min(remaining, retry))
                 return
         self._direct_waiter = threading.get_ident()
         self._lock.release()
@@ -725,13 +734,23 @@ class Consumer(Closing):
             if self._closed:
                 self._close_data_wait()
 
+    def _sleep(self, timeout: float | None) -> None:
+        """Wait on the condition (the lock is held) up to ``timeout`` seconds, counted in
+        :attr:`_sleepers` for :meth:`_notify`."""
+        self._sleepers += 1
+        try:
+            self._lock.wait(timeout)
+        finally:
+            self._sleepers -= 1
+
     def _notify(self, everyone: bool = False) -> None:
         """Wake ``poll`` (the lock is held): the condition's waiters and a direct waiter in
         another thread."""
-        if everyone:
-            self._lock.notify_all()
-        else:
-            self._lock.notify()
+        if self._sleepers:
+            if everyone:
+                self._lock.notify_all()
+            else:
+                self._lock.notify()
         waiter = self._direct_waiter
         if waiter is not None and waiter != threading.get_ident() and self._data_wait is not None:
             self._data_wait.wake()
@@ -856,7 +875,10 @@ class Consumer(Closing):
                         n += checked.count - first
             taken += used
             nxt[key] = offset0 + used
-            self._advance(batch, start + used)
+            if start + used >= len(contents):  # self._advance, inline: once per take
+                self._current = None
+            else:
+                self._offset = start + used
         self._queued -= taken
         self._records_polled += taken
         self._messages_polled += n
@@ -1004,7 +1026,7 @@ class Consumer(Closing):
                     return
                 else:
                     with self._lock:
-                        self._lock.wait(0.01)
+                        self._sleep(0.01)
         except FencedMemberError:
             return
 
@@ -1420,7 +1442,7 @@ class Consumer(Closing):
             self._expect[key] = offset
 
     def _on_deliver(self, batch: Deliver) -> None:
-        with self._lock:
+        with self._mutex:
             key = (batch.topic, batch.producer)
             if self._expect:
                 expected = self._expect.get(key)
@@ -1467,20 +1489,19 @@ def _built(parts: list[Part]) -> list[Record]:
     after it collects what is due). :meth:`Consumer.poll_columns` builds no tuple per
     message and never touches the collector: the choice for applications that manage ``gc``
     from other threads, and the faster one."""
-    if not gc.isenabled():
-        return _records(parts)
-    gc.disable()
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
     try:
-        return _records(parts)
+        if len(parts) == 1:  # a lone record's poll: no list to join
+            return parts[0].records()
+        out: list[Record] = []
+        for part in parts:
+            out += part.records()
+        return out
     finally:
-        gc.enable()
-
-
-def _records(parts: list[Part]) -> list[Record]:
-    out: list[Record] = []
-    for part in parts:
-        out += part.records()
-    return out
+        if enabled:
+            gc.enable()
 
 
 def _left(deadline: float | None) -> float | None:

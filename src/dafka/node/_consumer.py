@@ -81,7 +81,13 @@ from dafka.protocol import (
     LogStart,
     Record,
     StoreHello,
+    constructor,
 )
+
+_new_deliver = constructor(Deliver)
+"""``Deliver`` without the frozen dataclass ``__init__`` (a Python frame and an
+``object.__setattr__`` per field, once per delivery: a lone record's way pays it per
+record); its fields are the machine's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,21 +303,13 @@ class ConsumerMachine(
             if known is None:
                 self._discovered[key] = sequence
 
-    def on_records(
-        self, topic: str, producer: str, first_sequence: int, contents: Sequence[bytes], now: float
-    ) -> None:
-        """:meth:`ReaderRuns.on_records`, with a run of a group partition this member does
-        not own noted at once instead of record by record."""
-        key = (topic, producer)
-        if (
-            self._gated
-            and topic in self._gated
-            and key not in self._cursors
-            and key not in self._paused
-        ):
-            self._group_partition(topic, producer, first_sequence + len(contents) - 1)
-            return
-        super().on_records(topic, producer, first_sequence, contents, now)
+    def _unread_run(self, topic: str, producer: str, first: int, contents: Sequence[bytes]) -> bool:
+        """:meth:`ReaderRuns._unread_run`: a run of a group partition this member does not
+        own is noted at once instead of record by record."""
+        if self._gated and topic in self._gated and (topic, producer) not in self._paused:
+            self._group_partition(topic, producer, first + len(contents) - 1)
+            return True
+        return False
 
     def assign(
         self, topic: str, producer: str, next_sequence: int, end: int | None, now: float
@@ -822,7 +820,7 @@ class ConsumerMachine(
         if contents:
             self._delivered += len(contents)
             out.append(
-                Deliver(cursor.topic, cursor.producer, cursor.pending_first, tuple(contents))
+                _new_deliver(cursor.topic, cursor.producer, cursor.pending_first, tuple(contents))
             )
             cursor.pending = []
 
