@@ -67,6 +67,12 @@ class PartitionProducer(Closing):
         self._publish_lone = self._publish_here
         """Bound once: ``run_here`` gets the same callable each time (no object per record)."""
         self._progress = threading.Condition()
+        self._sleepers = 0
+        """Threads in ``flush``/``publish`` that may wait on :attr:`_progress` (counted under
+        it, from before they look at :attr:`_acked_next`): an ACK's turn notifies only when
+        there are any (the Condition's ``with`` and ``notify_all`` are five Python calls per
+        ACK). The runner writes ``_acked_next`` before it reads this count, so a thread that
+        counted itself after that read sees the new value before it waits."""
         self._closed = False
         self._runner = NodeRunner(
             self._machine,
@@ -136,13 +142,17 @@ class PartitionProducer(Closing):
         deadline = None if timeout is None else time.monotonic() + timeout
         failure = self._runner.failure
         with self._progress:
-            failure.check()
-            while self._acked_next < target:
+            self._sleepers += 1
+            try:
                 failure.check()
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._progress.wait(remaining)
+                while self._acked_next < target:
+                    failure.check()
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._progress.wait(remaining)
+            finally:
+                self._sleepers -= 1
         return True
 
     @property
@@ -194,14 +204,18 @@ class PartitionProducer(Closing):
         deadline = None if timeout is None else time.monotonic() + timeout
         failure = self._runner.failure
         with self._progress:
-            while self._next - self._acked_next >= limit:
-                failure.check()
-                if self._closed:
-                    raise DafkaError("the producer was closed while publish waited for room")
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise BackpressureError(self._next - self._acked_next, 0)
-                self._progress.wait(remaining)
+            self._sleepers += 1
+            try:
+                while self._next - self._acked_next >= limit:
+                    failure.check()
+                    if self._closed:
+                        raise DafkaError("the producer was closed while publish waited for room")
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise BackpressureError(self._next - self._acked_next, 0)
+                    self._progress.wait(remaining)
+            finally:
+                self._sleepers -= 1
 
     def _publish_here(self, now: float) -> bool:
         """In the caller's thread, the runner's turn lock held (``run_here``): hand the lone
@@ -249,9 +263,10 @@ class PartitionProducer(Closing):
             self._drain(now)
         acked_next = self._machine.next_sequence - self._machine.unacked
         if acked_next != self._acked_next:
-            with self._progress:
-                self._acked_next = acked_next
-                self._progress.notify_all()
+            self._acked_next = acked_next  # before the look at _sleepers (see there)
+            if self._sleepers:
+                with self._progress:
+                    self._progress.notify_all()
 
 
 __all__ = ["DIRECT_GAP", "DRAIN_SLICE", "PartitionProducer"]

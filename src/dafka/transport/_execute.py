@@ -152,9 +152,14 @@ class Executor:
         if self._deferred:  # an earlier caller's, not yet run: these go after them
             self._deferred += actions
             return True, False
-        if len(actions) == 1 and actions[0].__class__ is SendRecords:  # a lone record's run
-            self._stats.sent += self._send_run(actions[0])
-            return False, True
+        if len(actions) == 1:  # a lone record's: its run, or its delivery
+            action = actions[0]
+            if action.__class__ is SendRecords:
+                self._stats.sent += self._send_run(action)
+                return False, True
+            if action.__class__ is Deliver and self._on_deliver is not None:
+                self._on_deliver(action)
+                return False, False
         sending = False
         for action in actions:
             kind = action.__class__

@@ -21,7 +21,10 @@ may process the socket's commands, taking the signal of a message that arrived m
 whoever used the sockets last asks :meth:`Turns.waiting` before it lets go (the runner then
 polls without blocking, a caller wakes the runner) - unless that use already said nothing
 waits: a look that found nothing, or a read that ended on EAGAIN, processed the commands,
-so the next message signals the descriptor again. A caller waiting for data polls the same
+so the next message signals the descriptor again. A caller that sent asks only about the
+XPUBs whose notices its machine takes (:attr:`Turns.watched`): elsewhere a notice only
+tells the reach watch who connected back, which every runner turn reads before the watch's
+timer (``NodeRunner._lent_turn_ends``). A caller waiting for data polls the same
 descriptors (:class:`DataWait`) next to a pipe its owner writes to when the runner delivered
 instead, and then reads the SUBs whose descriptor became ready (``NodeRunner.wait_here``);
 while it waits the runner's poll leaves the SUBs out (:attr:`Turns.readers`), and when it

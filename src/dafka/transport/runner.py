@@ -232,8 +232,9 @@ class NodeRunner:
         One thread wake-up less for a lone record (``_turns.py``). ``fn`` may touch the
         machine (the lock makes it the runner's for the while) and must be quick: the
         runner waits for it. What the machine asked for beyond sends on the data XPUBs and
-        deliveries, a deadline earlier than the runner sleeps until, or a message left
-        waiting on a lent socket wake the runner.
+        deliveries, a deadline earlier than the runner sleeps until, or a notice left
+        waiting on an XPUB whose notices the machine takes wake the runner
+        (:meth:`_lent_turn_ends`).
         """
         turns = self._turns
         if turns is None or not turns.lock.acquire(blocking=False):
