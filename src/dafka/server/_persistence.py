@@ -367,8 +367,10 @@ class StorePersistence:
         self._stats.records_lost += truncation.lost or 0
 
     def report_durable(self, now: float) -> bool:
-        _, damaged = self._take_truncations(now)  # the machine then has FETCHes to send
         storage = self._storage
+        if not storage.reports_pending(now):  # (the runner asks after each action it ran)
+            return False
+        _, damaged = self._take_truncations(now)  # the machine then has FETCHes to send
         durable = storage.take_durable_advances()
         due = storage.next_sync_deadline()
         if due is not None and due <= now:

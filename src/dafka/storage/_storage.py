@@ -414,6 +414,17 @@ class Storage(Closing):
             if log.durable != before and log.durable is not None:
                 self._advances[key] = log.durable
 
+    def reports_pending(self, now: float) -> bool:
+        """Whether :meth:`take_truncations`, :meth:`take_durable_advances` or
+        :meth:`sync_due` at ``now`` would report anything (a sync due is pending too) - a
+        look without taking, for a loop that asks after every action it ran (a store's
+        runner asks two or three times a turn, and most of them find nothing)."""
+        if self._truncations or self._advances:
+            return True
+        if self._deadline is None:
+            return bool(self._dirty)  # (an unarmed write: sync_due arms it)
+        return self._deadline <= now
+
     def take_durable_advances(self) -> dict[Key, int]:
         """Durable offsets that advanced since the last call: (topic, partition) -> offset."""
         advances, self._advances = self._advances, {}

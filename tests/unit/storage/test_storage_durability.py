@@ -280,3 +280,40 @@ def test_storage_is_the_record_reader_the_store_machine_expects(tmp_path: Path) 
         assert (held, list(contents)) == (1, [b"b"])
         assert dict(reader.heads("t")) == {"p": 1}
         assert list(reader.topics()) == ["t"]
+
+
+def test_reports_pending_says_whether_a_report_would_hold_anything(tmp_path: Path) -> None:
+    """What a store's runner looks at before each report: an advance to take, damage to take,
+    a sync due (armed or not) - never False when ``sync_due``/``take_*`` would report."""
+    clock = ManualClock(100.0)
+    config = StorageConfig(fsync=FsyncPolicy.interval(5), clock=clock)
+    with Storage.open(tmp_path, config) as storage:
+        assert not storage.reports_pending(clock.now)
+        storage.append("t", "p", 0, batch(3))
+        assert storage.reports_pending(clock.now)  # a quiet interval: due at once
+        assert storage.sync_due(clock.now) == {("t", "p"): 2}
+        assert not storage.reports_pending(clock.now)
+        storage.append("t", "p", 3, batch(1))
+        assert not storage.reports_pending(clock.advance(0.004))  # due an interval after
+        assert storage.reports_pending(clock.advance(0.001))
+        assert storage.sync_due(clock.now) == {("t", "p"): 3}
+        storage.flush()  # an advance waits to be taken
+        storage.append("t", "p", 4, batch(1))
+        storage.flush()
+        assert storage.reports_pending(clock.now)
+        assert storage.take_durable_advances() == {("t", "p"): 4}
+        assert not storage.reports_pending(clock.now)
+    with Storage.open(tmp_path, StorageConfig(fsync=FsyncPolicy.interval(10))) as storage:
+        storage.append("t", "p", 5, batch(1))
+        assert storage.reports_pending(0.0)  # not armed yet (no clock): sync_due arms it
+        assert storage.sync_due(0.0) == {("t", "p"): 5}
+        assert not storage.reports_pending(0.0)
+        log = tmp_path / "t" / "p"
+        (segment,) = sorted(log.glob("*.log"))
+        data = bytearray(segment.read_bytes())
+        data[-3] ^= 0xFF  # the last record's payload
+        segment.write_bytes(bytes(data))
+        storage.read("t", "p", 0, 10)  # meets the damage: a truncation to take
+        assert storage.reports_pending(0.0)
+        assert len(storage.take_truncations()) == 1
+        assert not storage.reports_pending(0.0)
