@@ -1365,6 +1365,8 @@ class TransactionalProducer(Closing):
                         self.transactional_id,
                         exc,
                     )
+            if self._status.state is TransactionState.IN_TRANSACTION:  # its abort did not run
+                self._status.move(TransactionState.ABORTING)  # (the successor rolls it back)
             if self._status.state is not TransactionState.CLOSED:  # fenced on the way: closed
                 self._status.move(TransactionState.CLOSED)
             self._shutdown(timeout)

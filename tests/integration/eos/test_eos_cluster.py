@@ -23,10 +23,12 @@ import dafka
 from dafka import BackpressureError
 from dafka.client import (
     Consumer,
+    DeliveryError,
     Producer,
     ReadCommittedConsumer,
     RunFencedError,
     TransactionalProducer,
+    TransactionState,
 )
 from dafka.errors import MessageTooLargeError
 from dafka.message import Clock, Flags, build_uuid, new_producer_id
@@ -686,6 +688,35 @@ def test_a_pipelined_commit_whose_held_record_is_refused_as_fenced_fails_its_fut
         zombie.close()
         if successor is not None:
             successor.close()
+
+
+def test_close_with_a_transaction_open_behind_a_failed_pipelined_commit_closes() -> None:
+    """The only store stops answering (SIGSTOP) under a pipelined commit while the next
+    transaction is open: the commit fails (what it writes is not stored within the delivery
+    timeout), and close() - best effort - leaves the open transaction to the successor and
+    closes. Before, close() raised ``internal error: transaction state IN_TRANSACTION cannot
+    become CLOSED`` and left the producer's nodes running (under load, a zombie's close in
+    test_a_pipelined_commit_whose_held_record_is_refused_as_fenced_fails_its_future)."""
+    with LocalCluster(stores=1, beacon_interval=0.2) as stalled:
+        settings = {**common(stalled), "partitions": 1, "delivery_timeout": 1.0}
+        producer = TransactionalProducer("t-close-stalled", "close-stalled", **settings)
+        try:
+            producer.begin_transaction()
+            producer.send(b"A1")
+            stalled.kill("store-0", signal.SIGSTOP)
+            decided = producer.commit_transaction_nowait()
+            producer.begin_transaction()
+            later = producer.send(b"B1")
+            failed = decided.exception(DEADLINE)  # its data or its INTENT not stored in time
+            assert isinstance(failed, (DeliveryError, TimeoutError)), failed
+            states = [producer.state]
+            producer.close(timeout=1.0)  # its data is not stored: no need to wait long
+            states.append(producer.state)
+            assert states == [TransactionState.IN_TRANSACTION, TransactionState.CLOSED]
+            assert later.exception(DEADLINE) is not None  # failed, never left waiting
+        finally:
+            stalled.kill("store-0", signal.SIGCONT)
+            producer.close()
 
 
 def test_a_producer_killed_amid_pipelined_commits_leaves_whole_transactions(
