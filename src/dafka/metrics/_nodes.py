@@ -42,6 +42,10 @@ _STORE_GAUGES = {
 _SCRUB_HELP: dict[str, tuple[Kind, str]] = {
     "bytes_per_s": ("gauge", "scrub: the rate it checks the logs at, bytes/s (0: off)"),
     "bytes_checked": ("counter", "scrub: bytes of records checked (CRC-32C, offset, length)"),
+    "bytes_unchanged": (
+        "counter",
+        "scrub: of those, stretches read whole and found unchanged since a check (by digest)",
+    ),
     "passes": ("counter", "scrub: complete passes over every partition"),
     "pass_progress": ("gauge", "scrub: how far the current pass is, 0 to 1"),
     "damage": ("counter", "scrub: damaged stretches found (each salvaged, refetched)"),

@@ -29,6 +29,8 @@ class ScrubStatistics:
 
     bytes_per_s: float
     bytes_checked: int
+    bytes_unchanged: int
+    """Of ``bytes_checked``, stretches read whole and found unchanged since a check."""
     passes: int
     pass_progress: float
     """How far the current pass is, 0 to 1."""
@@ -65,6 +67,7 @@ class Scrubber:
         return ScrubStatistics(
             bytes_per_s=self._rate,
             bytes_checked=progress.bytes_checked,
+            bytes_unchanged=progress.bytes_unchanged,
             passes=progress.passes,
             pass_progress=min(1.0, progress.pass_bytes / total) if total else 0.0,
             damage=progress.damage,

@@ -84,6 +84,8 @@ def test_the_scrub_finds_a_flip_in_a_running_store_and_repairs_it_from_a_peer(
     text = wait_until(a_whole_pass_after_the_repair, "a whole scrub pass", timeout=90)
     assert _value(text, "dafka_store_scrub_bytes_per_s") == 4 * 1024 * 1024
     assert _value(text, "dafka_store_scrub_bytes_checked_total") >= (records - 1) * 116
+    # the last whole pass read again what the one before it checked, found unchanged
+    assert _value(text, "dafka_store_scrub_bytes_unchanged_total") > 0
     assert _value(text, "dafka_store_scrub_damage_total") == 1
     assert _value(text, "dafka_store_scrub_records_lost_total") == 1
     assert 0 <= _value(text, "dafka_store_scrub_pass_progress") <= 1

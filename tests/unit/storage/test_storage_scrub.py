@@ -176,6 +176,7 @@ def test_a_later_pass_reads_unchanged_stretches_whole_and_still_finds_a_flip(
         size = 2_000 * (RECORD_HEADER_SIZE + SIZE)
         assert progress.bytes_unchanged == size  # the second: every stretch found unchanged
         assert progress.damage == 0
+        assert Scrubber(storage, 1.0).statistics().bytes_unchanged == size  # (/metrics)
         flip(tmp_path, "a", 1_234)  # under a stretch the memo holds (files read by pread)
         while storage.scrub_progress.passes < 3:
             storage.scrub(4096)
