@@ -8,46 +8,18 @@ run in ``multiprocessing`` children ("spawn": no inherited ZeroMQ context).
 from __future__ import annotations
 
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from types import TracebackType
 
+from dafka.server import free_port_pair  # one cursor for every cluster of this user
+
 DAFKA = os.environ.get("DAFKA_BENCH_DAFKA") or str(Path(sys.executable).with_name("dafka"))
 """The ``dafka`` command run for the tower and the stores (``DAFKA_BENCH_DAFKA`` overrides it,
 e.g. to measure another checkout or a wrapper that changes interpreter settings)."""
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def free_port_pair() -> int:
-    """A port P such that P and P+1 were both free just now (the tower's XSUB and XPUB).
-
-    Picked below the kernel's ephemeral range: a port the kernel handed out to a bind of 0
-    is handed to other processes' connects and binds too, and on a shared machine one took
-    it between this check and the tower's bind ("Address already in use", the bench's
-    cluster never ready)."""
-    low, _ = _ephemeral_range()
-    for _ in range(200):
-        port = random.randrange(10000, max(10002, low - 2))
-        with socket.socket() as a, socket.socket() as b:
-            try:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no two consecutive free ports")
 
 
 class ProcessCluster:
