@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import select
 import socket
 import time
@@ -19,7 +18,7 @@ from dafka.client import Consumer, ConsumerSettings
 from dafka.client import PartitionProducer as Producer
 from dafka.message import Flags, build_uuid
 from dafka.records import RecordColumns, encode_batch
-from dafka.server import StoreNode
+from dafka.server import StoreNode, free_port_pair
 from dafka.spark._options import parse_source_options
 from dafka.spark._read import (
     TASK_HOLD_BYTES,
@@ -262,10 +261,11 @@ def test_a_query_started_before_its_cluster_waits_for_it(
 def _held_pair_below_ephemeral() -> tuple[int, list[socket.socket]]:
     """Ports P, P+1 below the kernel's ephemeral range, held by listeners. (A client that
     keeps connecting to a free port of that range can connect to itself - the kernel may
-    pick that very port as its source - and then holds the port the tower needs.)"""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for _ in range(200):
-        port = random.randrange(10_000, low - 1)
+    pick that very port as its source - and then holds the port the tower needs.) Taken
+    from ``free_port_pair``'s cursor, which every cluster of this user shares: a random
+    pick could be a port handed to another test a moment ago, not yet bound."""
+    for _ in range(20):
+        port = free_port_pair()
         try:
             first = socket.create_server(("127.0.0.1", port))
         except OSError:
