@@ -22,6 +22,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# pytest-timeout times a test's fixtures too, so the first test of a Spark module pays the
+# module's session start (100-107 s at load ~30, 5-10 s quiet) and its first job's warm-up
+# (the JVM's first plan and task, Python workers importing dafka: 194-200 s for a 5-row read
+# at load ~30, 2 s for the next test): 300 s ran out in the middle of a py4j call, which
+# leaves the module's session unusable - one slow start failed all 33 tests after it.
+SPARK_TIMEOUT = pytest.mark.timeout(600)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = str(item.path)
@@ -31,5 +39,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         elif "/tests/spark/" in path:
             item.add_marker(pytest.mark.spark)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(SPARK_TIMEOUT)
         elif "/tests/hosts/" in path:
             item.add_marker(pytest.mark.hosts)

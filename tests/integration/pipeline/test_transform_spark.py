@@ -27,7 +27,13 @@ from dafka.pipeline import (
 )
 from dafka.pipeline._transform import TransformSettings, from_message, to_message, transform
 
-pytestmark = pytest.mark.spark
+# 600 s, as the pipeline's other Spark modules: pytest-timeout times a test's fixtures too, so
+# the first test here pays the module's Spark session start (101 s at load ~30), and its own
+# four availableNow queries of stateful micro-batches take 42-45 s on a quiet machine and
+# 171-199 s at load 15-30: 300 s ran out mid-query, and the py4j call it interrupted left
+# the module's session unusable (the two tests after it failed on 'SparkSession does not
+# exist in the JVM' and a desynchronized answer, KeyError 'm').
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 SPEC = WorkloadSpec(seed=5, readings=4_000, devices=9, step_ms=10, max_lateness_ms=3_000)
 SETTINGS = TransformSettings(window_ms=5_000, watermark_ms=12_000)
