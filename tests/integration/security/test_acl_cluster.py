@@ -15,10 +15,10 @@ with keys the ACL grants differently:
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 from pathlib import Path
 
+from dafka.server import free_port_pair
 from tests.integration.cli.cli_run import Result, dafka
 from tests.integration.cluster.cluster_procs import wait_until
 from tests.integration.security.secured import keygen, secured_cluster
@@ -43,25 +43,17 @@ produce = ["orders"]
 ALICE = [b"order-%d" % i for i in range(50)]
 
 
-def _free_ports(count: int) -> int:
-    """A port P such that P..P+count-1 were free just now."""
-    for _ in range(200):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            base = int(first.getsockname()[1])
-            if base + count > 65535:
-                continue
-            others = [socket.socket() for _ in range(count - 1)]
-            try:
-                for i, other in enumerate(others, 1):
-                    other.bind(("127.0.0.1", base + i))
-            except OSError:
-                continue
-            finally:
-                for other in others:
-                    other.close()
-            return base
-    raise AssertionError("no free ports")
+def _three_ports() -> int:
+    """A port P such that P, P+1 and P+2 are this test's (the tower's, store-0's and
+    store-1's /metrics): two consecutive pairs of ``free_port_pair``'s window below the
+    kernel's ephemeral range, which every cluster of this user takes in turn. Three ports
+    the kernel picked were in its ephemeral range, where any connection on the machine may
+    take one as its source port - store-0's while it restarts, for one."""
+    for _ in range(20):
+        first = free_port_pair()
+        if free_port_pair() == first + 2:
+            return first
+    raise AssertionError("no two consecutive pairs of free ports")
 
 
 def _counter(port: int, name: str) -> float:
@@ -83,7 +75,7 @@ def test_acl_refuses_what_a_key_may_not_do_and_partitions_keep_their_owner(
     keys, auth = keygen(tmp_path, ("tower", "alice", "bob", "mallory", "stranger"))
     acl = tmp_path / "acl.toml"
     acl.write_text(ACL)
-    metrics = _free_ports(3)  # the tower's, store-0's, store-1's
+    metrics = _three_ports()  # the tower's, store-0's, store-1's
     stores = (metrics + 1, metrics + 2)
     with secured_cluster(tmp_path, keys, auth, acl=acl, metrics_port=metrics) as secured:
         c, log, join, as_ = secured.cluster, secured.log, secured.join, secured.as_
