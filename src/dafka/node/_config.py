@@ -258,8 +258,9 @@ class DiscoveryConfig:
     peers discover it and greet it (a store sends GET-HEADS for all its topics to a new peer
     at once; before our SUB reached it, that question would be lost)."""
     max_peers: int = 1024
-    """The most peers tracked (and connected to) at once; a new id beyond is refused and
-    counted (``Discovery``: limits against strangers, docs/nodes.md)."""
+    """The most peer endpoints tracked (and connected to) at once; a new id beyond is refused
+    and counted, a known id's new endpoint replaces its own least recently heard one
+    (``Discovery``: limits against strangers, docs/nodes.md)."""
     new_peers_per_interval: int = 64
     """New ids admitted at their first beacon per ``interval``; beyond (a flood of fresh
     ids), a new id is admitted only at its second beacon within two intervals."""

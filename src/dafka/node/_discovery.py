@@ -17,7 +17,9 @@ re-subscribing, were lost for as long as both lived (a transactional start's log
 past its 5 s delivery timeout, 1 run in 36 at load 12). A node restarted on another port is
 connected at once; its old endpoint is dropped when it expires. At most
 ``MAX_ENDPOINTS_PER_ID`` endpoints per id are kept (a stranger beaconing one id from many
-endpoints): a new one beyond replaces the one heard least recently.
+endpoints): a new one beyond replaces the one heard least recently. ``max_peers`` bounds the
+endpoints tracked (connections), not the ids: at that bound a known id's new endpoint
+replaces its own least recently heard one, as before ids had several.
 
 *The tower is for discovery, not for data.* Expiry means "this peer stopped beaconing", which
 we can only know while the towers are alive: when every tower is gone, beacons stop for
@@ -35,8 +37,11 @@ ignored, never turned into a ``Connect`` that would raise in the runner.
 *Strangers* (issue 19): anyone who reaches a tower can beacon any number of made-up ids, and
 every node would connect to each. Three bounds, each counted:
 
-* at most ``max_peers`` peers are tracked (and connected) at once: a new id beyond is
-  refused (``refused``) until a tracked one expires;
+* at most ``max_peers`` peer endpoints are tracked (and connected) at once: a new id beyond
+  is refused (``refused``) until a tracked one expires, and a known id's new endpoint
+  replaces its own least recently heard one (a stranger beaconing the ids it hears from
+  several endpoints each would otherwise take ``MAX_ENDPOINTS_PER_ID`` times as many
+  connections, none of them through the admission below);
 * at most ``new_peers_per_interval`` new ids per beacon interval are admitted at their first
   beacon; beyond (a flood of fresh ids, 15,000 a second in the scenario that stalled a
   cluster), a new id waits *on probation* for its second beacon within two intervals - a real
@@ -87,6 +92,8 @@ class Discovery:
         self._out: list[Action] = []
         self._peers: dict[str, dict[str, float]] = {}
         """node id -> its endpoints -> expiry, the one heard last at the end."""
+        self._tracked = 0
+        """Endpoints in ``_peers`` (of every id): what ``max_peers`` bounds."""
         self._users: dict[str, int] = {}
         self._beacon_due: float | None = None
         self._beacon_queued = False
@@ -167,6 +174,7 @@ class Discovery:
         for node_id, endpoint in expired:
             endpoints = self._peers[node_id]
             del endpoints[endpoint]
+            self._tracked -= 1
             if not endpoints:
                 del self._peers[node_id]
             self._expired += 1
@@ -213,7 +221,7 @@ class Discovery:
 
     def _admit(self, node_id: str, now: float) -> bool:
         """Whether a new id becomes a peer now (the bounds of the module docstring)."""
-        if len(self._peers) >= self.config.max_peers:
+        if self._tracked >= self.config.max_peers:
             self._refused += 1
             self.last_rejection = f"{node_id[:64]!r}: {self.config.max_peers} peers tracked"
             return False
@@ -271,11 +279,13 @@ class Discovery:
             del endpoints[endpoint]  # re-inserted last: the one heard last
             endpoints[endpoint] = expiry
             return
-        elif len(endpoints) >= MAX_ENDPOINTS_PER_ID:
+        elif len(endpoints) >= MAX_ENDPOINTS_PER_ID or self._tracked >= self.config.max_peers:
             oldest = next(iter(endpoints))
             del endpoints[oldest]
+            self._tracked -= 1
             self._release(node_id, oldest)
         endpoints[endpoint] = expiry
+        self._tracked += 1
         self._discovered += 1
         users = self._users.get(endpoint, 0)
         self._users[endpoint] = users + 1

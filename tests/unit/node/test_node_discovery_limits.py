@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import ConfigError
-from dafka.node import Connect, Discovery, DiscoveryConfig
+from dafka.node import Connect, Disconnect, Discovery, DiscoveryConfig
 from dafka.protocol import PeerEndpoint
 
 
@@ -89,3 +89,34 @@ def test_a_small_cluster_is_admitted_at_the_first_beacon() -> None:
 def test_the_bounds_are_validated(key: str) -> None:
     with pytest.raises(ConfigError, match=key):
         DiscoveryConfig(**{key: 0})
+
+
+def test_known_ids_beaconed_from_more_endpoints_take_no_connections_beyond_max_peers() -> None:
+    """Since a node id may have several live endpoints (af850cf), a stranger who beacons the
+    ids it hears from new endpoints got up to MAX_ENDPOINTS_PER_ID connections per id, none
+    through the admission of new ids: 4 x max_peers. ``max_peers`` bounds the connections."""
+    config = DiscoveryConfig(interval=1.0, timeout=4.0, max_peers=3)
+    discovery = Discovery({"ME"}, config)
+    connected: set[str] = set()
+
+    def follow() -> None:
+        for action in discovery.take_actions():
+            if isinstance(action, Connect):
+                connected.add(action.endpoint)
+            elif isinstance(action, Disconnect):
+                connected.discard(action.endpoint)
+
+    for k in range(3):
+        discovery.on_message(PeerEndpoint(f"P{k}", f"tcp://10.0.0.{k + 1}:4000"), 0.0)
+    follow()
+    for k in range(3):  # the stranger: each known id from three more endpoints
+        for port in range(1, 4):
+            discovery.on_message(PeerEndpoint(f"P{k}", f"tcp://10.9.0.1:{10 * k + port}"), 0.1)
+            follow()
+            assert len(connected) <= config.max_peers, connected
+    assert sorted(discovery.peers()) == ["P0", "P1", "P2"]
+    # at the bound a restart on another port is still connected at once (its old port goes)
+    discovery.on_message(PeerEndpoint("P0", "tcp://10.0.0.1:4001"), 0.2)
+    follow()
+    assert "tcp://10.0.0.1:4001" in connected
+    assert len(connected) == config.max_peers
