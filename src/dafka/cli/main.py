@@ -274,9 +274,11 @@ def up(
 ) -> None:
     """Run a local cluster: a tower and STORES stores, each in its own supervised process.
 
-    A store that dies is restarted (and logged); Ctrl-C stops them all.
+    A store that dies is restarted (and logged); one that keeps dying within seconds of its
+    start is given up on and ends the command (exit 1, its last lines); Ctrl-C stops them all.
     """
     from dafka.server import LocalCluster
+    from dafka.transport.failure import process_failures
 
     cluster = LocalCluster(
         data_dir,
@@ -297,6 +299,7 @@ def up(
         echo=lambda line: click.echo(line, err=True),
         log_format=log_format,
         metrics_port=metrics_port,  # the members serve their own
+        on_failure=process_failures.report,  # a member that keeps dying young ends `up`
         **security_fields(security),
     )
 

@@ -12,6 +12,15 @@ member that exits while the cluster runs is logged and restarted after a back-of
 doubling up to 10 s while it keeps dying young); a store comes back with the same data
 directory, hence the same node ids, so peers see a refresh rather than a new node.
 
+A member that cannot start is not restarted forever: after :data:`GIVE_UP_AFTER` deaths in
+a row each within :data:`YOUNG` seconds of its start (a data directory it cannot open, a
+port taken for good, a disk that fails its recovery; deaths :meth:`LocalCluster.kill` asked
+for do not count) the cluster gives up on it: it logs the member's last lines at ERROR,
+keeps it down, sets :attr:`LocalCluster.failure` and calls ``on_failure`` with it - ``dafka
+up`` passes the process's failure board there, so it stops the rest and exits 1 with the
+cause instead of crash-looping a member unseen (docs/deploy.md). ``dafka store
+--restart-on-crash`` (:mod:`dafka.server._supervise`) uses the same back-off.
+
 Members run in their own session, so a Ctrl-C in the terminal reaches only the supervisor,
 which then stops them in order (stores first, so that they flush, then the tower). On Linux
 each member also gets SIGTERM if the supervisor dies without stopping them.
@@ -35,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dafka.config import SETTINGS
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, NodeFailedError
 from dafka.lifecycle import Running
 from dafka.server._ports import ClusterError, free_port_pair
 from dafka.transport.config import TransportConfig
@@ -44,10 +53,13 @@ log = logging.getLogger("dafka.cluster")
 
 _TOWER_READY = re.compile(r"tower ready: beacons in on (tcp://\S+), out on (tcp://\S+)")
 _STORE_READY = re.compile(r"ready \(writer (\S+), reader (\S+), ports \[(\d+), (\d+)\]\)")
-_BACKOFF_FIRST = 0.5
-_BACKOFF_MAX = 10.0
-_YOUNG = 10.0
+BACKOFF_FIRST = 0.5
+"""Seconds before the first restart of a member (or a supervised daemon) that died."""
+BACKOFF_MAX = 10.0
+YOUNG = 10.0
 """A member that dies sooner than this after its start doubles the next back-off."""
+GIVE_UP_AFTER = 5
+"""Young deaths in a row after which :class:`LocalCluster` stops restarting a member."""
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -67,8 +79,13 @@ class Member:
     popen: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     restarts: int = 0
-    backoff: float = _BACKOFF_FIRST
+    backoff: float = BACKOFF_FIRST
     restart_at: float | None = None
+    young_deaths: int = 0
+    """Deaths in a row within :data:`YOUNG` seconds of a start (the kills asked for aside)."""
+    killed: bool = False
+    """:meth:`LocalCluster.kill` ended it: its death is not the member's own."""
+    given_up: bool = False
     ready_match: re.Match[str] | None = None
     lines: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=50))
     ready: threading.Event = field(default_factory=threading.Event)
@@ -128,6 +145,8 @@ class LocalCluster(Running):
     directory; clients give their own ``key=`` and ``authorized_keys=``. ``acl``: the
     stores enforce that permissions file (the key they run with, the tower's, must be among
     its ``stores``; docs/security.md, "Permissions").
+    ``on_failure``: called (from the supervising thread) with the error when the cluster
+    gives up restarting a member that keeps dying young; also kept in :attr:`failure`.
     """
 
     def __init__(
@@ -150,6 +169,7 @@ class LocalCluster(Running):
         authorized_keys: str | Path | None = None,
         tower_key: str | Path | None = None,
         acl: str | Path | None = None,
+        on_failure: Callable[[NodeFailedError], None] | None = None,
     ) -> None:
         if stores < 0:
             raise ClusterError(f"stores must be >= 0, got {stores}")
@@ -182,6 +202,9 @@ class LocalCluster(Running):
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
+        self._on_failure = on_failure
+        self.failure: NodeFailedError | None = None
+        """Set when the cluster gave up restarting a member (see the module's docstring)."""
 
     # -- what clients need -----------------------------------------------------------------
 
@@ -271,6 +294,8 @@ class LocalCluster(Running):
         """Send ``signum`` to a member (tests, chaos); the supervisor restarts it."""
         member = self.member(name)
         if member.popen is not None and member.running:
+            if signum not in (signal.SIGSTOP, signal.SIGCONT):
+                member.killed = True
             member.popen.send_signal(signum)
 
     def wait_restarted(self, name: str, restarts: int, timeout: float = 60.0) -> Member:
@@ -282,6 +307,8 @@ class LocalCluster(Running):
                 done = member.restarts >= restarts and member.ready.is_set()
             if done:
                 return member
+            if member.given_up:
+                raise ClusterError(str(self.failure))
             time.sleep(0.05)
         raise ClusterError(f"{name} was not restarted and ready within {timeout}s\n{member.tail()}")
 
@@ -355,6 +382,7 @@ class LocalCluster(Running):
         member.ready_match = None
         member.started_at = time.monotonic()
         member.restart_at = None
+        member.killed = False
         member.popen = subprocess.Popen(
             member.argv,
             stdin=subprocess.DEVNULL,
@@ -407,14 +435,20 @@ class LocalCluster(Running):
             now = time.monotonic()
             for member in self.members:
                 popen = member.popen
-                if popen is None or popen.poll() is None:
+                if popen is None or member.given_up or popen.poll() is None:
                     continue
                 if member.restart_at is None:
                     lived = now - member.started_at
-                    if lived < _YOUNG and member.restarts:
-                        member.backoff = min(_BACKOFF_MAX, member.backoff * 2)
-                    elif lived >= _YOUNG:
-                        member.backoff = _BACKOFF_FIRST
+                    if member.killed or lived >= YOUNG:
+                        member.young_deaths = 0
+                        member.backoff = BACKOFF_FIRST
+                    else:
+                        member.young_deaths += 1
+                        if member.young_deaths >= GIVE_UP_AFTER:
+                            self._give_up(member, lived)
+                            continue
+                        if member.young_deaths > 1:
+                            member.backoff = min(BACKOFF_MAX, member.backoff * 2)
                     member.restart_at = now + member.backoff
                     log.warning(
                         "%s (pid %s) exited with code %s; restarting in %.1fs",
@@ -434,5 +468,28 @@ class LocalCluster(Running):
                         member.restarts,
                     )
 
+    def _give_up(self, member: Member, lived: float) -> None:
+        """Keep ``member`` down for good: it died young :data:`GIVE_UP_AFTER` times in a row."""
+        assert member.popen is not None
+        member.given_up = True
+        error = NodeFailedError(
+            f"{member.name} died {member.young_deaths} times in a row within {YOUNG:.0f} s "
+            f"of its start (the last after {lived:.1f} s, exit code {member.popen.returncode}); "
+            f"the cluster stopped restarting it. Its last lines:\n{member.tail()}"
+        )
+        log.error("%s", error)
+        self.failure = error
+        if self._on_failure is not None:
+            self._on_failure(error)
 
-__all__ = ["ClusterError", "LocalCluster", "Member", "free_port_pair"]
+
+__all__ = [
+    "BACKOFF_FIRST",
+    "BACKOFF_MAX",
+    "GIVE_UP_AFTER",
+    "YOUNG",
+    "ClusterError",
+    "LocalCluster",
+    "Member",
+    "free_port_pair",
+]

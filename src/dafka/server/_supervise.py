@@ -34,16 +34,12 @@ import threading
 import time
 from types import FrameType
 
-from dafka.server._processes import _die_with_parent
+from dafka.server._processes import BACKOFF_FIRST, BACKOFF_MAX, YOUNG, _die_with_parent
 
 log = logging.getLogger("dafka.supervisor")
 
 CRASH_WINDOW = 600.0
 """Seconds over which crashes are counted against ``--restart-on-crash``."""
-_BACKOFF_FIRST = 0.5
-_BACKOFF_MAX = 10.0
-_YOUNG = 10.0
-"""A child that crashes sooner than this after its start doubles the next back-off."""
 _PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -87,7 +83,7 @@ class Supervisor:
 
     def _loop(self) -> int:
         recent: collections.deque[float] = collections.deque()
-        backoff = _BACKOFF_FIRST
+        backoff = BACKOFF_FIRST
         while True:
             started = time.monotonic()
             child = subprocess.Popen(
@@ -130,10 +126,10 @@ class Supervisor:
                     self.restarts,
                 )
                 return 128 - code
-            if lived >= _YOUNG:
-                backoff = _BACKOFF_FIRST
+            if lived >= YOUNG:
+                backoff = BACKOFF_FIRST
             elif self.crashes > 1:
-                backoff = min(_BACKOFF_MAX, backoff * 2)
+                backoff = min(BACKOFF_MAX, backoff * 2)
             log.error(
                 "%s: pid %s died by %s after %.1f s (crash %d, %d of %d allowed in %.0f s); "
                 "restarting in %.1f s",

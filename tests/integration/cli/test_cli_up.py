@@ -9,9 +9,13 @@ import signal
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from dafka.client import Consumer, PartitionProducer
+from dafka.errors import NodeFailedError
 from dafka.node import ConsumerConfig
-from dafka.server import LocalCluster, free_port_pair
+from dafka.server import ClusterError, LocalCluster, free_port_pair
+from dafka.server._processes import GIVE_UP_AFTER
 from tests.integration.cluster.cluster_procs import DAFKA, Processes, wait_until
 
 _STORE_LINE = re.compile(r"store-0: pid (\d+), data \S+, writer :(\d+), reader :(\d+)")
@@ -94,3 +98,50 @@ def test_local_cluster_serves_clients_and_restarts_a_store(tmp_path: Path) -> No
                 got += [r.value for r in c.poll(timeout=1.0)]
                 deadline_rounds -= 1
         assert got == [b"%d" % i for i in range(100)]
+
+
+def _break_data_dir(data: Path) -> None:
+    """Put a plain file where a store's data directory is: every start of it fails."""
+    data.rename(data.with_name(data.name + ".moved"))
+    data.write_bytes(b"not a directory")
+
+
+def test_up_gives_up_on_a_store_that_keeps_dying_young_and_exits_1_saying_why(
+    procs: Processes, tmp_path: Path
+) -> None:
+    port = free_port_pair()
+    up = procs.spawn(
+        "up",
+        [*DAFKA, "up", "--stores", "1", "--port", str(port), "--data", str(tmp_path / "d")],
+    )
+    pid = int(up.wait_log(_STORE_LINE).group(1))
+    _break_data_dir(tmp_path / "d" / "store-0")
+    os.kill(pid, signal.SIGKILL)  # restarted into a data directory it cannot open
+    assert up.wait_exit(timeout=120) == 1  # before: restarted every 10 s, for ever
+    err = up.stderr()
+    assert f"store-0 died {GIVE_UP_AFTER} times in a row" in err
+    assert "is not a directory" in err  # the member's own last lines say why
+    assert err.count("exited with code 2; restarting") == GIVE_UP_AFTER - 2
+
+
+def test_local_cluster_kills_it_asked_for_are_no_crash_loop_but_a_broken_store_is(
+    tmp_path: Path,
+) -> None:
+    failures: list[NodeFailedError] = []
+    with LocalCluster(tmp_path, stores=1, on_failure=failures.append) as cluster:
+        for restart in range(1, GIVE_UP_AFTER + 1):  # each young, each asked for
+            cluster.kill("store-0")
+            cluster.wait_restarted("store-0", restart)
+        assert cluster.failure is None
+        assert failures == []
+        assert cluster.stores[0].running
+
+        _break_data_dir(tmp_path / "store-0")
+        pid = cluster.stores[0].pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # not through the cluster: the member's own death
+        with pytest.raises(ClusterError, match=f"died {GIVE_UP_AFTER} times in a row"):
+            cluster.wait_restarted("store-0", GIVE_UP_AFTER + GIVE_UP_AFTER, timeout=120)
+        assert failures == [cluster.failure]
+        assert "is not a directory" in str(cluster.failure)
+        assert not cluster.stores[0].running
