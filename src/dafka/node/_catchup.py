@@ -15,6 +15,20 @@ out-of-order records does not become a burst of FETCHes (a TODO of the C consume
 * No progress by the deadline: the FETCH is sent again from ``last + 1`` and the wait doubles
   up to ``retry_max``. So a lost FETCH, a lost reply, or a producer that went away while a
   store still has the records never stalls the partition (two C bugs, PROTOCOL.md section 5).
+* An answer that brings only records the cursor already has (a DIRECT-RECORD at or below
+  ``last``: :meth:`FetchScheduler.answered`) holds the retry off: the deadline moves to the
+  answer's time plus the current wait. A replier answers FETCHes in order, each to its end,
+  so such answers mean it is working through an earlier FETCH of this cursor (a retry's, or
+  another replier's window) and the records still needed are queued behind them; a retry
+  then would only queue one more window of duplicates ahead of them. That was the *retry
+  storm* of a store starved of CPU (load 20-30): its first answer came after
+  ``retry_initial``, the retry queued the same window again, the duplicates it sent later
+  made no progress for another ``retry_initial``, the next retry queued another window...
+  the partition stalled 4-22 s. Held off, but bounded: a retry is still due at most
+  ``HOLD_ROUNDS x retry_max`` after the last progress (or the start of the FETCH), so a
+  peer that sends duplicates without end (or a stranger replaying old records) delays
+  retries once, by at most that, never forever. Records *ahead* of ``last + 1`` do not hold
+  it off: they are holes (:meth:`FetchScheduler.hole`) and the evidence of records gone.
 * Answers that, retry after retry, start beyond ``last + 1`` mean the records are gone
   (storage retention removed them): after ``skip_after`` such retries in a row a consumer
   skips to the first sequence still available. A loss cannot fake this: it would have to
@@ -34,6 +48,11 @@ from dafka.protocol import Fetch
 
 NO_LIMIT = 1 << 64
 """``Cursor.limit`` of a partition read without an end (above any u64 sequence)."""
+
+HOLD_ROUNDS = 2
+"""Answers of duplicates hold a retry off at most ``HOLD_ROUNDS x retry_max`` after the last
+progress (see the module docstring): at the default 5 s, 10 s - time for a store starved of
+CPU to send a whole window of 10,000 duplicates at 1,000 records/s."""
 
 
 class Router(Protocol):
@@ -65,6 +84,7 @@ class Cursor:
         "known_head",
         "last",
         "limit",
+        "moved",
         "pending",
         "pending_first",
         "producer",
@@ -90,6 +110,9 @@ class Cursor:
         self.fetch_end = 0
         self.deadline = 0.0
         self.delay = 0.0
+        self.moved = 0.0
+        """When the FETCH last made progress (or started): answers of duplicates hold its
+        retry off until ``HOLD_ROUNDS x retry_max`` after it, no longer."""
         self.durable = last
         """Store writers only: highest sequence the driver reported durable."""
         self.hole_mark = -2
@@ -111,6 +134,7 @@ class FetchScheduler:
 
     __slots__ = (
         "_active",
+        "_hold",
         "_policy",
         "_requester",
         "_skip_after",
@@ -125,6 +149,7 @@ class FetchScheduler:
         :meth:`on_timer` reports the gap gone (None: never; a store must not skip)."""
         self._requester = requester
         self._policy = policy
+        self._hold = HOLD_ROUNDS * policy.retry_max
         self._skip_after = skip_after
         self.skipped = 0
         # A dict, not a set: iteration in insertion order keeps runs reproducible.
@@ -143,6 +168,7 @@ class FetchScheduler:
             return
         cursor.delay = self._policy.retry_initial
         cursor.attempt = 0
+        cursor.moved = now
         self._send(cursor, now, out)
 
     def early(
@@ -202,6 +228,7 @@ class FetchScheduler:
         cursor.refused = 0
         cursor.answer_low = -1
         cursor.attempt = 0
+        cursor.moved = now
         last = cursor.last
         if last >= cursor.known_head:
             cursor.fetching = False
@@ -223,12 +250,26 @@ class FetchScheduler:
         ):
             self._pipeline(cursor, out)
 
+    def answered(self, cursor: Cursor, now: float) -> None:
+        """A FETCH reply brought records ``cursor`` already has: hold its retry off.
+
+        The replier is working through an earlier FETCH of this partition, in order, and
+        what is still needed is queued behind (module docstring): the retry is due the
+        current wait after this answer, but never later than ``HOLD_ROUNDS x retry_max``
+        after the last progress, so that duplicates cannot postpone it forever.
+        """
+        if not cursor.fetching:
+            return
+        due = min(now + cursor.delay, cursor.moved + self._hold)
+        cursor.deadline = max(cursor.deadline, due)
+
     def restart(self, cursor: Cursor, now: float, out: list[Action]) -> None:
         """Ask again now, with the first wait (a peer that may hold the gap came)."""
         if cursor.last >= cursor.known_head:
             return
         cursor.delay = self._policy.retry_initial
         cursor.attempt = 0
+        cursor.moved = now
         self._send(cursor, now, out)
 
     def forget(self, cursor: Cursor) -> None:
@@ -276,6 +317,7 @@ class FetchScheduler:
         cursor.refused = 0
         cursor.answer_low = -1
         cursor.delay = self._policy.retry_initial
+        cursor.moved = now
         if cursor.known_head > cursor.last:
             self._send(cursor, now, out)
         else:
@@ -320,4 +362,4 @@ class FetchScheduler:
 TARGET_MARK = "@"
 """Separates a requester id from the store it addresses: ``requester@store-reader-id``."""
 
-__all__ = ["NO_LIMIT", "TARGET_MARK", "Cursor", "FetchScheduler", "Router"]
+__all__ = ["HOLD_ROUNDS", "NO_LIMIT", "TARGET_MARK", "Cursor", "FetchScheduler", "Router"]

@@ -10,7 +10,10 @@ store's writer (which persists it, ``Persist``). Every record a reader gets for 
   of the progress (next window, or caught up);
 * ahead of it: kept (within one window) and the gap fetched
   (:meth:`~dafka.node._catchup.FetchScheduler.early`);
-* behind it: a duplicate, dropped.
+* behind it: a duplicate, dropped - but if it came in a FETCH reply while the cursor is
+  fetching, it shows the replier working through an earlier FETCH of the partition, and it
+  holds the retry off (:meth:`~dafka.node._catchup.FetchScheduler.answered`, bounded: the
+  FETCH retry storm of a store starved of CPU).
 
 A run of consecutive records that continues a partition is taken whole
 (:meth:`PartitionReader.take_run`): that is what makes the steady state cost a list extend
@@ -72,12 +75,19 @@ class PartitionReader:
 
         False (nothing taken) when they do not, when records are kept ahead, when the run
         crosses the cursor's limit, or - unless ``while_fetching`` (a FETCH reply) - while a
-        FETCH is open: the caller then feeds the run record by record. Taking it whole ends
-        in the same state as feeding it one by one.
+        FETCH is open: the caller then feeds the run record by record. A FETCH reply that
+        starts behind ``last + 1`` (a replier working through an earlier FETCH) has its
+        duplicates dropped at once, and the rest taken whole if it can be. Taking it whole
+        ends in the same state as feeding it one by one.
         """
-        if cursor is None or not contents or first != cursor.last + 1 or cursor.ahead:
+        if cursor is None or not contents:
             return False
-        if cursor.fetching and not while_fetching:
+        behind = cursor.last + 1 - first
+        if behind:
+            if behind < 0 or not while_fetching:
+                return False
+            return self._take_reply_behind(cursor, first, behind, contents, now, out)
+        if cursor.ahead or (cursor.fetching and not while_fetching):
             return False
         last = first + len(contents) - 1
         if last > cursor.limit:
@@ -114,11 +124,38 @@ class PartitionReader:
             self._fetcher.early(cursor, sequence, content, direct, now, out)
         else:
             self.duplicates += 1
+            if direct and cursor.fetching:
+                self._fetcher.answered(cursor, now)
 
     def take_dirty(self) -> list[Cursor]:
         """The cursors with a pending run (the caller hands the runs out and clears them)."""
         dirty, self.dirty = self.dirty, []
         return dirty
+
+    def _take_reply_behind(
+        self,
+        cursor: Cursor,
+        first: int,
+        behind: int,
+        contents: Sequence[bytes],
+        now: float,
+        out: list[Action],
+    ) -> bool:
+        """:meth:`take_run` of a FETCH reply whose first ``behind`` records are duplicates:
+        drop them (they hold the retry off) and take the rest whole - or, if the rest cannot
+        be taken whole, do nothing and return False (the caller feeds it all one by one)."""
+        count = len(contents)
+        if behind >= count:
+            if first + count - 1 > cursor.limit:
+                return False
+        elif not self.take_run(
+            cursor, first + behind, contents[behind:], now, out, while_fetching=True
+        ):
+            return False
+        self.duplicates += min(behind, count)
+        if cursor.fetching:
+            self._fetcher.answered(cursor, now)
+        return True
 
     def _progress(self, cursor: Cursor, now: float, out: list[Action]) -> None:
         """A fetching cursor took a record: take what was kept ahead and now follows, then

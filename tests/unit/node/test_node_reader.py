@@ -143,3 +143,45 @@ def test_a_run_taken_whole_ends_where_one_by_one_ends(seed: int) -> None:
     assert whole_reader.dirty == [whole]
     assert single_reader.dirty == [single]
     assert out_whole == out_single == []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_fetch_reply_starting_behind_ends_where_one_by_one_ends(seed: int) -> None:
+    """A FETCH reply whose first records the cursor already has (a replier working through an
+    earlier FETCH): its duplicates are dropped at once and hold the retry off, the rest is
+    taken whole - the same end state, deadline included, as one record at a time."""
+    rng = random.Random(seed)
+    start = rng.randrange(3, 12)
+    first = rng.randrange(0, start + 1)  # at or behind start: some duplicates
+    contents = [b"%d" % i for i in range(rng.randrange(1, 10))]
+    head = start + rng.randrange(1, 12)
+    retried = rng.random() < 0.5
+    window = rng.randrange(4, 12)
+    limit = start + rng.randrange(0, 12)
+    states = []
+    for whole in (True, False):
+        r, fetcher = reader(window=window)
+        cursor = Cursor("t", P, start)
+        cursor.limit = limit
+        out: list[Action] = []
+        fetcher.gap(cursor, head, 0.0, out)
+        if retried:  # a retry doubled the wait: duplicates hold the retry off by more
+            fetcher.on_timer(cursor.deadline, out)
+        if not whole or not r.take_run(cursor, first, contents, 2.0, out, while_fetching=True):
+            if whole:
+                assert first + len(contents) - 1 > cursor.limit  # the only refusal here
+            for offset, content in enumerate(contents):
+                if first + offset <= cursor.limit:
+                    r.offer(cursor, first + offset, content, True, 2.0, out)
+        states.append(
+            (
+                cursor.last,
+                cursor.pending,
+                r.duplicates,
+                cursor.fetching,
+                cursor.deadline if cursor.fetching else None,
+                fetches(out),
+            )
+        )
+    assert states[0] == states[1]
+    assert states[0][2] == min(len(contents), start + 1 - first)  # behind start: duplicates
