@@ -12,14 +12,17 @@ member that exits while the cluster runs is logged and restarted after a back-of
 doubling up to 10 s while it keeps dying young); a store comes back with the same data
 directory, hence the same node ids, so peers see a refresh rather than a new node.
 
-A member that cannot start is not restarted forever: after :data:`GIVE_UP_AFTER` deaths in
-a row each within :data:`YOUNG` seconds of its start (a data directory it cannot open, a
-port taken for good, a disk that fails its recovery; deaths :meth:`LocalCluster.kill` asked
-for do not count) the cluster gives up on it: it logs the member's last lines at ERROR,
-keeps it down, sets :attr:`LocalCluster.failure` and calls ``on_failure`` with it - ``dafka
-up`` passes the process's failure board there, so it stops the rest and exits 1 with the
-cause instead of crash-looping a member unseen (docs/deploy.md). ``dafka store
---restart-on-crash`` (:mod:`dafka.server._supervise`) uses the same back-off.
+A member that cannot start is not restarted forever: after :data:`GIVE_UP_AFTER` deaths in a
+row each within :data:`YOUNG` seconds of its start and before its ready line (a data
+directory it cannot open, a port taken for good, a disk that fails its recovery; deaths
+:meth:`LocalCluster.kill` asked for do not count, nor does a crash after the member was
+ready - it started, and libzmq's abort that a stranger can set off on a plaintext node would
+otherwise end the whole cluster after five) the cluster gives up on it: it logs the member's
+last lines at ERROR, keeps it down, sets :attr:`LocalCluster.failure` and calls
+``on_failure`` with it - ``dafka up`` passes the process's failure board there, so it stops
+the rest and exits 1 with the cause instead of crash-looping a member unseen
+(docs/deploy.md). ``dafka store --restart-on-crash`` (:mod:`dafka.server._supervise`) uses
+the same back-off.
 
 Members run in their own session, so a Ctrl-C in the terminal reaches only the supervisor,
 which then stops them in order (stores first, so that they flush, then the tower). On Linux
@@ -82,7 +85,8 @@ class Member:
     backoff: float = BACKOFF_FIRST
     restart_at: float | None = None
     young_deaths: int = 0
-    """Deaths in a row within :data:`YOUNG` seconds of a start (the kills asked for aside)."""
+    """Deaths in a row within :data:`YOUNG` seconds of a start, each before the member was
+    ready (the kills asked for aside)."""
     killed: bool = False
     """:meth:`LocalCluster.kill` ended it: its death is not the member's own."""
     given_up: bool = False
@@ -443,11 +447,14 @@ class LocalCluster(Running):
                         member.young_deaths = 0
                         member.backoff = BACKOFF_FIRST
                     else:
-                        member.young_deaths += 1
-                        if member.young_deaths >= GIVE_UP_AFTER:
-                            self._give_up(member, lived)
-                            continue
-                        if member.young_deaths > 1:
+                        if member.ready.is_set():  # it started: a crash while serving
+                            member.young_deaths = 0
+                        else:
+                            member.young_deaths += 1
+                            if member.young_deaths >= GIVE_UP_AFTER:
+                                self._give_up(member, lived)
+                                continue
+                        if member.restarts:
                             member.backoff = min(BACKOFF_MAX, member.backoff * 2)
                     member.restart_at = now + member.backoff
                     log.warning(
