@@ -6,7 +6,9 @@ deque append and an occasional wake-up, not a socket send. A *lone* record - pub
 :data:`DIRECT_GAP` or more after the previous one, nothing queued, the runner between turns -
 is handed to the machine and sent by the caller's thread itself (``NodeRunner.run_here``):
 one thread wake-up less on its way (at 1,000 records/s, about a quarter of the publish ->
-consumer latency), while a loop's records still leave in batches from the runner.
+consumer latency), while a loop's records still leave in batches from the runner. A record
+queued while the runner is in mid-turn (an ACK's) is sent at that turn's end
+(``NodeRunner.run_at_turn_end``), not in a turn of its own after a wake-up.
 
 Backpressure: at most ``ProducerConfig.max_unacked_records`` records may be published and not
 yet ACKed by stores. ``publish`` then blocks until ACKs arrive (``backpressure="block"``,
@@ -130,7 +132,10 @@ class PartitionProducer(Closing):
             self._pending.append(content)
             if not self._scheduled:
                 self._scheduled = True
-                self._runner.post(self._drain)
+                # A lone record that found the runner in mid-turn (an ACK's) leaves at that
+                # turn's end; else the mailbox wakes the runner for a turn of its own.
+                if not (lone and self._runner.run_at_turn_end(self._drain)):
+                    self._runner.post(self._drain)
         return sequence
 
     def flush(self, timeout: float | None = None) -> bool:

@@ -509,9 +509,13 @@ class Producer(Closing):
     def _drain_lone(self) -> None:
         """Drain what is queued (a lone message) in the caller's thread, if the runner is
         between turns (``NodeRunner.run_here``: one thread wake-up less on its way, as
-        ``PartitionProducer``'s lone record); else post the drain it was scheduled for.
-        ``_lock`` is not held: the drain takes it."""
-        if not self._runner.run_here(self._drain_here):
+        ``PartitionProducer``'s lone record); in mid-turn (an ACK's), at that turn's end
+        (``NodeRunner.run_at_turn_end``: no wake-up and no turn of its own); else post the
+        drain it was scheduled for. ``_lock`` is not held: the drain takes it. A loop's
+        drains are posted as before (batching: a drain takes what queued meanwhile)."""
+        if not self._runner.run_here(self._drain_here) and not self._runner.run_at_turn_end(
+            self._drain
+        ):
             self._runner.post(self._drain)
 
     def _drain_here(self, now: float) -> bool:

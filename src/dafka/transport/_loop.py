@@ -30,7 +30,9 @@ polled, at least every 10 ms, so that the loop notices the pause end.
 With :class:`~dafka.transport._turns.Turns` (a node whose callers may send a lone record or
 read data themselves) the whole turn runs under its lock, released only around the poll, and
 the data SUBs and XPUBs are polled by descriptor and asked their readiness under the lock
-(``_turns.py``).
+(``_turns.py``). Work a caller leaves while the turn runs (``NodeRunner.run_at_turn_end``:
+a lone record that found the runner in mid-turn) runs at the turn's end, before its outbox
+is executed: it leaves in this turn, without a wake-up and a turn of its own.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ class PollLoop:
                 self._run(turns)
             finally:
                 turns.open = False
+                with turns.late_lock:
+                    turns.late_open = False
 
     def _run(self, turns: Turns | None) -> None:
         """The loop; with ``turns`` its lock is held, and released only around the poll."""
@@ -195,12 +199,16 @@ class PollLoop:
             finally:
                 if turns is not None:
                     turns.lock.acquire()
+                    turns.late_open = True
             now = clock()
             if wake in events:
                 self._mailbox.drain(wake, now)
                 if self._stopping():
                     for sock in held:  # what arrived while held is persisted and ACKed too
                         receiver.data(sock, now)
+                    if turns is not None:
+                        for fn in turns.take_late():
+                            fn(now)
                     executor.shutdown(now)
                     return
             if beacon_sub in events:
@@ -241,6 +249,9 @@ class PollLoop:
             due = reach.next_deadline()
             if due is not None and due <= now:
                 reach.on_timer(now)
+            if turns is not None:  # what callers left for this turn's end (run_at_turn_end)
+                for fn in turns.take_late():
+                    fn(now)
             executor.execute(now)
             if after_turn is not None:
                 after_turn(now)

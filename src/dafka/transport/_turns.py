@@ -49,6 +49,9 @@ class Turns:
 
     __slots__ = (
         "fds",
+        "late",
+        "late_lock",
+        "late_open",
         "lock",
         "open",
         "pubs",
@@ -83,6 +86,24 @@ class Turns:
         self.sub_polling = False
         """The runner's poll (while the lock is free) watches the data SUBs: a caller that
         becomes a reader wakes it, so that it polls again without them."""
+        self.late_lock = threading.Lock()
+        """Guards :attr:`late` and :attr:`late_open`; taken last, nothing taken under it."""
+        self.late: list[Callable[[float], None]] = []
+        """Work a caller left for the end of the runner's turn in progress
+        (``NodeRunner.run_at_turn_end``)."""
+        self.late_open = False
+        """The runner is in mid-turn and has not yet taken :attr:`late` (set by the runner
+        when it takes the lock after its poll, cleared when it takes :attr:`late`)."""
+
+    def take_late(self) -> list[Callable[[float], None]]:
+        """The runner, at the end of its turn (the lock held): close :attr:`late` to callers
+        for this turn and take what they left (run before the turn's outbox)."""
+        with self.late_lock:
+            self.late_open = False
+            late = self.late
+            if late:
+                self.late = []
+        return late
 
     def lend(
         self,

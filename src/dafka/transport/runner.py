@@ -248,6 +248,27 @@ class NodeRunner:
         finally:
             turns.lock.release()
 
+    def run_at_turn_end(self, fn: Callable[[float], None]) -> bool:
+        """Run ``fn(now)`` in the runner thread at the end of the turn in progress, before
+        the turn's outbox is executed, if the runner is in mid-turn and has not yet reached
+        that point; False otherwise (between turns, past it, not started, stopped, or no
+        ``direct``): then ``post`` it (or ``run_here`` it).
+
+        For work that found the runner busy (``run_here`` refused: an ACK's turn): posted,
+        it would wait for the whole turn, a wake-up (the mailbox) and a turn of its own (a
+        poll of every socket); here what it makes the machine send leaves in the turn
+        already running. Never blocks: the turn may take the caller's locks (a producer's),
+        which the caller may hold; ``fn`` runs under the turn lock, as posted work does.
+        """
+        turns = self._turns
+        if turns is None:
+            return False
+        with turns.late_lock:
+            if not turns.late_open:
+                return False
+            turns.late.append(fn)
+        return True
+
     def wait_here(self, wait: DataWait, timeout: float | None) -> None:
         """Wait on the data SUBs' descriptors (and ``wait``'s pipe) up to ``timeout``
         seconds, then read what arrived on them in the caller's thread, in place of the

@@ -163,3 +163,41 @@ def test_direct_and_queued_records_of_two_threads_keep_the_order_of_their_sequen
         assert [v for v in got if v.startswith(name.encode())] == [
             f"{name}-{i}".encode() for i in range(per_thread)
         ]
+
+
+def test_a_lone_record_that_finds_the_runner_in_mid_turn_leaves_at_that_turns_end(
+    cluster: Cluster,
+) -> None:
+    """A lone record published while the runner is in mid-turn (an ACK's) cannot be sent by
+    the publishing thread; it was queued and its drain posted, so it waited for the whole
+    turn, the mailbox's wake-up and a turn of its own (the fifth pass: 15 of the 100
+    slowest records at 1,000 records/s). Now the runner sends it at the end of the turn in
+    progress (``NodeRunner.run_at_turn_end``): it has left before the work posted after it
+    runs. The turn is held open by posted work that waits for the test."""
+    with (
+        live_consumer(cluster, "midturn") as consumer,
+        PartitionProducer("midturn", cluster.client_transport()) as producer,
+    ):
+        producer.publish(b"first")
+        assert producer.flush(10)
+        runner = producer._runner
+        inside = threading.Event()
+        release = threading.Event()
+        seen: list[int] = []
+
+        def busy(_now: float) -> None:
+            inside.set()
+            release.wait(10)
+
+        runner.post(busy)
+        assert inside.wait(10)
+        try:
+            sent = runner.statistics().sent
+            time.sleep(0.001)  # DIRECT_GAP after "first": lone
+            producer.publish(b"mid-turn")
+            runner.post(lambda _now: seen.append(runner.statistics().sent))
+        finally:
+            release.set()
+        assert producer.flush(10)
+        assert poll_values(consumer, 2) == [b"first", b"mid-turn"]
+    assert seen == [sent + 1]  # sent in busy's turn: before the next turn ran the probe

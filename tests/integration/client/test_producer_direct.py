@@ -94,3 +94,38 @@ def test_direct_and_queued_messages_of_two_threads_keep_each_threads_order(
             f"{name}-{i}".encode() for i in range(per_thread)
         ]
     assert stats.sent_here > 0, stats
+
+
+def test_a_lone_message_that_finds_the_runner_in_mid_turn_leaves_at_that_turns_end(
+    cluster: Cluster,
+) -> None:
+    """As ``PartitionProducer``'s: a lone message sent while the runner is in mid-turn (an
+    ACK's) is drained and sent at the end of that turn (``NodeRunner.run_at_turn_end``),
+    not after a wake-up in a turn of its own: it has left before work posted after it
+    runs."""
+    with (
+        live_consumer(cluster, "midturn") as consumer,
+        Producer("midturn", towers=cluster.towers, partitions=1, **FAST) as producer,
+    ):
+        producer.send(b"first").result(timeout=10)
+        runner = producer._runner
+        inside = threading.Event()
+        release = threading.Event()
+        seen: list[int] = []
+
+        def busy(_now: float) -> None:
+            inside.set()
+            release.wait(10)
+
+        runner.post(busy)
+        assert inside.wait(10)
+        try:
+            sent = runner.statistics().sent
+            time.sleep(0.001)  # DIRECT_GAP after the last drain: lone
+            future = producer.send(b"mid-turn")
+            runner.post(lambda _now: seen.append(runner.statistics().sent))
+        finally:
+            release.set()
+        future.result(timeout=10)
+        assert poll_values(consumer, 2) == [b"first", b"mid-turn"]
+    assert seen == [sent + 1]  # sent in busy's turn: before the next turn ran the probe

@@ -351,3 +351,41 @@ def test_a_subscription_while_callers_send_reaches_the_machine(
         sender.join()
         for sock in late:
             sock.close()
+
+
+def test_work_left_for_the_turns_end_runs_in_that_turn_before_its_outbox(
+    node: tuple[NodeRunner, Outbox, zmq.Socket[bytes]],
+) -> None:
+    """``run_at_turn_end``: refused while the runner is between turns (the caller may
+    ``run_here``); taken while it is in mid-turn, run in the runner's thread at that turn's
+    end, and what it makes the machine send leaves with that turn's outbox - before work
+    posted after it runs."""
+    runner, machine, sub = node
+    threads: list[int] = []
+    sent_then: list[int] = []
+
+    def late(_now: float) -> None:
+        threads.append(threading.get_ident())
+        machine.out.append(SendRecords(TOPIC, NODE, 1, [b"late"]))
+
+    wait_for(lambda: not runner.run_at_turn_end(late), "the runner between turns")
+    assert threads == []
+    inside = threading.Event()
+    release = threading.Event()
+
+    def busy(_now: float) -> None:
+        inside.set()
+        release.wait(10)
+
+    runner.post(busy)
+    assert inside.wait(10)
+    try:
+        before = runner.statistics().sent
+        assert runner.run_at_turn_end(late)
+        runner.post(lambda _now: sent_then.append(runner.statistics().sent))
+    finally:
+        release.set()
+    assert _sequences(sub, 1) == [1]
+    wait_for(lambda: bool(sent_then), "the posted probe")
+    assert sent_then == [before + 1]
+    assert len(threads) == 1 and threads[0] != threading.get_ident()
