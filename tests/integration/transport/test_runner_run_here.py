@@ -388,4 +388,5 @@ def test_work_left_for_the_turns_end_runs_in_that_turn_before_its_outbox(
     assert _sequences(sub, 1) == [1]
     wait_for(lambda: bool(sent_then), "the posted probe")
     assert sent_then == [before + 1]
-    assert len(threads) == 1 and threads[0] != threading.get_ident()
+    assert len(threads) == 1
+    assert threads[0] != threading.get_ident()
