@@ -43,6 +43,7 @@ from dafka.node.actions import (
 from dafka.protocol import BEACON_ID, DataMessage, DirectRecord, EncodeError, Record, encode
 from dafka.transport._drops import DropLog
 from dafka.transport._persistence import Persistence
+from dafka.transport._poll import Edges
 from dafka.transport._reach import ReachWatch
 from dafka.transport._socket_set import PeerSockets, SocketSet
 from dafka.transport._stats import RunnerStats
@@ -100,8 +101,12 @@ class Executor:
         on_peer: OnPeer | None,
         peer_keys: dict[str, bytes] | None = None,
         reach: ReachWatch,
+        edges: Edges,
     ) -> None:
         self._machine = machine
+        self._used = edges.used
+        """Each socket a send, a connect or a subscription may have taken the descriptor's
+        edge of (``_poll.py``): the loop looks at it before it sleeps."""
         self._peer_keys: dict[str, bytes] = {} if peer_keys is None else peer_keys
         """Endpoint -> the Z85 key its secured beacon came with (filled by the Receiver)."""
         self._discovery = discovery
@@ -186,6 +191,7 @@ class Executor:
         pubs = self._pubs
         default_pub = pubs[0]
         peers = self._peers
+        used = self._used
         sent = 0
         for action in actions:
             if action.__class__ is Send:
@@ -197,6 +203,7 @@ class Executor:
                     stats.unencodable += 1
                     self._drops.drop(f"an unencodable {type(message).__name__}", exc)
                     continue
+                used.add(pub)
                 if len(frames) == 2:
                     _send(pub, frames[0], _SNDMORE)
                     content = frames[1]
@@ -224,6 +231,7 @@ class Executor:
                 index = self._route_subscribe(action.prefix) if self._route_subscribe else 0
                 option = zmq.SUBSCRIBE if isinstance(action, Subscribe) else zmq.UNSUBSCRIBE
                 endpoints[index].sub.setsockopt(option, action.prefix)
+                used.add(endpoints[index].sub)
             elif isinstance(action, Connect):
                 self._connect(action, peers)
             elif isinstance(action, Disconnect):
@@ -231,6 +239,7 @@ class Executor:
                     peers.remove(action.endpoint)
                 else:
                     for e in endpoints:
+                        used.add(e.sub)
                         with contextlib.suppress(zmq.ZMQError):
                             e.sub.disconnect(action.endpoint)
                 stats.peers_expired += 1
@@ -283,6 +292,7 @@ class Executor:
                 self.execute_actions(list(map(Send, run.messages())))
                 return 0  # counted by that call
         header, tail, pub = known
+        self._used.add(pub)
         if count == 1:
             _send(pub, header + _pack_sequence(first) + tail, _SNDMORE)
             content = contents[0]
@@ -367,6 +377,7 @@ class Executor:
                     for e in self._sockets.endpoints:
                         if security is not None and server_key is not None:
                             security.client(e.sub, server_key)
+                        self._used.add(e.sub)
                         e.sub.connect(action.endpoint)
                 except zmq.ZMQError:
                     for e in self._sockets.endpoints:

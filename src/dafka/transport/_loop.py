@@ -27,17 +27,22 @@ is read turn after turn as before. While the application has paused receiving
 (``receive_paused``, a consumer whose queue is full) only the beacons and the mailbox are
 polled, at least every 10 ms, so that the loop notices the pause end.
 
-With :class:`~dafka.transport._turns.Turns` (a node whose callers may send a lone record or
-read data themselves) the whole turn runs under its lock, released only around the poll, and
-the data SUBs and XPUBs are polled by descriptor and asked their readiness under the lock
-(``_turns.py``). Work a caller leaves while the turn runs (``NodeRunner.run_at_turn_end``:
-a lone record that found the runner in mid-turn) runs at the turn's end, before its outbox
-is executed: it leaves in this turn, without a wake-up and a turn of its own.
+Every socket is polled by its descriptor (``ZMQ_FD``, one ``select.poll``: ``_poll.py``), not
+by ``zmq_poll``, which asks each socket ``ZMQ_EVENTS`` before and after it sleeps (two system
+calls each): a socket is asked only when its descriptor fired or when it was used since it
+was last found empty (``Edges.used``: a send, a connect, a subscription, a read stopped at
+``receive_batch``), and a used socket found waiting makes the poll not block. With
+:class:`~dafka.transport._turns.Turns` (a node whose callers may send a lone record or read
+data themselves) the whole turn runs under its lock, released only around the poll, and
+what callers used meanwhile is looked at after the poll (``_turns.py``). Work a caller
+leaves while the turn runs (``NodeRunner.run_at_turn_end``: a lone record that found the
+runner in mid-turn) runs at the turn's end, before its outbox is executed: it leaves in this
+turn, without a wake-up and a turn of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Set
 
 import zmq
 
@@ -46,6 +51,7 @@ from dafka.node.actions import NodeMachine
 from dafka.transport._execute import Executor
 from dafka.transport._mailbox import Mailbox
 from dafka.transport._persistence import Persistence
+from dafka.transport._poll import DescriptorPoll, Edges
 from dafka.transport._reach import ReachWatch
 from dafka.transport._receive import OnNotice, Receiver
 from dafka.transport._socket_set import PeerSockets, SocketSet
@@ -75,9 +81,11 @@ class PollLoop:
         receive_paused: Callable[[], bool] | None,
         after_turn: Callable[[float], None] | None,
         reach: ReachWatch,
+        edges: Edges,
         turns: Turns | None = None,
     ) -> None:
         self._machine = machine
+        self._edges = edges
         self._turns = turns
         self._reach = reach
         self._discovery = discovery
@@ -116,42 +124,37 @@ class PollLoop:
         receiver = self._receiver
         executor = self._executor
         clock = self._clock
+        edges = self._edges
+        look = edges.look
+        used = edges.used
         beacon_sub = self._sockets.beacon_sub
         wake = self._sockets.wake
-        control = zmq.Poller()  # used alone while the application has paused receiving
-        control.register(beacon_sub, zmq.POLLIN)
-        control.register(wake, zmq.POLLIN)
-        poller = zmq.Poller()
-        poller.register(beacon_sub, zmq.POLLIN)
-        poller.register(wake, zmq.POLLIN)
         endpoints = self._sockets.endpoints
         subs = [e.sub for e in endpoints]
         xpubs = [(e.pub, e.identity.xpub, e.identity.topic) for e in endpoints]
-        lean = zmq.Poller()  # without the data SUBs: used while callers read them
-        lean.register(beacon_sub, zmq.POLLIN)
-        lean.register(wake, zmq.POLLIN)
-        for sock in (*subs, *(pub for pub, _, _ in xpubs)):
-            if turns is None:
-                poller.register(sock, zmq.POLLIN)
-            else:  # used by callers too: its descriptor only, its readiness under the lock
-                poller.register(sock.get(zmq.FD), zmq.POLLIN)
-                if sock not in subs:
-                    lean.register(sock.get(zmq.FD), zmq.POLLIN)
+        pubs = [pub for pub, _, _ in xpubs]
+        # Every poll is over descriptors (``_poll.py``): all the sockets; the beacons and
+        # the wake-up alone while the application has paused receiving; without the data
+        # SUBs while callers read them (``lean``) or while the persistence holds them.
+        poller = DescriptorPoll(edges, (beacon_sub, wake, *subs, *pubs))
+        control = DescriptorPoll(edges, (beacon_sub, wake))
+        lean = DescriptorPoll(edges, (beacon_sub, wake, *pubs))
         if turns is not None:
-            turns.lend(subs, [pub for pub, _, _ in xpubs], [pub for pub, sees, _ in xpubs if sees])
+            turns.lend(subs, pubs, [pub for pub, sees, _ in xpubs if sees])
         # The held SUBs (``Identity.held``) and a poller without them, used while the
         # persistence holds (see the module's docstring, "Holding").
         held = [e.sub for e in endpoints if e.identity.held]
         if persistence is None or turns is not None or self._peers is not None:
             held = []
         hold_until = persistence.hold_until if persistence is not None and held else None
-        holding_poller = zmq.Poller()
-        holding_poller.register(beacon_sub, zmq.POLLIN)
-        holding_poller.register(wake, zmq.POLLIN)
-        for sock in (*subs, *(pub for pub, _, _ in xpubs)):
-            if sock not in held:
-                holding_poller.register(sock, zmq.POLLIN)
+        holding_poller = DescriptorPoll(
+            edges, (beacon_sub, wake, *(s for s in subs if s not in held), *pubs)
+        )
         held_left = False  # a held SUB's last read stopped at receive_batch: more may wait
+        # What a turn does not read, so does not look at: the held SUBs while held, the
+        # data SUBs (and per-peer SUBs) while receiving is paused.
+        unread_held = frozenset(held)
+        unread_paused: set[zmq.Socket[bytes]] = set(subs)
         reach = self._reach
         peer_senders: dict[zmq.Socket[bytes], str] = {}
         peer_keys: dict[zmq.Socket[bytes], bytes] = {}
@@ -173,36 +176,48 @@ class PollLoop:
             receiving = paused is None or not paused()
             polled = poller
             hold = None
+            skip: Collection[zmq.Socket[bytes]] = ()
             if hold_until is not None and receiving and not held_left:
                 hold = hold_until()
                 if hold is not None and hold > now:
                     polled = holding_poller
+                    skip = unread_held
                     if deadline is None or hold < deadline:
                         deadline = hold
                 else:
                     hold = None
+            if not receiving:
+                polled = control
+                skip = unread_paused
+                if peer_senders:
+                    skip = unread_paused.union(peer_senders)
+            # The used sockets first: one whose message waits is read this turn, unpolled.
+            waiting: Set[zmq.Socket[bytes]] = look(skip) if used else _NONE
             timeout_ms = -1 if deadline is None else max(0, int((deadline - now) * 1000) + 1)
+            if not receiving:
+                timeout_ms = _PAUSED_POLL_MS if timeout_ms < 0 else min(timeout_ms, _PAUSED_POLL_MS)
+            if waiting:
+                timeout_ms = 0
             if turns is not None:
-                if turns.waiting(receiving):
-                    timeout_ms = 0
-                if turns.readers and self._peers is None:
+                if turns.readers and self._peers is None and polled is poller:
                     polled = lean
-                turns.sub_polling = receiving and polled is poller
+                turns.sub_polling = polled is poller
                 turns.sleeping_until = deadline
                 turns.lock.release()
             try:
-                if receiving:
-                    events = dict(polled.poll(timeout_ms))
-                else:
-                    limit = _PAUSED_POLL_MS if timeout_ms < 0 else min(timeout_ms, _PAUSED_POLL_MS)
-                    events = dict(control.poll(limit))
+                fired = polled.poll(timeout_ms)
             finally:
                 if turns is not None:
                     turns.lock.acquire()
                     turns.late_open = True
+            if fired:
+                waiting = waiting | set(fired) if waiting else set(fired)
+            if turns is not None and used:  # what callers used while the lock was free
+                waiting = waiting | look(skip) if waiting else look(skip)
             now = clock()
-            if wake in events:
+            if wake in waiting:
                 self._mailbox.drain(wake, now)
+                used.discard(wake)
                 if self._stopping():
                     for sock in held:  # what arrived while held is persisted and ACKed too
                         receiver.data(sock, now)
@@ -211,33 +226,48 @@ class PollLoop:
                             fn(now)
                     executor.shutdown(now)
                     return
-            if beacon_sub in events:
+            if beacon_sub in waiting:
                 receiver.beacons(beacon_sub, now)
+                used.discard(beacon_sub)
             if receiving:
                 for sock in subs:
-                    if (sock in events) if turns is None else readable(sock):
+                    if sock in waiting:
                         drained = receiver.data(sock, now)
+                        if drained:
+                            used.discard(sock)
+                        else:
+                            used.add(sock)
                         if sock in held:
                             held_left = not drained
                 if hold is not None and now >= hold:  # the hold ended: read them in this turn
                     for sock in held:
-                        held_left = not receiver.data(sock, now)
+                        drained = receiver.data(sock, now)
+                        held_left = not drained
+                        if drained:
+                            used.discard(sock)
+                        else:
+                            used.add(sock)
                 if peer_senders:
                     for sock, sender in list(peer_senders.items()):
-                        if sock in events:
+                        if sock in waiting:
                             # One message, then a look, the rest only if more came: a
                             # producer's ACK (one per store's fsync) then ends on no EAGAIN,
                             # which pyzmq raises as an exception built in Python (~2.5 us,
                             # two imports) where the look costs ~1.2 (client side).
                             key = peer_keys.get(sock)
-                            if not receiver.data(sock, now, sender, key, limit=1) and readable(
-                                sock
+                            if (
+                                not receiver.data(sock, now, sender, key, limit=1)
+                                and readable(sock)
+                                and not receiver.data(sock, now, sender, key)
                             ):
-                                receiver.data(sock, now, sender, key)
+                                used.add(sock)  # stopped at receive_batch: more may wait
+                            else:
+                                used.discard(sock)
             for sock, machine_sees, topic in xpubs:
-                if (sock in events) if turns is None else readable(sock):
+                if sock in waiting:
                     handler = on_subscription if machine_sees else None
                     receiver.notices(sock, reach, handler, now, topic)
+                    used.discard(sock)
             due = machine.next_deadline()
             if due is not None and due <= now:
                 machine.on_timer(now)
@@ -255,6 +285,9 @@ class PollLoop:
             executor.execute(now)
             if after_turn is not None:
                 after_turn(now)
+
+
+_NONE: frozenset[zmq.Socket[bytes]] = frozenset()
 
 
 def _earliest(*deadlines: float | None) -> float | None:

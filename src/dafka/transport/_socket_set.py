@@ -20,6 +20,7 @@ import zmq
 from dafka.config import Listen
 from dafka.errors import DafkaError
 from dafka.protocol import BEACON_ID, WELCOME_ID
+from dafka.transport._poll import DescriptorPoll
 from dafka.transport.config import TransportConfig
 from dafka.transport.security import Gate, warn_if_exposed
 from dafka.transport.sockets import (
@@ -195,7 +196,7 @@ class PeerSockets:
         self.keys: dict[zmq.Socket[bytes], bytes] = {}
         """Socket -> the Z85 key its peer authenticated with (secured nodes)."""
         self._prefixes: set[bytes] = set()
-        self.poller: zmq.Poller | None = None
+        self.poller: DescriptorPoll | None = None
 
     def __contains__(self, endpoint: str) -> bool:
         return endpoint in self._by_endpoint
@@ -208,6 +209,8 @@ class PeerSockets:
         option = zmq.SUBSCRIBE if on else zmq.UNSUBSCRIBE
         for _, sock in self._by_endpoint.values():
             sock.setsockopt(option, prefix)
+            if self.poller is not None:
+                self.poller.used(sock)
 
     def add(self, node_id: str, endpoint: str, server_key: bytes | None = None) -> None:
         """Open a SUB to ``endpoint`` (a CURVE client of ``server_key`` on a secured node);
@@ -233,7 +236,7 @@ class PeerSockets:
         if server_key is not None:
             self.keys[sock] = server_key
         if self.poller is not None:
-            self.poller.register(sock, zmq.POLLIN)
+            self.poller.register(sock)
 
     def remove(self, endpoint: str) -> None:
         found = self._by_endpoint.pop(endpoint, None)

@@ -14,14 +14,15 @@ on the data SUBs and takes the deliveries (``NodeRunner.wait_here``) - the only 
 caller touches; what else the machine asks for is left to the runner
 (``Executor.execute_here``).
 
-While the lock is free the runner polls those sockets by their file descriptor (``ZMQ_FD``),
-which reads no socket state, and asks their readiness (``ZMQ_EVENTS``, which processes the
-socket's commands) only under the lock. ``ZMQ_FD`` is edge-triggered and a send or a read
-may process the socket's commands, taking the signal of a message that arrived meanwhile, so
-whoever used the sockets last asks :meth:`Turns.waiting` before it lets go (the runner then
-polls without blocking, a caller wakes the runner) - unless that use already said nothing
-waits: a look that found nothing, or a read that ended on EAGAIN, processed the commands,
-so the next message signals the descriptor again. A caller that sent asks only about the
+The runner polls every socket by its file descriptor (``ZMQ_FD``, ``_poll.py``), which reads
+no socket state, so its poll may run while the lock is free, and asks a socket's readiness
+(``ZMQ_EVENTS``, which processes the socket's commands) only under the lock. ``ZMQ_FD`` is
+edge-triggered and a send or a read may process the socket's commands, taking the signal of a
+message that arrived meanwhile, so a caller's use of a socket goes into the runner's
+``Edges.used`` as the runner's own uses do (the executor's sends; a read stopped at
+``receive_batch``): the runner looks at those sockets after its poll and before the next -
+a read that ended on EAGAIN, or a look that found nothing, processed the commands, so the
+next message signals the descriptor again. A caller that sent asks only about the
 XPUBs whose notices its machine takes (:attr:`Turns.watched`): elsewhere a notice only
 tells the reach watch who connected back, which every runner turn reads before the watch's
 timer (``NodeRunner._lent_turn_ends``). A caller waiting for data polls the same
@@ -117,17 +118,6 @@ class Turns:
         self.pubs = list(pubs)
         self.watched = list(watched)
         self.fds = tuple(cast(int, sub.get(zmq.FD)) for sub in subs)
-
-    def waiting(self, receiving: bool = True, sending: bool = True) -> bool:
-        """A message waits on a lent socket (the lock is held): the XPUBs if ``sending``,
-        the SUBs if ``receiving`` - the sockets that may have taken a signal since the last
-        look. A caller's turn asks only about the sockets it used: a socket processes its
-        commands (and may take its descriptor's edge) only when it is sent on, read or
-        asked, so the others still signal the runner's poll. Each look is a
-        ``getsockopt`` of two system calls (~2.5 us)."""
-        return (sending and any(map(readable, self.pubs))) or (
-            receiving and any(map(readable, self.subs))
-        )
 
 
 _EVENTS = int(zmq.EVENTS)

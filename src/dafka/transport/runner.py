@@ -53,6 +53,7 @@ from dafka.transport._listen_log import say_listening
 from dafka.transport._loop import PollLoop
 from dafka.transport._mailbox import Mailbox
 from dafka.transport._persistence import Persistence
+from dafka.transport._poll import Edges
 from dafka.transport._reach import ReachWatch, reach_grace
 from dafka.transport._receive import DropInbound, Receiver
 from dafka.transport._socket_set import Endpoint, Identity, PeerSockets, SocketSet
@@ -130,6 +131,9 @@ class NodeRunner:
             else None
         )
         self._turns = Turns() if direct else None
+        self._edges = Edges()
+        """The sockets whose descriptor's edge a use may have taken (``_poll.py``): the
+        loop's, the executor's and the callers' uses of the lent sockets."""
         self._executor: Executor | None = None
         self._receiver: Receiver | None = None
         self._thread: threading.Thread | None = None
@@ -326,8 +330,13 @@ class NodeRunner:
                 if fd in ready:
                     stats.reads_here += 1
                     # one message, then a look: the rest only if more came (see above)
-                    if not receiver.data(sock, now, limit=1) and readable(sock):
-                        more = not receiver.data(sock, now) or more  # stopped at the batch
+                    if (
+                        not receiver.data(sock, now, limit=1)
+                        and readable(sock)
+                        and not receiver.data(sock, now)
+                    ):  # stopped at the batch: the runner looks at it
+                        more = True
+                        self._edges.used.add(sock)
             stats.received_here += stats.received - received
         self._lent_turn_ends(turns, executor, read=more)
 
@@ -474,6 +483,7 @@ class NodeRunner:
                 on_peer=machine.on_peer if isinstance(machine, PeerNotices) else None,
                 peer_keys=peer_keys,
                 reach=reach,
+                edges=self._edges,
             )
             self._executor = executor
             self._receiver = receiver
@@ -494,6 +504,7 @@ class NodeRunner:
                 receive_paused=self._receive_paused,
                 after_turn=self._after_turn,
                 reach=reach,
+                edges=self._edges,
                 turns=self._turns,
             ).run()
         finally:
