@@ -15,8 +15,13 @@ restores Python's default handler, so its children start with SIGINT at its defa
 from __future__ import annotations
 
 import signal
+from collections.abc import Generator
+from types import FrameType
+from typing import Any
 
 import pytest
+
+from tests.spark.interrupted import detach_pending_call, stop_leftover_work
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -28,6 +33,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # at load ~30, 2 s for the next test): 300 s ran out in the middle of a py4j call, which
 # leaves the module's session unusable - one slow start failed all 33 tests after it.
 SPARK_TIMEOUT = pytest.mark.timeout(600)
+
+# Set when a Spark test's timeout fired (tests/spark/interrupted.py), with the py4j call it
+# interrupted if any, so that the phase it fired in ends by stopping what the test left running.
+TIMED_OUT = pytest.StashKey[tuple[Any]]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -43,3 +52,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(SPARK_TIMEOUT)
         elif "/tests/hosts/" in path:
             item.add_marker(pytest.mark.hosts)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> Generator[None, object, object]:
+    """A Spark test's timeout first takes the py4j call it interrupts off the thread
+    (tests/spark/interrupted.py; the signal method only: the thread method ends the process)."""
+    result = yield
+    if settings.method == "signal" and item.get_closest_marker("spark") is not None:
+        raise_timeout = signal.getsignal(signal.SIGALRM)
+        if callable(raise_timeout):
+
+            def on_timeout(signum: int, frame: FrameType | None) -> None:
+                __tracebackhide__ = True
+                item.stash[TIMED_OUT] = (detach_pending_call(frame),)
+                raise_timeout(signum, frame)
+
+            signal.signal(signal.SIGALRM, on_timeout)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """After the phase in which a Spark test timed out: its jobs and streaming queries stop."""
+    report = yield
+    timed_out = item.stash.get(TIMED_OUT, None)
+    if timed_out is not None:
+        del item.stash[TIMED_OUT]
+        try:
+            problem = stop_leftover_work(timed_out[0])
+        except Exception as e:  # the report says so; the tests after it will fail loudly
+            problem = f"could not stop its work: {e!r}"
+        if problem is not None:
+            report.sections.append(("Spark after the timeout", problem))
+    return report
