@@ -1,6 +1,7 @@
 """The beacon-flood scenario, shared by its test (a few seconds) and
 ``scripts/beacon_flood.py`` (30 s): a tower, a store, a producer and a consumer; a flooder
-beacons fresh made-up ids through the tower; a second producer starts mid-flood.
+beacons ``seconds * rate`` fresh made-up ids through the tower (taking longer where the
+machine cannot keep the rate); a second producer starts mid-flood.
 
 What it measures: every node stays up; the records the consumer got during the flood
 (the figure printed); whether the mid-flood producer got its records stored; each node's
@@ -91,8 +92,8 @@ def run_flood(
                 tower.sub_endpoint,
                 "--rate",
                 str(rate),
-                "--seconds",
-                str(seconds),
+                "--beacons",
+                str(int(seconds * rate)),
             ],
         )
         late: Proc | None = None

@@ -1,4 +1,4 @@
-"""Issue 19: a beacon flood of made-up node ids (15,000 a second, here for 5 s; the 30 s
+"""Issue 19: a beacon flood of made-up node ids (15,000 a second, here 75,000 of them; the 30 s
 version is ``scripts/beacon_flood.py``) crashes nothing, stops neither live delivery nor a
 producer that starts mid-flood, and the daemons' memory comes back within 20 % once it
 ends: the tower's and the store's. The producer's figure is printed, not checked: it keeps
@@ -26,7 +26,7 @@ def test_a_beacon_flood_crashes_nothing_and_stops_nothing(procs: Processes, tmp_
     result = run_flood(procs, tmp_path, seconds=5.0, rate=15_000.0, settle=20.0)
     print(result.describe())
     assert not result.down, result.describe()
-    assert result.sent > 50_000, result.describe()
+    assert result.sent == 75_000, result.describe()  # however long the machine took
     assert result.delivered_during > 0, result.describe()  # live delivery goes on
     assert result.late_producer_acked == 100, result.describe()  # a newcomer gets in
     assert result.returned(within=0.2, nodes=("tower", "store")), result.describe()
