@@ -300,6 +300,10 @@ def test_a_member_paused_before_its_intent_is_fenced_by_the_taker(
     assert txns_b, "B committed nothing"
     assert txns_b[-1]["logs_fenced"] >= 1, "B never fenced A's log"
     # A rejoined and B handed it a partition in a normal rebalance: its last transaction
-    # was decided, so nothing fenced B's log, and A's restarted producer committed
-    assert not [e for e in b.events() if e["event"] == "fenced"], "B was fenced needlessly"
+    # was decided, so nothing fenced B's log - unless B was counted dead meanwhile (no beat
+    # heard for session_timeout, 2 s: a loaded machine starves a process that long, at load
+    # ~30 in an integration run), when the taker of its partitions must fence its undecided
+    # transaction; and A's restarted producer committed
+    if "counted dead by another member" not in b.stderr():
+        assert not [e for e in b.events() if e["event"] == "fenced"], "B was fenced needlessly"
     assert _after(a, "restarted", ("txn",)), "A's restarted producer committed nothing"
