@@ -3,9 +3,9 @@
 A consumer process reads at a fixed 8,000 records/s with ``max_queued`` 2,000 (its runner
 stops reading the sockets while the application is behind), while a producer process
 publishes 60,000 records at 20,000/s. Stores ACK what they persisted, whatever consumers do:
-the producer's unacked records stay well under what it published, it flushes and exits while
-the consumer is still far behind, and the resident memory of the store, the producer and the
-consumer stays under a generous bound. The consumer still ends with every record once.
+the producer has every record ACKed, flushes and exits while the consumer is still far
+behind, and the resident memory of the store, the producer and the consumer stays under a
+generous bound. The consumer still ends with every record once.
 """
 
 from __future__ import annotations
@@ -45,13 +45,13 @@ def test_slow_consumer_does_not_grow_producer_or_store(procs: Processes, tmp_pat
     assert producer.wait_exit() == 0, procs.describe()
     done = producer.require("done")
     assert done["acked"] == RECORDS
+    # Stores ACK at their own pace: every record was ACKed while the consumer was still far
+    # behind. (Not a bound on the producer's peak of unacked records: that is the store's
+    # speed, not its policy - a store starved of CPU left 16,491 unacked at load 17 and
+    # 31,484 at load ~30, more than ACKs held to the consumer's pace would leave on a quiet
+    # machine, ~36,000 less the store's lag.)
     behind = consumer.require("progress")["received"]
     assert behind < RECORDS * 0.9, f"the consumer was not slow ({behind} read): nothing shown"
-    # Stores ACK at their own pace: the producer held a fraction of what it published. Were
-    # ACKs held to the consumer's pace (8,000/s against 20,000/s published), ~36,000 would be
-    # unacked as publishing ends; a store starved of CPU (the suite at load 17 on 2 cores)
-    # held 16,491 with ACKs at its own pace, so the bound is half.
-    assert done["peak_unacked"] < RECORDS // 2, done
     assert done["rss_kb"] < RSS_BOUND_KB
 
     def consumer_done() -> bool:
