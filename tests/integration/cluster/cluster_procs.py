@@ -223,10 +223,17 @@ class Processes:
         return TowerProc(proc, found.group(1), found.group(2))
 
     def store(
-        self, data_dir: Path, towers: list[TowerProc], *, name: str = "store", fsync: str = "batch"
+        self,
+        data_dir: Path,
+        towers: list[TowerProc],
+        *,
+        name: str = "store",
+        fsync: str = "batch",
+        extra: tuple[str, ...] = (),
     ) -> StoreProc:
-        """A ``dafka store`` on ``data_dir``; returns once it logged that it is ready."""
-        argv = [*DAFKA, "store", "--data", str(data_dir), "--fsync", fsync]
+        """A ``dafka store`` on ``data_dir`` (``extra``: more of its options); returns once it
+        logged that it is ready."""
+        argv = [*DAFKA, "store", "--data", str(data_dir), "--fsync", fsync, *extra]
         for tower in towers:
             argv += ["--tower", tower.spec]
         argv += [
