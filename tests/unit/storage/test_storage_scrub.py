@@ -197,3 +197,83 @@ def test_the_scrub_memo_is_bounded_and_forgets_logs_that_changed() -> None:
     assert len(memo) == 3
     memo.purge({("t", "p"): 1})  # p's segments changed since (generation 1)
     assert len(memo) == 0
+
+
+def _payload_at(root: Path, offset: int) -> tuple[Path, int, int]:
+    """The segment file holding record ``offset`` of t/p, where its payload starts, and its
+    length (walked by the records' headers: salvage may have split the segments)."""
+    for seg in sorted((root / "t" / "p").glob("*.log"), reverse=True):
+        if int(seg.stem) > offset:
+            continue
+        data = seg.read_bytes()
+        at = SEGMENT_HEADER_SIZE
+        while at + RECORD_HEADER_SIZE <= len(data):
+            got = int.from_bytes(data[at : at + 8], "big")
+            length = int.from_bytes(data[at + 8 : at + 12], "big")
+            if got == offset:
+                return seg, at + RECORD_HEADER_SIZE, length
+            at += RECORD_HEADER_SIZE + length
+    raise AssertionError(f"record {offset} not on disk")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(1, 60)),
+            st.tuples(st.just("flip"), st.integers(0, 10**6)),
+            st.tuples(st.just("scrub"), st.sampled_from([100, 700, 4096, 9000, 30_000])),
+        ),
+        min_size=10,
+        max_size=60,
+    )
+)
+def test_the_memo_never_hides_a_flip_whatever_the_steps_stretches_and_repairs(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int]]
+) -> None:
+    """Bits flipped at any time under stretches the memo holds, with budgets that move the
+    stretches' boundaries, appends to the active segment and the repairs of earlier flips
+    between the steps: every flipped record is found by the scrub alone within three passes
+    after the last step (review: ScrubMemo, 9c9455c)."""
+    root = tmp_path_factory.mktemp("memo")
+    storage = Storage.open(root, CONFIG)
+    nxt = 300
+    storage.append("t", "p", 0, [payload("p", o, SIZE if o % 3 else None) for o in range(nxt)])
+    flipped: set[int] = set()
+    lost: set[int] = set()
+
+    def collect() -> None:
+        for cut in storage.take_truncations():
+            assert cut.end_offset is not None  # never the tail: flips stay 20 records behind
+            gone = set(range(cut.offset, cut.end_offset))
+            assert gone <= flipped, (gone, flipped)  # damage that is there, only
+            flipped.difference_update(gone)
+            lost.update(gone)
+
+    try:
+        for kind, n in steps:
+            if kind == "append":
+                values = [payload("p", o, SIZE if o % 3 else None) for o in range(nxt, nxt + n)]
+                storage.append("t", "p", nxt, values)
+                nxt += n
+            elif kind == "flip":
+                offset = n % (nxt - 20)
+                if offset in flipped or offset in lost:
+                    continue
+                seg, at, length = _payload_at(root, offset)
+                if not length:
+                    continue
+                data = bytearray(seg.read_bytes())
+                data[at + n % length] ^= 1 << (n % 8)
+                seg.write_bytes(bytes(data))
+                flipped.add(offset)
+            else:
+                storage.scrub(n)
+                collect()
+        passes = storage.scrub_progress.passes
+        while storage.scrub_progress.passes < passes + 3:
+            storage.scrub(4096)
+            collect()
+        assert flipped == set(), f"missed by the scrub: {sorted(flipped)}"
+    finally:
+        storage.close()
