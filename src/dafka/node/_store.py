@@ -45,7 +45,14 @@ FETCH addressed to another store (``requester@reader-id``, see ``dafka.node._sto
 answered (``fetches_declined``); one addressed to us is answered to the plain requester id.
 Replies are served oldest first, each as far as what is durable before the next: a consumer
 that asks for its next window while the current one streams (``FetchPolicy.pipeline``) gets
-it right after, in order; a reply waiting for durability lets the others go.
+it right after, in order; a reply waiting for durability lets the others go. A FETCH that
+arrives in the same runner turn (batch of inputs) as an earlier one from the same requester
+whose range holds its own is not answered again (``fetches_coalesced``): both left the
+requester before any of the reply could reach it, so the second is a retry of a FETCH the
+store had not read yet - a store starved of CPU reads both at once - and answering it would
+only queue a window of duplicates ahead of what the requester still needs (the FETCH retry
+storm, docs/nodes.md). A FETCH in a later turn is answered: the reply's records may have
+been lost.
 
 Storage faults heal without a restart. The driver reports what really happened on disk:
 
@@ -234,9 +241,16 @@ class StoreStatistics:
     taken instead."""
     runs_refused: int = 0
     """RECORDs and heads naming a known run with another start (malformed: dropped)."""
+    fetches_coalesced: int = 0
+    """FETCHes not answered: an earlier FETCH of the same turn, from the same requester,
+    asked for a range holding theirs (a retry the store read together with the FETCH)."""
     fences_refused: int = 0
     """Fencing GET-HEADS whose epoch was more than ``max_fence_ahead`` past the store's
     wall clock: nothing fenced (answered as a plain GET-HEADS)."""
+
+
+_TURN_FETCHES = 64
+"""FETCHes a turn remembers to coalesce a retry read with them (``_asked_this_turn``)."""
 
 
 class _Reply:
@@ -326,6 +340,10 @@ class StoreMachine(
         self._starts = reader if isinstance(reader, LogStarts) else None
         self._declined = 0
         self._replies: deque[_Reply] = deque()
+        self._turn_fetches: list[tuple[str, Cursor, int, int]] = []
+        """The FETCHes answered since the outbox was last drained - in this turn of the
+        driver, which drains it once per batch of inputs: (recipient, partition, range)."""
+        self._coalesced = 0
         self._learned = 0
         self._not_learned = 0
         self._refused_partitions = 0
@@ -946,6 +964,8 @@ class StoreMachine(
 
     def take_actions(self) -> list[Action]:
         out = self._out
+        if self._turn_fetches:
+            self._turn_fetches.clear()  # the turn ends: its FETCHes coalesce no more
         if self._ack_due:
             all_runs = self._runs
             for cursor in self._ack_due:
@@ -1024,6 +1044,7 @@ class StoreMachine(
             log_starts_sent=self._log_starts,
             store_hellos_sent=self._hellos,
             fetches_declined=self._declined,
+            fetches_coalesced=self._coalesced,
             fetch_replies_pending=len(self._replies),
             arrived_ahead=self._in_order.arrived_ahead,
             dropped_duplicates=self._in_order.duplicates,
@@ -1194,14 +1215,30 @@ class StoreMachine(
                 )
         if first > cursor.last:
             return
-        self._fetches_answered += 1
         # not bounded by cursor.last: the reply follows what the writer takes (docstring)
         stop = min(first + fetch.count, first + self.config.max_fetch_reply)
+        if self._asked_this_turn(recipient, cursor, first, stop):
+            self._coalesced += 1
+            return
+        self._fetches_answered += 1
         self._replies.append(_Reply(recipient, cursor, first, stop, now))
         if len(self._replies) == 1:
             self._serve(now)  # the first slice leaves in this turn
         elif self._reply_due is None:
             self._reply_due = now
+
+    def _asked_this_turn(self, recipient: str, cursor: Cursor, first: int, stop: int) -> bool:
+        """Whether a FETCH answered earlier in this turn (since :meth:`take_actions`) for
+        ``recipient`` asked for a range of ``cursor`` holding ``[first, stop)`` (module
+        docstring); if not, this one is noted (at most ``_TURN_FETCHES`` per turn: a flood
+        of FETCHes costs no more)."""
+        asked = self._turn_fetches
+        for who, partition, low, high in asked:
+            if partition is cursor and low <= first and stop <= high and who == recipient:
+                return True
+        if len(asked) < _TURN_FETCHES:
+            asked.append((recipient, cursor, first, stop))
+        return False
 
     def _serve(self, now: float) -> None:
         """Send up to ``fetch_reply_slice`` records of the queued replies, oldest first.

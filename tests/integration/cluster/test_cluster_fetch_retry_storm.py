@@ -8,8 +8,10 @@ only a sliver of every 0.2 s (SIGCONT / SIGSTOP, as a scheduler starving it woul
 answers the first window, then the retry's window - duplicates by then - at a crawl. Before,
 those duplicates made no progress for longer than ``retry_initial``: each such stretch sent
 another retry, whose window queued more duplicates ahead of what was still needed. Now the
-duplicates hold the retry off: after the store resumes, no FETCH is sent again, and the
-consumer reads the partition a second time, every record once and in order.
+store, reading the FETCH and its retry in one turn, answers them once, and duplicates that
+still come (a retry read in a later turn) hold the consumer's retry off: after the store
+resumes, no FETCH is sent again, and the consumer reads the partition a second time, every
+record once and in order.
 """
 
 from __future__ import annotations
@@ -113,7 +115,8 @@ def test_a_starved_store_is_not_asked_its_windows_again(procs: Processes, tmp_pa
     # Before: 1 to 3 retries once the store resumed (3 runs of 3 at load 15-30), each
     # another window of duplicates queued ahead of the records still needed.
     assert retries == 0, (after, resumed)
-    # The only duplicates: the window of each retry sent while the store was stopped.
+    # The only duplicates: at most the window of each retry sent while the store was stopped
+    # (none when the store reads the FETCH and its retries in one turn: it answers them once).
     duplicates = after.dropped["duplicates"] - before.dropped["duplicates"]
-    assert duplicates == WINDOW * (resumed.fetch_retries - before.fetch_retries)
+    assert duplicates <= WINDOW * (resumed.fetch_retries - before.fetch_retries)
     assert store.proc.stop(signal.SIGTERM) == 0

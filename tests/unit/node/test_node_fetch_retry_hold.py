@@ -236,3 +236,42 @@ def test_answers_ahead_do_not_hold_a_retry_off() -> None:
     peer.send(DirectRecord(CID, "t", P, 5, b""))  # 1..4 missing: the hole is asked at once
     assert peer.expect(Fetch).sequence == 1
     assert machine.next_deadline() == pytest.approx(0.6)
+
+
+def served(peer: ScriptedPeer) -> list[tuple[str, int]]:
+    """Every DIRECT-RECORD the store sends until its replies are done: (recipient, sequence)."""
+    out: list[tuple[str, int]] = []
+    while True:
+        out += [(m.recipient, m.sequence) for m in peer.recv_all() if isinstance(m, DirectRecord)]
+        if not peer.tick():
+            return out
+
+
+def test_a_store_reading_a_fetch_and_its_retry_in_one_turn_answers_once() -> None:
+    """The storm's source on the store's side: starved of CPU, a store reads a FETCH and the
+    retry the asker sent 0.5 s later in the same turn; both left the asker before any of the
+    reply could reach it, so one reply answers both. A FETCH in a later turn is answered
+    again (the first reply may have been lost), and so is another asker's or a wider range."""
+    log = MemoryLog()
+    log.append("t", P, 0, [b"%d" % s for s in range(100)])
+    machine = StoreMachine(WID, RID, log, StoreConfig(fetch_reply_slice=10, heads_refresh=None))
+    peer = ScriptedPeer(machine, log=log)
+    peer.recv_all()
+    peer.send(Fetch(P, CID, "t", 0, 100), Fetch(P, CID, "t", 0, 100), Fetch(P, CID, "t", 50, 20))
+    # Old code: 170 records, the retry's window of duplicates queued behind the first.
+    assert served(peer) == [(CID, s) for s in range(100)]
+    assert (machine.statistics().fetches_answered, machine.statistics().fetches_coalesced) == (
+        1,
+        2,
+    )
+    peer.send(Fetch(P, CID, "t", 0, 10))  # a later turn (batch)
+    assert served(peer) == [(CID, s) for s in range(10)]
+    peer.advance(1.0)
+    peer.send(Fetch(P, CID, "t", 0, 10), Fetch(P, "OTHER", "t", 0, 10), Fetch(P, CID, "t", 5, 10))
+    answers = served(peer)
+    assert sorted(answers) == sorted(
+        [(CID, s) for s in range(10)]
+        + [("OTHER", s) for s in range(10)]
+        + [(CID, s) for s in range(5, 15)]
+    )
+    assert machine.statistics().fetches_coalesced == 2
