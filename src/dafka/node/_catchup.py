@@ -29,6 +29,8 @@ out-of-order records does not become a burst of FETCHes (a TODO of the C consume
   peer that sends duplicates without end (or a stranger replaying old records) delays
   retries once, by at most that, never forever. Records *ahead* of ``last + 1`` do not hold
   it off: they are holes (:meth:`FetchScheduler.hole`) and the evidence of records gone.
+  (The store's side of it: a FETCH and a retry of it that a store reads in one turn get
+  one reply, ``dafka.node._store``.)
 * Answers that, retry after retry, start beyond ``last + 1`` mean the records are gone
   (storage retention removed them): after ``skip_after`` such retries in a row a consumer
   skips to the first sequence still available. A loss cannot fake this: it would have to
