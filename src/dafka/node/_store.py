@@ -51,8 +51,10 @@ whose range holds its own is not answered again (``fetches_coalesced``): both le
 requester before any of the reply could reach it, so the second is a retry of a FETCH the
 store had not read yet - a store starved of CPU reads both at once - and answering it would
 only queue a window of duplicates ahead of what the requester still needs (the FETCH retry
-storm, docs/nodes.md). A FETCH in a later turn is answered: the reply's records may have
-been lost.
+storm, docs/nodes.md). A FETCH in a later turn whose range ends within what a reply to the
+same requester still streaming has yet to send is answered only up to where that reply is
+(what it sent may have been lost; what it has yet to send is not queued twice), and that
+reply waits for durability as long as the new one would have.
 
 Storage faults heal without a restart. The driver reports what really happened on disk:
 
@@ -84,6 +86,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Protocol, runtime_checkable
 
 from dafka.node._catchup import Cursor, FetchScheduler
@@ -243,14 +246,16 @@ class StoreStatistics:
     """RECORDs and heads naming a known run with another start (malformed: dropped)."""
     fetches_coalesced: int = 0
     """FETCHes not answered: an earlier FETCH of the same turn, from the same requester,
-    asked for a range holding theirs (a retry the store read together with the FETCH)."""
+    asked for a range holding theirs (a retry the store read together with the FETCH), or a
+    reply to the requester still streaming has yet to send all they ask."""
     fences_refused: int = 0
     """Fencing GET-HEADS whose epoch was more than ``max_fence_ahead`` past the store's
     wall clock: nothing fenced (answered as a plain GET-HEADS)."""
 
 
 _TURN_FETCHES = 64
-"""FETCHes a turn remembers to coalesce a retry read with them (``_asked_this_turn``)."""
+"""FETCHes a turn remembers to coalesce a retry read with them (``_asked_this_turn``), and
+replies (the newest) a FETCH is checked against (``_unsent_below``): a flood costs no more."""
 
 
 class _Reply:
@@ -1220,6 +1225,10 @@ class StoreMachine(
         if self._asked_this_turn(recipient, cursor, first, stop):
             self._coalesced += 1
             return
+        stop = self._unsent_below(recipient, cursor, first, stop, now)
+        if stop <= first:
+            self._coalesced += 1
+            return
         self._fetches_answered += 1
         self._replies.append(_Reply(recipient, cursor, first, stop, now))
         if len(self._replies) == 1:
@@ -1239,6 +1248,24 @@ class StoreMachine(
         if len(asked) < _TURN_FETCHES:
             asked.append((recipient, cursor, first, stop))
         return False
+
+    def _unsent_below(
+        self, recipient: str, cursor: Cursor, first: int, stop: int, now: float
+    ) -> int:
+        """Where a reply to a FETCH for ``[first, stop)`` must stop: ``stop``, or - when a
+        reply to ``recipient`` still streaming (one of the last ``_TURN_FETCHES`` queued) has
+        yet to send ``[its next, stop)`` - its next: what it sent already may have been
+        lost and is sent again, what it has yet to send is not queued twice (module
+        docstring). That reply then waits for durability as long as this one would have."""
+        for reply in islice(reversed(self._replies), _TURN_FETCHES):
+            if (
+                reply.cursor is cursor
+                and reply.next < stop <= reply.stop
+                and reply.recipient == recipient
+            ):
+                reply.since = max(reply.since, now)
+                return max(first, reply.next)
+        return stop
 
     def _serve(self, now: float) -> None:
         """Send up to ``fetch_reply_slice`` records of the queued replies, oldest first.

@@ -1,24 +1,24 @@
-"""A store starved of CPU while a consumer catches up: no FETCH retry storm.
+"""A store paused past a consumer's FETCH deadline answers the FETCH and its retry once.
 
-The scene of a stall seen at load 20-30 (docs/nodes.md, "FETCH: windows, retries, holes"),
-made on purpose with signals: a ``dafka store`` holds a partition the producer has left; a
-consumer read it once and seeks back to 0 while the store is stopped (SIGSTOP), so that its
-FETCH goes unanswered past ``retry_initial`` and is sent again; the store is then let run
-only a sliver of every 0.2 s (SIGCONT / SIGSTOP, as a scheduler starving it would), so it
-answers the first window, then the retry's window - duplicates by then - at a crawl. Before,
-those duplicates made no progress for longer than ``retry_initial``: each such stretch sent
-another retry, whose window queued more duplicates ahead of what was still needed. Now the
-store, reading the FETCH and its retry in one turn, answers them once, and duplicates that
-still come (a retry read in a later turn) hold the consumer's retry off: after the store
-resumes, no FETCH is sent again, and the consumer reads the partition a second time, every
-record once and in order.
+The scene that started the FETCH retry storm at load 20-30 (docs/nodes.md, "FETCH: windows,
+retries, holes"), made on purpose with signals: a ``dafka store`` holds a partition the
+producer has left; a consumer read it once and seeks back to 0 while the store is stopped
+(SIGSTOP), so that its FETCH goes unanswered past ``retry_initial`` and is sent again; then
+the store resumes (SIGCONT) and reads the FETCH and its retry. Before, it answered both:
+the retry's whole window came back as duplicates, queued ahead of the next window the
+consumer needed (on a store starved of CPU those duplicates outlasted ``retry_initial``, and
+each such stretch sent another retry). Now the store answers them with one reply: the
+consumer reads the partition a second time, every record once and in order, and the
+duplicates it gets are those of retries sent *after* the store resumed (a stall of the
+loaded machine; none on a quiet one), not of those sent while it was stopped - but for a
+slice, when the store reads the retry a turn after the FETCH. (That duplicates which still
+come hold the consumer's retry off is shown deterministically in
+tests/unit/node/test_node_fetch_retry_hold.py.)
 """
 
 from __future__ import annotations
 
-import os
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -29,36 +29,9 @@ from dafka.node import ConsumerConfig, FetchPolicy
 from tests.integration.cluster.cluster_client import payload, transport
 from tests.integration.cluster.cluster_procs import DEADLINE, Processes, wait_until
 
-TOPIC = "starved"
-RECORDS = 40_000
-WINDOW = 20_000
-"""Two windows; the larger the window, the longer its duplicates take at a crawl."""
-RUN, STOP = 0.01, 0.19
-"""The store's share of every 0.2 s once resumed: 5 % of a core, under the 0.5 s retry."""
-
-
-class Starver:
-    """Lets a stopped process run ``RUN`` s of every ``RUN + STOP`` s, until :meth:`close`
-    (which lets it run on for good)."""
-
-    def __init__(self, pid: int) -> None:
-        self._pid = pid
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._done.is_set():
-            os.kill(self._pid, signal.SIGCONT)
-            if self._done.wait(RUN):
-                break
-            os.kill(self._pid, signal.SIGSTOP)
-            self._done.wait(STOP)
-
-    def close(self) -> None:
-        self._done.set()
-        self._thread.join()
-        os.kill(self._pid, signal.SIGCONT)
+TOPIC = "paused"
+RECORDS = 30_000
+WINDOW = 10_000
 
 
 def read(consumer: Consumer, count: int) -> list[tuple[int, bytes]]:
@@ -70,7 +43,9 @@ def read(consumer: Consumer, count: int) -> list[tuple[int, bytes]]:
 
 
 @pytest.mark.timeout(240)
-def test_a_starved_store_is_not_asked_its_windows_again(procs: Processes, tmp_path: Path) -> None:
+def test_a_paused_store_answers_a_fetch_and_its_retry_once(
+    procs: Processes, tmp_path: Path
+) -> None:
     tower = procs.tower()
     store = procs.store(tmp_path / "store", [tower])
     producer = procs.client("producer", "produce", [tower], TOPIC, "--records", str(RECORDS))
@@ -97,26 +72,21 @@ def test_a_starved_store_is_not_asked_its_windows_again(procs: Processes, tmp_pa
                 "the consumer's first retry",
             )
             resumed = consumer.metrics()
-            starver = Starver(store.proc.pid)
-        except BaseException:
-            store.proc.send_signal(signal.SIGCONT)
-            raise
-        try:
-            again = read(consumer, RECORDS)
         finally:
-            starver.close()
+            store.proc.send_signal(signal.SIGCONT)
+        again = read(consumer, RECORDS)
         after = consumer.metrics()
         extra = consumer.poll(timeout=0.3)
 
     assert [o for o, _ in again] == list(range(RECORDS)), procs.describe()
     assert all(value == payload(offset) for offset, value in again)
     assert extra == []
-    retries = after.fetch_retries - resumed.fetch_retries
-    # Before: 1 to 3 retries once the store resumed (3 runs of 3 at load 15-30), each
-    # another window of duplicates queued ahead of the records still needed.
-    assert retries == 0, (after, resumed)
-    # The only duplicates: at most the window of each retry sent while the store was stopped
-    # (none when the store reads the FETCH and its retries in one turn: it answers them once).
+    stopped = resumed.fetch_retries - before.fetch_retries
+    later = after.fetch_retries - resumed.fetch_retries
     duplicates = after.dropped["duplicates"] - before.dropped["duplicates"]
-    assert duplicates <= WINDOW * (resumed.fetch_retries - before.fetch_retries)
+    # Before: the window of each retry sent while the store was stopped came back as
+    # duplicates (8,408 and 10,000 with one retry, no retry after the resume to explain
+    # them). Now none, or - when the store read the retry a turn after the FETCH - what
+    # the reply had sent by then (a slice of 2,048 records a turn).
+    assert duplicates <= WINDOW // 2 + WINDOW * later, (stopped, later, duplicates)
     assert store.proc.stop(signal.SIGTERM) == 0

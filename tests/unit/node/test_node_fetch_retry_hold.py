@@ -275,3 +275,31 @@ def test_a_store_reading_a_fetch_and_its_retry_in_one_turn_answers_once() -> Non
         + [(CID, s) for s in range(5, 15)]
     )
     assert machine.statistics().fetches_coalesced == 2
+
+
+def test_a_retry_read_after_its_fetch_began_is_answered_only_up_to_that_reply() -> None:
+    """The store read the FETCH in one turn (its first slice left at once) and the retry in
+    the next: the retry gets again only what the reply sent already (it may have been lost),
+    not what the reply has yet to send. A FETCH for records sent already (a hole) is
+    answered whole; so is one reaching beyond the reply, or another asker's."""
+    log = MemoryLog()
+    log.append("t", P, 0, [b"%d" % s for s in range(100)])
+    machine = StoreMachine(WID, RID, log, StoreConfig(fetch_reply_slice=10, heads_refresh=None))
+    peer = ScriptedPeer(machine, log=log)
+    peer.recv_all()
+    peer.send(Fetch(P, CID, "t", 0, 100))  # its first slice, 0..9, leaves at once
+    peer.send(Fetch(P, CID, "t", 0, 100), Fetch(P, CID, "t", 40, 20))  # the next turn
+    # Old code: 0..99 twice (and 40..59 a third time), queued one after the other.
+    assert served(peer) == [(CID, s) for s in range(100)] + [(CID, s) for s in range(10)]
+    stats = machine.statistics()
+    assert (stats.fetches_answered, stats.fetches_coalesced) == (2, 1)
+    peer.send(Fetch(P, CID, "t", 0, 60))  # a reply streaming (its first slice sent) ...
+    peer.send(Fetch(P, CID, "t", 2, 3), Fetch(P, CID, "t", 50, 30), Fetch(P, "OTHER", "t", 5, 5))
+    answers = served(peer)
+    assert sorted(answers) == sorted(
+        [(CID, s) for s in range(60)]  # the reply
+        + [(CID, s) for s in range(2, 5)]  # records it sent already: a hole, answered
+        + [(CID, s) for s in range(50, 80)]  # reaching beyond it: answered whole
+        + [("OTHER", s) for s in range(5, 10)]
+    )
+    assert machine.statistics().fetches_coalesced == 1
