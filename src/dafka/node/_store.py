@@ -1254,17 +1254,23 @@ class StoreMachine(
     ) -> int:
         """Where a reply to a FETCH for ``[first, stop)`` must stop: ``stop``, or - when a
         reply to ``recipient`` still streaming (one of the last ``_TURN_FETCHES`` queued) has
-        yet to send ``[its next, stop)`` - its next: what it sent already may have been
-        lost and is sent again, what it has yet to send is not queued twice (module
-        docstring). That reply then waits for durability as long as this one would have."""
-        for reply in islice(reversed(self._replies), _TURN_FETCHES):
-            if (
-                reply.cursor is cursor
-                and reply.next < stop <= reply.stop
-                and reply.recipient == recipient
-            ):
-                reply.since = max(reply.since, now)
-                return max(first, reply.next)
+        yet to send ``[its next, stop)`` - its next, and so on down the replies queued (a
+        window and the next one, pipelined): what they sent already may have been lost and
+        is sent again, what they have yet to send is not queued twice (module docstring).
+        Such a reply then waits for durability as long as this one would have."""
+        replies = list(islice(reversed(self._replies), _TURN_FETCHES))
+        trimmed = True
+        while trimmed and stop > first:
+            trimmed = False
+            for reply in replies:
+                if (
+                    reply.cursor is cursor
+                    and reply.next < stop <= reply.stop
+                    and reply.recipient == recipient
+                ):
+                    reply.since = max(reply.since, now)
+                    stop = max(first, reply.next)
+                    trimmed = True
         return stop
 
     def _serve(self, now: float) -> None:

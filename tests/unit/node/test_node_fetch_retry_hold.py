@@ -303,3 +303,18 @@ def test_a_retry_read_after_its_fetch_began_is_answered_only_up_to_that_reply() 
         + [("OTHER", s) for s in range(5, 10)]
     )
     assert machine.statistics().fetches_coalesced == 1
+
+
+def test_a_retry_over_a_window_and_the_next_one_pipelined_is_trimmed_down_both() -> None:
+    """A consumer's window streams and the next one is queued (pipelined) when its retry
+    comes: the retry gets again only what the streaming reply sent."""
+    log = MemoryLog()
+    log.append("t", P, 0, [b"%d" % s for s in range(300)])
+    machine = StoreMachine(WID, RID, log, StoreConfig(fetch_reply_slice=10, heads_refresh=None))
+    peer = ScriptedPeer(machine, log=log)
+    peer.recv_all()
+    peer.send(Fetch(P, CID, "t", 0, 100))  # 0..9 leave at once
+    peer.send(Fetch(P, CID, "t", 100, 100))  # the next window, pipelined
+    peer.send(Fetch(P, CID, "t", 0, 100 + 50))  # a retry from 0 over both
+    assert served(peer) == [(CID, s) for s in range(200)] + [(CID, s) for s in range(10)]
+    assert machine.statistics().fetches_coalesced == 0  # trimmed, not dropped
