@@ -478,7 +478,6 @@ class LocalCluster(Running):
     def _give_up(self, member: Member, lived: float) -> None:
         """Keep ``member`` down for good: it died young :data:`GIVE_UP_AFTER` times in a row."""
         assert member.popen is not None
-        member.given_up = True
         error = NodeFailedError(
             f"{member.name} died {member.young_deaths} times in a row within {YOUNG:.0f} s "
             f"of its start (the last after {lived:.1f} s, exit code {member.popen.returncode}); "
@@ -488,6 +487,7 @@ class LocalCluster(Running):
         self.failure = error
         if self._on_failure is not None:
             self._on_failure(error)
+        member.given_up = True  # last: a waiter that sees it finds the failure told
 
 
 __all__ = [
