@@ -19,13 +19,12 @@ from pathlib import Path
 import pytest
 
 from dafka.client import PartitionProducer, _partition_producer
-from dafka.node import ProducerMachine
-from dafka.transport.runner import NodeRunner
 from tests.integration.client.test_producer import (
     Cluster,
     live_consumer,
     poll_values,
 )
+from tests.integration.transport.transport_helpers import held_turn, records_sent
 
 
 @pytest.fixture
@@ -183,24 +182,13 @@ def test_a_lone_record_that_finds_the_runner_in_mid_turn_leaves_at_that_turns_en
         producer.publish(b"first")
         assert producer.flush(10)
         runner = producer._runner
-        inside = threading.Event()
-        release = threading.Event()
         seen: list[int] = []
-
-        def busy(_now: float) -> None:
-            inside.set()
-            release.wait(10)
-
-        runner.post(busy)
-        assert inside.wait(10)
-        try:
+        with held_turn(runner):
             machines = [producer._machine]
-            sent = _records_sent(runner, machines)  # the runner is held in busy: no race
+            sent = records_sent(runner, machines)  # the runner is held: no race
             time.sleep(0.001)  # DIRECT_GAP after "first": lone
             producer.publish(b"mid-turn")
-            runner.post(lambda _now: seen.append(_records_sent(runner, machines)))
-        finally:
-            release.set()
+            runner.post(lambda _now: seen.append(records_sent(runner, machines)))
         assert producer.flush(10)
         assert poll_values(consumer, 2) == [b"first", b"mid-turn"]
     assert seen == [sent + 1]  # sent in busy's turn: before the next turn ran the probe
@@ -244,9 +232,3 @@ def test_the_record_right_after_a_lone_one_is_sent_by_the_publishing_thread_too(
     # that a loop still goes in runs is the 1,000 close records' check.
     assert here >= 30, here
     assert looped <= 100, looped
-
-
-def _records_sent(runner: NodeRunner, machines: list[ProducerMachine]) -> int:
-    """Messages the runner sent but the HEADs (one a second may fall due in the turn the
-    test holds open: counted, it made ``sent + 2``)."""
-    return runner.statistics().sent - sum(m.statistics().heads_sent for m in machines)

@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 
 from dafka import Producer
-from dafka.node import ProducerMachine
-from dafka.transport.runner import NodeRunner
 from tests.integration.client.test_producer import (
     FAST,
     Cluster,
     live_consumer,
     poll_values,
 )
+from tests.integration.transport.transport_helpers import held_turn, records_sent
 
 
 @pytest.fixture
@@ -111,30 +110,13 @@ def test_a_lone_message_that_finds_the_runner_in_mid_turn_leaves_at_that_turns_e
     ):
         producer.send(b"first").result(timeout=10)
         runner = producer._runner
-        inside = threading.Event()
-        release = threading.Event()
         seen: list[int] = []
-
-        def busy(_now: float) -> None:
-            inside.set()
-            release.wait(10)
-
-        runner.post(busy)
-        assert inside.wait(10)
-        try:
+        with held_turn(runner):
             machines = producer._machine.machines
-            sent = _records_sent(runner, machines)  # the runner is held in busy: no race
+            sent = records_sent(runner, machines)  # the runner is held: no race
             time.sleep(0.001)  # DIRECT_GAP after the last drain: lone
             future = producer.send(b"mid-turn")
-            runner.post(lambda _now: seen.append(_records_sent(runner, machines)))
-        finally:
-            release.set()
+            runner.post(lambda _now: seen.append(records_sent(runner, machines)))
         future.result(timeout=10)
         assert poll_values(consumer, 2) == [b"first", b"mid-turn"]
     assert seen == [sent + 1]  # sent in busy's turn: before the next turn ran the probe
-
-
-def _records_sent(runner: NodeRunner, machines: list[ProducerMachine]) -> int:
-    """Messages the runner sent but the HEADs (one a second may fall due in the turn the
-    test holds open: counted, it made ``sent + 2``)."""
-    return runner.statistics().sent - sum(m.statistics().heads_sent for m in machines)

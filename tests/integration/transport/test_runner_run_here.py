@@ -22,7 +22,7 @@ from dafka.transport._turns import DataWait
 from dafka.transport.config import TransportConfig
 from dafka.transport.runner import Identity, NodeRunner
 from dafka.transport.tower import Tower
-from tests.integration.transport.transport_helpers import loopback, wait_for
+from tests.integration.transport.transport_helpers import held_turn, loopback, wait_for
 
 TOPIC = "runhere"
 NODE = "70000000000000000000000000000007"
@@ -370,21 +370,10 @@ def test_work_left_for_the_turns_end_runs_in_that_turn_before_its_outbox(
 
     wait_for(lambda: not runner.run_at_turn_end(late), "the runner between turns")
     assert threads == []
-    inside = threading.Event()
-    release = threading.Event()
-
-    def busy(_now: float) -> None:
-        inside.set()
-        release.wait(10)
-
-    runner.post(busy)
-    assert inside.wait(10)
-    try:
+    with held_turn(runner):
         before = runner.statistics().sent
         assert runner.run_at_turn_end(late)
         runner.post(lambda _now: sent_then.append(runner.statistics().sent))
-    finally:
-        release.set()
     assert _sequences(sub, 1) == [1]
     wait_for(lambda: bool(sent_then), "the posted probe")
     assert sent_then == [before + 1]
