@@ -443,19 +443,17 @@ class LocalCluster(Running):
                     continue
                 if member.restart_at is None:
                     lived = now - member.started_at
-                    if member.killed or lived >= YOUNG:
-                        member.young_deaths = 0
+                    young = not member.killed and lived < YOUNG
+                    if not young:
                         member.backoff = BACKOFF_FIRST
-                    else:
-                        if member.ready.is_set():  # it started: a crash while serving
-                            member.young_deaths = 0
-                        else:
-                            member.young_deaths += 1
-                            if member.young_deaths >= GIVE_UP_AFTER:
-                                self._give_up(member, lived)
-                                continue
-                        if member.restarts:
-                            member.backoff = min(BACKOFF_MAX, member.backoff * 2)
+                    elif member.restarts:
+                        member.backoff = min(BACKOFF_MAX, member.backoff * 2)
+                    # a crash after the ready line (while serving) is no failed start
+                    failed_start = young and not member.ready.is_set()
+                    member.young_deaths = member.young_deaths + 1 if failed_start else 0
+                    if member.young_deaths >= GIVE_UP_AFTER:
+                        self._give_up(member, lived)
+                        continue
                     member.restart_at = now + member.backoff
                     log.warning(
                         "%s (pid %s) exited with code %s; restarting in %.1fs",
